@@ -1,0 +1,157 @@
+"""`DelegatingChatClient`, the base of every middleware layer, and `chain`, which stacks them.
+
+A layer is a `wrapt.BaseObjectProxy` around its inner client: it overrides `get_response` and
+passes every other attribute through, so any stack still exposes the innermost client's `model`,
+its SDK client and its `capabilities`, and `isinstance(layer, type(innermost))` holds.
+
+Order: the outermost layer runs first. In
+`with_telemetry(with_retries(with_structured_output(client)))` a call goes telemetry → retries →
+structured output → client, and the response comes back the other way. `chain(client,
+with_telemetry, with_retries, with_structured_output)` builds the same stack.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, NoReturn, TypeVar, overload
+
+import wrapt
+
+from ._client import ChatClient, ChatStream, as_chat_client
+from ._exceptions import UserError
+from ._options import OptionsInput
+from ._sync import run_sync
+from ._types import ChatResponse, MessageInput
+
+__all__ = ["DelegatingChatClient", "chain"]
+
+K = TypeVar("K")
+
+
+class DelegatingChatClient(wrapt.BaseObjectProxy):  # type: ignore[misc]
+    """Pass-through layer: subclasses override `get_response` and nothing else they don't change.
+
+    State of a layer must be stored as `self._self_<name>` (anything else lands on the inner
+    client). Layers are found with `get_service(kind)`, not `isinstance`, which sees through the
+    proxy to the innermost client.
+
+    Example:
+        class LoggingChatClient(DelegatingChatClient):
+            def get_response(self, messages, *, options=None, stream=False, output_type=None):
+                print("calling the model")
+                return super().get_response(messages, options=options, stream=stream, output_type=output_type)
+    """
+
+    def __init__(self, inner: ChatClient | Any) -> None:
+        super().__init__(as_chat_client(inner))
+
+    @property
+    def inner_client(self) -> ChatClient:
+        """The client this layer wraps."""
+        return self.__wrapped__  # type: ignore[no-any-return]
+
+    @overload
+    def get_response(
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: Any = None,
+    ) -> Awaitable[ChatResponse[Any]]: ...
+
+    @overload
+    def get_response(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+    ) -> ChatStream: ...
+
+    def get_response(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+        """Pass the call to the inner client unchanged (options and features included)."""
+        return self.__wrapped__.get_response(  # type: ignore[no-any-return]
+            messages, options=options, stream=stream, output_type=output_type
+        )
+
+    def get_response_sync(
+        self, messages: MessageInput, *, options: OptionsInput = None, output_type: Any = None
+    ) -> ChatResponse[Any]:
+        """Blocking `get_response` for scripts. Raises `UserError` inside a running event loop."""
+        return run_sync(lambda: self.get_response(messages, options=options, output_type=output_type))
+
+    def get_service(self, kind: type[K]) -> K | None:
+        """The first client in the stack, from here inwards, whose own type is a `kind`."""
+        if issubclass(type(self), kind):  # type(): isinstance() would match the innermost client
+            return self  # type: ignore[return-value]
+        inner = self.__wrapped__
+        get_service = getattr(inner, "get_service", None)
+        if get_service is not None:
+            return get_service(kind)  # type: ignore[no-any-return]
+        return inner if isinstance(inner, kind) else None
+
+    async def __aenter__(self) -> DelegatingChatClient:
+        enter = getattr(self.__wrapped__, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self  # wrapt would return the inner client's result: every layer bypassed
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        leave = getattr(self.__wrapped__, "__aexit__", None)
+        if leave is not None:
+            await leave(*exc_info)
+
+    def __enter__(self) -> DelegatingChatClient:
+        enter = getattr(self.__wrapped__, "__enter__", None)
+        if enter is not None:
+            enter()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        leave = getattr(self.__wrapped__, "__exit__", None)
+        if leave is not None:
+            leave(*exc_info)
+
+    def __copy__(self) -> DelegatingChatClient:
+        """The same layer class and configuration over a shallow copy of the inner client."""
+        clone = type(self).__new__(type(self))
+        wrapt.BaseObjectProxy.__init__(clone, copy.copy(self.__wrapped__))
+        for name, value in _layer_state(self).items():
+            setattr(clone, name, value)  # `_self_` names land on the proxy
+        return clone
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DelegatingChatClient:
+        clone = type(self).__new__(type(self))
+        wrapt.BaseObjectProxy.__init__(clone, copy.deepcopy(self.__wrapped__, memo))
+        for name, value in _layer_state(self).items():
+            setattr(clone, name, copy.deepcopy(value, memo))
+        return clone
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise TypeError(f"{type(self).__name__} cannot be pickled: it wraps a live client")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__wrapped__!r})"
+
+
+def _layer_state(layer: DelegatingChatClient) -> dict[str, Any]:
+    own: dict[str, Any] = layer.__self_dict__
+    return {name: value for name, value in own.items() if name.startswith("_self_")}
+
+
+Layer = Callable[[ChatClient], ChatClient]
+
+
+def chain(client: ChatClient | Any, *layers: Layer) -> ChatClient:
+    """Stack `layers` over `client`; the first layer is the outermost (it runs first).
+
+    Example:
+        client = chain(OpenAIChatClient(sdk, "gpt-4o"), with_telemetry, with_retries, with_structured_output)
+        # same as with_telemetry(with_retries(with_structured_output(OpenAIChatClient(...))))
+    """
+    result = as_chat_client(client)
+    for index in range(len(layers) - 1, -1, -1):
+        result = layers[index](result)
+        if not isinstance(result, ChatClient):
+            raise UserError(f"layer {index} ({layers[index]!r}) returned {type(result).__name__}, not a ChatClient")
+    return result

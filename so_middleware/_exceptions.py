@@ -1,0 +1,143 @@
+"""The errors so_middleware raises.
+
+```
+SOMiddlewareError
+├── UserError                  bad type, option or configuration; raised before any model call
+│   └── StreamConsumedError    a ResponseStream iterated a second time
+├── LocalServerError           the embedded llama-server is missing, fails to start or dies
+├── StreamInterruptedError     a stream broke mid-way (malformed events, connection cut, no end event)
+└── OutputError                the model answered, but not with a usable value
+    ├── ModelBehaviorError     output still invalid after every retry
+    ├── RefusalError           the model refused
+    ├── IncompleteOutputError  output cut off (length, max_tokens, incomplete)
+    └── ContentFilterError     output withheld by a content filter
+```
+
+Every error raised after a model call carries `attempts` (the raw text, error and usage of each
+attempt) and `usage` (summed over the attempts), so nothing the model produced is lost.
+Transport errors (rate limits, timeouts, connection errors) are the SDK's own exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._types import Attempt, UsageDetails
+
+__all__ = [
+    "ContentFilterError",
+    "IncompleteOutputError",
+    "LocalServerError",
+    "ModelBehaviorError",
+    "OutputError",
+    "RefusalError",
+    "SOMiddlewareError",
+    "StreamConsumedError",
+    "StreamInterruptedError",
+    "UserError",
+]
+
+
+class SOMiddlewareError(Exception):
+    """Base class of every error so_middleware raises itself."""
+
+
+class UserError(SOMiddlewareError, ValueError):
+    """A bad type, option or configuration, found before any model call.
+
+    Example: `StructuredOutput(lambda: 1)` raises `UserError` naming the type and the reason.
+    """
+
+
+class StreamConsumedError(UserError):
+    """A `ResponseStream` was iterated a second time; a stream can be consumed once."""
+
+
+class LocalServerError(SOMiddlewareError, RuntimeError):
+    """The embedded local model server is not installed, could not start, or stopped."""
+
+
+class StreamInterruptedError(SOMiddlewareError):
+    """A streamed response broke off before its end.
+
+    `partial_text` holds the text received so far; the original error is chained as `__cause__`.
+    """
+
+    def __init__(self, message: str, *, partial_text: str = "", updates: int = 0) -> None:
+        super().__init__(message)
+        self.partial_text = partial_text
+        self.updates = updates
+
+
+class OutputError(SOMiddlewareError):
+    """The model answered, but not with a usable structured value.
+
+    Attributes:
+        attempts: one `Attempt` per model call (raw text, error, usage, strategy).
+        usage: the usage summed over every attempt.
+        response: the last `ChatResponse`, when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: Sequence[Attempt] = (),
+        usage: UsageDetails | None = None,
+        response: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.attempts: list[Attempt] = list(attempts)
+        self.usage = usage
+        self.response = response
+
+    @property
+    def raw_texts(self) -> list[str]:
+        """The raw text of each attempt, in order."""
+        return [attempt.text for attempt in self.attempts]
+
+    def with_attempts(self, attempts: Sequence[Attempt], usage: UsageDetails | None) -> OutputError:
+        """Attach the attempts and summed usage (returns self, for `raise err.with_attempts(...)`)."""
+        self.attempts = list(attempts)
+        self.usage = usage
+        return self
+
+
+class ModelBehaviorError(OutputError):
+    """The model's output does not validate against the requested type (after every retry).
+
+    `raw_text` is the offending text; `errors` the pydantic error list (or a one-item list
+    describing a JSON error). `str(err)` is a message a model can be re-asked with.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        raw_text: str = "",
+        errors: Sequence[Any] = (),
+        attempts: Sequence[Attempt] = (),
+        usage: UsageDetails | None = None,
+        response: Any = None,
+    ) -> None:
+        super().__init__(message, attempts=attempts, usage=usage, response=response)
+        self.raw_text = raw_text
+        self.errors: list[Any] = list(errors)
+
+
+class RefusalError(OutputError):
+    """The model refused to answer; `refusal` holds its explanation."""
+
+    def __init__(self, message: str, *, refusal: str = "", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.refusal = refusal
+
+
+class IncompleteOutputError(OutputError):
+    """The output was cut off (finish reason `length`, `max_tokens`, `incomplete`)."""
+
+
+class ContentFilterError(OutputError):
+    """The output was withheld or cut by the provider's content filter."""

@@ -1,0 +1,169 @@
+"""Run options, tools and features.
+
+`ChatOptions` is what every `get_response` call takes, as a plain dict or as the object:
+
+    options = {"model": "gpt-4o", "temperature": 0, "features": [StructuredOutput(Person)]}
+
+`features` is the same thing as `additional_properties["features"]`: a list of feature objects
+that layers look up by type (`find_feature`). A layer that does not know a feature passes it on
+untouched, and the very same object arrives below, so a feature can carry a result back up.
+Provider adapters send no `additional_properties` to the SDK; provider-specific request fields go
+through `extra_body`, merged into the request body as given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, Union
+
+from ._exceptions import UserError
+from ._formats import ResponseFormat
+
+__all__ = ["ChatOptions", "ForcedTool", "FunctionTool", "OptionsInput", "ToolChoice", "find_feature"]
+
+F = TypeVar("F")
+
+FEATURES_KEY = "features"
+
+
+@dataclass(frozen=True)
+class FunctionTool:
+    """A function the model may call: name, description and a JSON schema for its arguments."""
+
+    name: str
+    parameters: Mapping[str, Any]
+    description: str | None = None
+    strict: bool | None = None
+
+
+@dataclass(frozen=True)
+class ForcedTool:
+    """A `tool_choice` that forces a call to the named tool."""
+
+    name: str
+
+
+ToolChoice = Union[Literal["auto", "none", "required"], ForcedTool]
+_TOOL_CHOICE_MODES = ("auto", "none", "required")
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    """Options of one model call. Build from a dict with `ChatOptions.coerce(...)`.
+
+    Unknown keys raise `UserError`: put provider-specific request fields in `extra_body`.
+    `tools` hold `FunctionTool`s or provider-shaped dicts (passed on as given); `response_format`
+    a `ResponseFormat` or a wire dict (Chat Completions or Responses spelling).
+    """
+
+    model: str | None = None
+    instructions: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    stop: Sequence[str] | None = None
+    seed: int | None = None
+    tools: Sequence[FunctionTool | Mapping[str, Any]] | None = None
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
+    additional_properties: Mapping[str, Any] = field(default_factory=dict)
+    extra_body: Mapping[str, Any] | None = None
+
+    @classmethod
+    def coerce(cls, options: OptionsInput) -> ChatOptions:
+        """Return `options` as a `ChatOptions` (a new object when given a dict; never mutated)."""
+        if options is None:
+            return cls()
+        if isinstance(options, ChatOptions):
+            return options
+        if not isinstance(options, Mapping):
+            raise UserError(f"options must be a dict or a ChatOptions, not {type(options).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in options.items():
+            if key == FEATURES_KEY:
+                continue
+            if key not in known:
+                raise UserError(
+                    f"unknown option {key!r}; known options are {', '.join(sorted(known | {FEATURES_KEY}))}. "
+                    "Provider-specific request fields go in extra_body={...}"
+                )
+            values[key] = value
+        props = dict(values.pop("additional_properties", None) or {})
+        if FEATURES_KEY in options:
+            props[FEATURES_KEY] = _feature_list(options[FEATURES_KEY]) + _feature_list(props.get(FEATURES_KEY))
+        values["additional_properties"] = props
+        if "response_format" in values:
+            values["response_format"] = ResponseFormat.from_wire(values["response_format"])
+        if "tool_choice" in values:
+            values["tool_choice"] = _tool_choice(values["tool_choice"])
+        if "stop" in values and isinstance(values["stop"], str):
+            values["stop"] = [values["stop"]]
+        return cls(**values)
+
+    @property
+    def features(self) -> tuple[Any, ...]:
+        """The feature objects of this run, in order."""
+        return tuple(_feature_list(self.additional_properties.get(FEATURES_KEY)))
+
+    def replace(self, **changes: Any) -> ChatOptions:
+        """A copy with some fields changed (the features are the same objects)."""
+        if "response_format" in changes:
+            changes["response_format"] = ResponseFormat.from_wire(changes["response_format"])
+        return dataclasses.replace(self, **changes)
+
+    def with_features(self, features: Sequence[Any]) -> ChatOptions:
+        """A copy whose feature list is `features`."""
+        props = dict(self.additional_properties)
+        if features:
+            props[FEATURES_KEY] = list(features)
+        else:
+            props.pop(FEATURES_KEY, None)
+        return dataclasses.replace(self, additional_properties=props)
+
+    def merged_over(self, defaults: ChatOptions) -> ChatOptions:
+        """These options with every unset field taken from `defaults` (features: run's first)."""
+        values = {
+            f.name: getattr(self, f.name) if getattr(self, f.name) is not None else getattr(defaults, f.name)
+            for f in dataclasses.fields(self)
+            if f.name != "additional_properties"
+        }
+        props = {**defaults.additional_properties, **self.additional_properties}
+        features = list(self.features) + [f for f in defaults.features if f not in self.features]
+        if features:
+            props[FEATURES_KEY] = features
+        return ChatOptions(**values, additional_properties=props)
+
+
+OptionsInput = Union[ChatOptions, Mapping[str, Any], None]
+
+
+def find_feature(options: OptionsInput, kind: type[F]) -> F | None:
+    """The first feature of type `kind` in the options (None when there is none).
+
+    Matches by exact type walk (`isinstance`), so subclasses of `kind` are found too.
+    """
+    for feature in ChatOptions.coerce(options).features:
+        if isinstance(feature, kind):
+            return feature
+    return None
+
+
+def _feature_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise UserError(f"features must be a list of feature objects, not {type(value).__name__}")
+
+
+def _tool_choice(value: Any) -> ToolChoice | None:
+    if value is None or isinstance(value, ForcedTool) or value in _TOOL_CHOICE_MODES:
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, Mapping):  # {"type": "function", "function": {"name": ...}} or {"name": ...}
+        name = value.get("name") or (value.get("function") or {}).get("name")
+        if isinstance(name, str):
+            return ForcedTool(name)
+    raise UserError(f"tool_choice must be 'auto', 'none', 'required' or ForcedTool(name), not {value!r:.100}")
