@@ -99,8 +99,17 @@ class BaseChatClient:
     stream is iterated.
     """
 
-    provider_name: ClassVar[str] = "unknown"
+    provider_name: ClassVar[str] = "unknown"  # gen_ai.provider.name: "openai", "anthropic", ...
     capabilities: Capabilities = Capabilities()
+    model: str | None = None  # the default model, when the adapter has one
+    base_url: str | None = None  # where requests go, for telemetry's server.address/port
+
+    def disable_sdk_retries(self) -> None:
+        """Turn off the SDK's own retries (a retry layer above does them instead).
+
+        Adapters over an SDK client replace it with `sdk.with_options(max_retries=0)`.
+        """
+        return None
 
     @overload
     def get_response(
@@ -191,9 +200,9 @@ def as_chat_client(client: ClientInput, **adapter_options: Any) -> ChatClient:
 
         return adapter_for(client, **adapter_options)
     if module == "anthropic":
-        from .providers.anthropic import adapter_for as anthropic_adapter_for
+        from .providers.anthropic import adapter_for as anthropic_adapter_for  # type: ignore[attr-defined]
 
-        return anthropic_adapter_for(client, **adapter_options)
+        return anthropic_adapter_for(client, **adapter_options)  # type: ignore[no-any-return]
     if isinstance(client, ChatClient):
         raise UserError(f"{type(client).__name__} is already a ChatClient; adapter options {sorted(adapter_options)} do not apply")
     raise UserError(

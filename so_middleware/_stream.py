@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
@@ -100,7 +100,7 @@ class ResponseStream(Generic[TUpdate, TFinal]):
             raise self._error
         final = self._finalizer(self._updates)
         if inspect.isawaitable(final):
-            final = await cast(Awaitable[Any], final)
+            final = await final
         self._final = final
         return cast(TFinal, final)
 

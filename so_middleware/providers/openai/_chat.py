@@ -1,0 +1,123 @@
+"""`OpenAIChatClient`: the Chat Completions adapter, over `chat.completions.create`.
+
+The raw `create` is used, not the SDK's `parse`/`stream` helpers, which re-parse the whole
+buffer on every chunk; validation and partial parsing are the structured-output layer's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar, TypeVar
+
+import openai
+
+from ..._client import BaseChatClient, Capabilities
+from ..._exceptions import UserError
+from ..._options import ChatOptions
+from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate, FinishReason, TextContent
+from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
+from ._chat_wire import build_request, chunk_to_update, completion_to_response
+from ._profiles import profile_for
+
+__all__ = ["OpenAIChatClient"]
+
+K = TypeVar("K")
+
+
+class OpenAIChatClient(BaseChatClient):
+    """A ChatClient over an `openai.OpenAI` or `openai.AsyncOpenAI` client (Chat Completions).
+
+    Works with any OpenAI-compatible `base_url` (vLLM, llama.cpp, Ollama). The capability
+    profile is picked from the base URL and can be overridden.
+
+    Example:
+        client = OpenAIChatClient(AsyncOpenAI(), "gpt-4o-mini")
+        response = await client.get_response("Hello")
+        print(response.text, response.usage)
+    """
+
+    provider_name: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        sdk_client: openai.OpenAI | openai.AsyncOpenAI,
+        model: str | None = None,
+        *,
+        capabilities: Capabilities | None = None,
+        max_tokens_field: str | None = None,
+    ) -> None:
+        if not isinstance(sdk_client, (openai.OpenAI, openai.AsyncOpenAI)):
+            raise UserError(f"OpenAIChatClient needs an openai.OpenAI or openai.AsyncOpenAI client, not {type(sdk_client).__name__}")
+        self.sdk_client = sdk_client
+        self.model = model
+        self.base_url = str(sdk_client.base_url)
+        self.capabilities = capabilities or profile_for(self.base_url, model, route="chat")
+        # api.openai.com wants max_completion_tokens (max_tokens is refused by reasoning models);
+        # compatible servers know max_tokens.
+        self._max_tokens_field = max_tokens_field or (
+            "max_completion_tokens" if self.capabilities.name == "openai" else "max_tokens"
+        )
+
+    @property
+    def is_async(self) -> bool:
+        """True over an `AsyncOpenAI` client."""
+        return isinstance(self.sdk_client, openai.AsyncOpenAI)
+
+    def disable_sdk_retries(self) -> None:
+        """Let a retry layer above do the retrying: the SDK client gets `max_retries=0`."""
+        self.sdk_client = self.sdk_client.with_options(max_retries=0)
+
+    def get_service(self, kind: type[K]) -> K | None:
+        """This adapter, or its SDK client when `kind` is the SDK client's type."""
+        if isinstance(self.sdk_client, kind):
+            return self.sdk_client
+        return super().get_service(kind)
+
+    def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
+        """The `create` keyword arguments this adapter would send (for inspection and tests)."""
+        return build_request(messages, options, model=self.model, max_tokens_field=self._max_tokens_field)
+
+    async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        request = self.request_for(messages, options)
+        completion = await call_sdk(self.is_async, self.sdk_client.chat.completions.create, **request)
+        return completion_to_response(completion)
+
+    async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        request = self.request_for(messages, options)
+        stream = await call_sdk(
+            self.is_async,
+            self.sdk_client.chat.completions.create,
+            **request,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        call_ids: dict[int, str] = {}
+        text: list[str] = []
+        updates = 0
+        finished = refused = False
+        try:
+            try:
+                async for chunk in iterate_sdk_stream(self.is_async, stream):
+                    update = chunk_to_update(chunk, call_ids)
+                    refused = refused or any(c.type == "refusal" for c in update.contents)
+                    if update.finish_reason is not None:
+                        finished = True
+                        if refused and update.finish_reason == FinishReason.STOP:
+                            update.finish_reason = FinishReason.REFUSAL
+                    text.extend(c.text for c in update.contents if isinstance(c, TextContent))
+                    updates += 1
+                    yield update
+            except Exception as error:
+                if not is_stream_break(error):
+                    raise
+                raise interrupted(error, "".join(text), updates) from error
+            if not finished:
+                raise interrupted(
+                    EOFError("the event stream ended without a finish reason"), "".join(text), updates
+                )
+        finally:
+            await close_sdk_stream(self.is_async, stream)
+
+    def __repr__(self) -> str:
+        kind = "AsyncOpenAI" if self.is_async else "OpenAI"
+        return f"OpenAIChatClient({kind}(base_url={self.base_url!r}), model={self.model!r})"

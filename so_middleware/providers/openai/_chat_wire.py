@@ -1,0 +1,228 @@
+"""Chat Completions wire translation: so_middleware types to request kwargs, SDK objects back.
+
+Pure functions: no client, no I/O. The SDK objects are read by attribute, so any
+OpenAI-compatible response (vLLM, llama.cpp, Ollama) maps the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from ..._exceptions import UserError
+from ..._options import ChatOptions, ForcedTool, FunctionTool
+from ..._types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    DataContent,
+    FinishReason,
+    FunctionCallContent,
+    FunctionResultContent,
+    ReasoningContent,
+    RefusalContent,
+    TextContent,
+    UsageDetails,
+)
+
+__all__ = ["build_request", "chunk_to_update", "completion_to_response", "finish_reason", "usage_from"]
+
+_FINISH_REASONS = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+
+
+def build_request(
+    messages: list[ChatMessage], options: ChatOptions, *, model: str | None, max_tokens_field: str
+) -> dict[str, Any]:
+    """The keyword arguments of `chat.completions.create` for this call (without `stream`)."""
+    chosen_model = options.model or model
+    if not chosen_model:
+        raise UserError("no model given: pass model=... to the adapter or options={'model': ...}")
+    wire: list[dict[str, Any]] = []
+    if options.instructions:
+        wire.append({"role": "system", "content": options.instructions})
+    for message in messages:
+        wire.extend(_message_to_wire(message))
+    request: dict[str, Any] = {"model": chosen_model, "messages": wire}
+    for name in ("temperature", "top_p", "seed"):
+        value = getattr(options, name)
+        if value is not None:
+            request[name] = value
+    if options.max_tokens is not None:
+        request[max_tokens_field] = options.max_tokens
+    if options.stop:
+        request["stop"] = list(options.stop)
+    if options.tools:
+        request["tools"] = [_tool_to_wire(tool) for tool in options.tools]
+    if options.tool_choice is not None:
+        request["tool_choice"] = (
+            {"type": "function", "function": {"name": options.tool_choice.name}}
+            if isinstance(options.tool_choice, ForcedTool)
+            else options.tool_choice
+        )
+    if options.response_format is not None:
+        response_format = options.response_format.to_chat_completions()
+        if response_format is not None:
+            request["response_format"] = response_format
+    if options.extra_body:
+        request["extra_body"] = dict(options.extra_body)
+    return request
+
+
+def _tool_to_wire(tool: FunctionTool | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(tool, Mapping):
+        return dict(tool)
+    function: dict[str, Any] = {"name": tool.name, "parameters": dict(tool.parameters)}
+    if tool.description:
+        function["description"] = tool.description
+    if tool.strict is not None:
+        function["strict"] = tool.strict
+    return {"type": "function", "function": function}
+
+
+def _message_to_wire(message: ChatMessage) -> list[dict[str, Any]]:
+    results = [c for c in message.contents if isinstance(c, FunctionResultContent)]
+    tool_messages = [
+        {"role": "tool", "tool_call_id": r.call_id, "content": ("Error: " if r.is_error else "") + r.result_text}
+        for r in results
+    ]
+    rest = [c for c in message.contents if not isinstance(c, (FunctionResultContent, ReasoningContent))]
+    if message.role == "tool" or (results and not rest):
+        return tool_messages
+    entry: dict[str, Any] = {"role": message.role}
+    if message.author_name:
+        entry["name"] = message.author_name
+    if message.role == "assistant":
+        calls = [c for c in rest if isinstance(c, FunctionCallContent)]
+        entry["content"] = message.text or None
+        if calls:
+            entry["tool_calls"] = [
+                {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+                for c in calls
+            ]
+        elif entry["content"] is None:
+            entry["content"] = message.refusal or ""
+    elif any(isinstance(c, DataContent) for c in rest):
+        entry["content"] = [_part_to_wire(c) for c in rest]
+    else:
+        entry["content"] = message.text
+    return [entry, *tool_messages]
+
+
+def _part_to_wire(content: Content) -> dict[str, Any]:
+    if isinstance(content, TextContent):
+        return {"type": "text", "text": content.text}
+    if isinstance(content, DataContent):
+        if content.media_type.startswith("image/"):
+            data = content.data
+            url = data if isinstance(data, str) and data.startswith(("http", "data:")) else _data_uri(content)
+            return {"type": "image_url", "image_url": {"url": url}}
+        if content.media_type == "application/json" or content.media_type.startswith("text/"):
+            text = content.data if isinstance(content.data, str) else content.data.decode("utf-8", "replace")
+            return {"type": "text", "text": text}
+    raise UserError(f"Chat Completions cannot carry {type(content).__name__} ({getattr(content, 'media_type', '')})")
+
+
+def _data_uri(content: DataContent) -> str:
+    raw = content.data.encode() if isinstance(content.data, str) else content.data
+    return f"data:{content.media_type};base64,{base64.b64encode(raw).decode()}"
+
+
+def finish_reason(value: str | None, *, refused: bool = False) -> FinishReason | None:
+    """Map a Chat Completions finish reason (a refusal wins over `stop`)."""
+    if refused:
+        return FinishReason.REFUSAL
+    return _FINISH_REASONS.get(value) if value else None
+
+
+def usage_from(usage: Any) -> UsageDetails | None:
+    """Map a `CompletionUsage` (or None)."""
+    if usage is None:
+        return None
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    return UsageDetails(
+        input_tokens=getattr(usage, "prompt_tokens", None),
+        output_tokens=getattr(usage, "completion_tokens", None),
+        total_tokens=getattr(usage, "total_tokens", None),
+        cached_input_tokens=getattr(prompt_details, "cached_tokens", None),
+        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None),
+    )
+
+
+def _reasoning_text(obj: Any) -> str | None:
+    # Not in the OpenAI schema; llama.cpp, vLLM and DeepSeek send it as an extra field.
+    extra = getattr(obj, "model_extra", None) or {}
+    value = extra.get("reasoning_content") or extra.get("reasoning")
+    return value if isinstance(value, str) and value else None
+
+
+def completion_to_response(completion: Any) -> ChatResponse[Any]:
+    """Map a `ChatCompletion` to a `ChatResponse` (first choice)."""
+    if not completion.choices:
+        raise UserError("the server returned a chat completion without choices")
+    choice = completion.choices[0]
+    message = choice.message
+    contents: list[Content] = []
+    reasoning = _reasoning_text(message)
+    if reasoning:
+        contents.append(ReasoningContent(reasoning))
+    if message.content:
+        contents.append(TextContent(message.content))
+    refusal = getattr(message, "refusal", None)
+    if refusal:
+        contents.append(RefusalContent(refusal))
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        if function is not None:
+            contents.append(FunctionCallContent(call.id, function.name, function.arguments or ""))
+    return ChatResponse(
+        ChatMessage("assistant", contents, raw_representation=message),
+        usage=usage_from(completion.usage),
+        finish_reason=finish_reason(choice.finish_reason, refused=bool(refusal)),
+        response_id=completion.id,
+        model_id=completion.model,
+        raw_representation=completion,
+    )
+
+
+def chunk_to_update(chunk: Any, call_ids: dict[int, str]) -> ChatResponseUpdate[Any]:
+    """Map a `ChatCompletionChunk`; `call_ids` tracks tool-call ids by index across chunks."""
+    contents: list[Content] = []
+    finish: FinishReason | None = None
+    role = None
+    for choice in chunk.choices[:1]:
+        delta = choice.delta
+        role = getattr(delta, "role", None)
+        reasoning = _reasoning_text(delta)
+        if reasoning:
+            contents.append(ReasoningContent(reasoning))
+        if delta.content:
+            contents.append(TextContent(delta.content))
+        refusal = getattr(delta, "refusal", None)
+        if refusal:
+            contents.append(RefusalContent(refusal))
+        for call in getattr(delta, "tool_calls", None) or []:
+            call_id = call.id or call_ids.get(call.index) or f"call_{call.index}"
+            call_ids[call.index] = call_id
+            function = call.function
+            contents.append(
+                FunctionCallContent(call_id, (function.name if function else None) or "", (function.arguments if function else None) or "")
+            )
+        finish = finish_reason(choice.finish_reason)
+    return ChatResponseUpdate(
+        contents,
+        role="assistant" if role or contents else None,
+        usage=usage_from(getattr(chunk, "usage", None)),
+        finish_reason=finish,
+        response_id=chunk.id,
+        model_id=chunk.model,
+        raw_representation=chunk,
+    )

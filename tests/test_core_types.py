@@ -1,0 +1,144 @@
+"""Messages, usage, finish reasons, options and features, response formats, ChatResponse."""
+
+from __future__ import annotations
+
+import pytest
+
+from so_middleware import (
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    FinishReason,
+    ForcedTool,
+    FunctionCallContent,
+    ModelBehaviorError,
+    ReasoningContent,
+    ResponseFormat,
+    TextContent,
+    UsageDetails,
+    UserError,
+    as_messages,
+    find_feature,
+)
+
+
+class Marker:
+    pass
+
+
+def test_messages_from_strings_and_messages() -> None:
+    system = ChatMessage("system", "be brief")
+    messages = as_messages([system, "hello"])
+    assert messages[0] is system
+    assert messages[1].role == "user" and messages[1].text == "hello"
+    assert as_messages("hi")[0].contents == [TextContent("hi")]
+
+
+@pytest.mark.parametrize("bad", [42, [1], [ChatMessage("user", "x"), None]])
+def test_messages_reject_other_types(bad: object) -> None:
+    with pytest.raises(UserError, match="message"):
+        as_messages(bad)  # type: ignore[arg-type]
+
+
+def test_unknown_role_is_named() -> None:
+    with pytest.raises(UserError, match="'robot'"):
+        ChatMessage("robot", "x")  # type: ignore[arg-type]
+
+
+def test_text_is_final_answer_only() -> None:
+    answer = ChatMessage(
+        "assistant", [ReasoningContent("thinking..."), TextContent("42"), FunctionCallContent("c", "f", "{}")]
+    )
+    response = ChatResponse([ChatMessage("assistant", "first"), answer])
+    assert response.text == "42"
+
+
+def test_usage_adds_up() -> None:
+    total = UsageDetails(10, 5, 15) + UsageDetails(1, None, 1) + None
+    assert total == UsageDetails(11, 5, 16)
+    assert sum([UsageDetails(1, 1, 2), UsageDetails(2, 2, 4)]) == UsageDetails(3, 3, 6)
+    assert UsageDetails.total([None, None]) is None
+    assert UsageDetails().input_tokens is None
+
+
+def test_finish_reason_compares_to_string() -> None:
+    assert FinishReason.LENGTH == "length"
+    assert str(FinishReason.TOOL_CALLS) == "tool_calls"
+
+
+def test_options_from_dict_with_features() -> None:
+    feature = Marker()
+    options = ChatOptions.coerce({"model": "m", "temperature": 0, "stop": "END", "features": [feature]})
+    assert options.model == "m" and options.stop == ["END"]
+    assert options.features[0] is feature
+    assert options.additional_properties["features"][0] is feature
+    assert find_feature(options, Marker) is feature
+    assert find_feature({"features": [feature]}, Marker) is feature
+    assert find_feature(None, Marker) is None
+
+
+def test_features_spellings_are_the_same() -> None:
+    a, b = Marker(), Marker()
+    options = ChatOptions.coerce({"features": [a], "additional_properties": {"features": [b], "x": 1}})
+    assert options.features == (a, b)
+    assert options.additional_properties["x"] == 1
+
+
+def test_unknown_option_names_key_and_passthrough() -> None:
+    with pytest.raises(UserError, match=r"'frequency_penality'.*extra_body"):
+        ChatOptions.coerce({"frequency_penality": 1})
+
+
+def test_options_are_never_mutated() -> None:
+    raw = {"model": "m", "features": [Marker()]}
+    options = ChatOptions.coerce(raw)
+    changed = options.replace(model="other").with_features([])
+    assert raw == {"model": "m", "features": raw["features"]}
+    assert options.model == "m" and len(options.features) == 1
+    assert changed.features == ()
+
+
+def test_merged_over_defaults_run_wins() -> None:
+    default_feature, run_feature = Marker(), Marker()
+    defaults = ChatOptions.coerce({"model": "a", "temperature": 0.5, "features": [default_feature]})
+    run = ChatOptions.coerce({"model": "b", "features": [run_feature]})
+    merged = run.merged_over(defaults)
+    assert merged.model == "b" and merged.temperature == 0.5
+    assert merged.features == (run_feature, default_feature)
+
+
+def test_tool_choice_spellings() -> None:
+    assert ChatOptions.coerce({"tool_choice": {"type": "function", "function": {"name": "f"}}}).tool_choice == ForcedTool("f")
+    assert ChatOptions.coerce({"tool_choice": "required"}).tool_choice == "required"
+    with pytest.raises(UserError, match="tool_choice"):
+        ChatOptions.coerce({"tool_choice": "sometimes"})
+
+
+def test_response_format_read_from_either_wire_shape() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    chat = {"type": "json_schema", "json_schema": {"name": "A", "schema": schema, "strict": True}}
+    flat = {"type": "json_schema", "name": "A", "schema": schema, "strict": True}
+    assert ResponseFormat.from_wire(chat) == ResponseFormat.from_wire(flat)
+    assert ChatOptions.coerce({"response_format": chat}).response_format == ResponseFormat.json_schema(
+        schema, name="A", strict=True
+    )
+
+
+def test_from_updates_joins_text_and_tool_call_deltas() -> None:
+    updates = [
+        ChatResponseUpdate([TextContent("Hel")], role="assistant"),
+        ChatResponseUpdate([TextContent("lo"), FunctionCallContent("c1", "f", '{"a"')]),
+        ChatResponseUpdate([FunctionCallContent("c1", "", ": 1}")], usage=UsageDetails(3, 2, 5)),
+        ChatResponseUpdate([], finish_reason=FinishReason.STOP, response_id="r1", usage=UsageDetails(0, 1, 1)),
+    ]
+    response = ChatResponse.from_updates(updates)
+    assert response.text == "Hello"
+    assert response.messages[0].function_calls == [FunctionCallContent("c1", "f", '{"a": 1}')]
+    assert response.usage == UsageDetails(3, 3, 6)
+    assert response.finish_reason == FinishReason.STOP and response.response_id == "r1"
+
+
+def test_value_without_structured_output_says_what_to_do() -> None:
+    with pytest.raises(UserError, match="parse"):
+        ChatResponse(ChatMessage("assistant", "x")).value

@@ -1,0 +1,167 @@
+"""DelegatingChatClient: pass-through, feature identity through a stack, the proxy contract."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import pickle
+import pkgutil
+from typing import Any
+
+import pytest
+
+import so_middleware
+import so_middleware.middleware
+from so_middleware import (
+    ChatClient,
+    ChatResponse,
+    DelegatingChatClient,
+    Feature,
+    UserError,
+    chain,
+)
+from so_middleware.testing import FakeChatClient
+
+pytestmark = pytest.mark.anyio
+
+
+class Tagging(Feature):
+    """A feature nobody in the test stack knows."""
+
+
+class CountingChatClient(DelegatingChatClient):
+    """A layer that knows nothing of features."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self._self_calls = 0
+
+    def get_response(self, messages: Any, *, options: Any = None, stream: bool = False, output_type: Any = None) -> Any:
+        self._self_calls += 1
+        return super().get_response(messages, options=options, stream=stream, output_type=output_type)
+
+
+class RenamingChatClient(DelegatingChatClient):
+    """A layer that changes options (copy, then change) and keeps every feature."""
+
+    def get_response(self, messages: Any, *, options: Any = None, stream: bool = False, output_type: Any = None) -> Any:
+        changed = so_middleware.ChatOptions.coerce(options).replace(model="renamed")
+        return super().get_response(messages, options=changed, stream=stream, output_type=output_type)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_feature_reaches_innermost_as_same_object_through_three_layers(stream: bool) -> None:
+    fake = FakeChatClient("hi")
+    client = CountingChatClient(RenamingChatClient(CountingChatClient(fake)))
+    feature = Tagging()
+    options = {"features": [feature], "temperature": 0.1}
+    if stream:
+        response = await client.get_response("x", options=options, stream=True).get_final_response()
+    else:
+        response = await client.get_response("x", options=options)
+    assert response.text == "hi"
+    received = fake.calls[0].options
+    assert received.features[0] is feature
+    assert received.model == "renamed" and received.temperature == 0.1
+    assert options == {"features": [feature], "temperature": 0.1}  # caller's dict untouched
+    # attributes of the innermost client are reachable from the outermost
+    assert client.model == "fake-model"
+    assert client.calls is fake.calls
+    assert client.capabilities is fake.capabilities
+    assert isinstance(client, FakeChatClient)
+
+
+def test_unhandled_feature_that_needs_a_layer_is_reported() -> None:
+    class NeedsLayer(Feature):
+        handled_by = "with_something"
+
+    with pytest.raises(UserError, match="with_something"):
+        FakeChatClient("x").get_response_sync("x", options={"features": [NeedsLayer()]})
+
+
+def test_output_type_without_structured_output_layer_is_reported() -> None:
+    with pytest.raises(UserError, match="with_structured_output"):
+        CountingChatClient(FakeChatClient("1")).get_response_sync("x", output_type=int)
+
+
+def test_non_chat_client_is_rejected_with_its_type() -> None:
+    with pytest.raises(UserError, match="builtins.dict"):
+        CountingChatClient({})
+
+
+def test_chain_builds_outermost_first() -> None:
+    fake = FakeChatClient("x")
+    client = chain(fake, CountingChatClient, RenamingChatClient)
+    assert type(client) is CountingChatClient
+    assert type(client.inner_client) is RenamingChatClient
+    assert client.inner_client.inner_client is fake
+
+
+def test_chain_names_a_bad_layer() -> None:
+    with pytest.raises(UserError, match="layer 1"):
+        chain(FakeChatClient("x"), CountingChatClient, lambda inner: "oops")  # type: ignore[arg-type,return-value]
+
+
+def test_sync_entry_point_and_running_loop_error() -> None:
+    client = CountingChatClient(FakeChatClient("hello"))
+    assert client.get_response_sync("x").text == "hello"
+
+
+async def test_sync_entry_point_inside_event_loop_raises() -> None:
+    with pytest.raises(UserError, match="running event loop"):
+        CountingChatClient(FakeChatClient("x")).get_response_sync("x")
+
+
+# ------------------------------------------------------------------ proxy contract
+
+
+def _all_layer_classes() -> list[type[DelegatingChatClient]]:
+    for module in pkgutil.iter_modules(so_middleware.middleware.__path__):
+        importlib.import_module(f"so_middleware.middleware.{module.name}")
+    found: list[type[DelegatingChatClient]] = []
+    pending = list(DelegatingChatClient.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        if cls.__module__.startswith("so_middleware."):
+            found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return sorted(found, key=lambda c: c.__qualname__)
+
+
+LAYERS = [CountingChatClient, RenamingChatClient, *_all_layer_classes()]
+
+
+@pytest.mark.parametrize("layer_class", LAYERS, ids=lambda c: c.__name__)
+async def test_proxy_contract(layer_class: type[DelegatingChatClient]) -> None:
+    fake = FakeChatClient("hello")
+    before = set(vars(fake))
+    layer = layer_class(fake)
+    response = await layer.get_response("hi")
+    assert isinstance(response, ChatResponse)
+    # state stays on the proxy, not on the wrapped client
+    assert set(vars(fake)) == before
+    assert all(name.startswith("_self_") or name.startswith("__") for name in layer.__self_dict__)
+    # type, isinstance, protocol
+    assert type(layer) is layer_class
+    assert isinstance(layer, FakeChatClient)
+    assert isinstance(layer, ChatClient)
+    # async with / with return the layer itself, not the inner client
+    async with layer as entered:
+        assert entered is layer
+    with layer as entered_sync:
+        assert entered_sync is layer
+    # layers are found by get_service, the inner client too
+    assert layer.get_service(layer_class) is layer
+    assert layer.get_service(FakeChatClient) is fake
+    # copy keeps class and configuration over a new inner client
+    clone = copy.copy(layer)
+    assert type(clone) is layer_class and clone.__wrapped__ is not fake
+    assert {k for k in clone.__self_dict__ if k.startswith("_self_")} == {
+        k for k in layer.__self_dict__ if k.startswith("_self_")
+    }
+    # pickling is refused with a clear error
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(layer)
+    # streaming passes through too
+    stream = layer.get_response("hi", stream=True)
+    assert (await stream.get_final_response()).text == "hello"
