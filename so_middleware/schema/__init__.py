@@ -1,0 +1,17 @@
+"""Typed structured-output schemas: from a Python type to what a model is asked for, and back.
+
+Pure code: no I/O and no provider SDK. See `OutputSchema`.
+
+Example:
+    from so_middleware.schema import OutputSchema
+
+    schema = OutputSchema(list[int])
+    schema.json_schema("openai-strict")       # wrapped as {"response": [...]}
+    schema.validate_json('{"response": [1]}')  # [1]
+"""
+
+from ._output_schema import OutputSchema
+from ._partial import PartialParser, TextPartialParser
+from ._profiles import SchemaProfile
+
+__all__ = ["OutputSchema", "PartialParser", "SchemaProfile", "TextPartialParser"]

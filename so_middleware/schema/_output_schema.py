@@ -1,0 +1,232 @@
+"""`OutputSchema`: from "I want a `list[Invoice]`" to what a model is asked for, and back."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from .._exceptions import ModelBehaviorError, UserError
+from ._lenient import lenient_validate
+from ._partial import PartialParser, TextPartialParser
+from ._plan import EnvelopePlan, Plan, plan_for
+from ._profiles import PROFILES, SchemaProfile, render_profile
+from ._schema_tools import check_schema_size, inline_root_ref, is_object_schema, wrap_schema
+from ._typeinfo import (
+    cache_key,
+    check_supported,
+    is_plain_text_type,
+    is_raw_schema,
+    readable_name,
+    sanitize_wire_name,
+)
+from ._validators import RawSchemaValidator, TypedValidator, Validator
+
+__all__ = ["OutputSchema"]
+
+_MAX_CACHED = 256
+
+
+@dataclass
+class _Compiled:
+    """Everything derived from one output type, shared by every `OutputSchema` of that type."""
+
+    what: str
+    wrapped: bool
+    base_schema: dict[str, Any]
+    validator: Validator
+    plan: Plan
+    profiles: dict[tuple[str, bool], dict[str, Any]] = field(default_factory=dict)
+    # Identity cache keys are unique only while the type lives: the entry keeps it alive.
+    keepalive: Any = None
+
+
+_COMPILED: dict[Hashable, _Compiled] = {}
+
+
+def _compile(output_type: Any) -> _Compiled:
+    key = cache_key(output_type)
+    compiled = _COMPILED.get(key)
+    if compiled is not None:
+        return compiled
+    compiled = _compile_raw(output_type) if is_raw_schema(output_type) else _compile_type(output_type)
+    if len(_COMPILED) >= _MAX_CACHED:
+        _COMPILED.pop(next(iter(_COMPILED)))
+    compiled.keepalive = output_type
+    _COMPILED[key] = compiled
+    return compiled
+
+
+def _compile_type(output_type: Any) -> _Compiled:
+    what = readable_name(output_type)
+    check_supported(output_type)
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        inner = adapter.json_schema(mode="validation")
+    except RecursionError:
+        raise UserError(f"Cannot build a schema for {what}: the type nests too deeply.") from None
+    except Exception as exc:  # noqa: BLE001 - pydantic raises many kinds here; all mean "bad type"
+        reason = str(exc).split("\n\nFor further information", 1)[0]
+        raise UserError(f"Cannot build a schema for output type {what}: {reason}") from None
+    check_schema_size(inner, what)
+    inner = inline_root_ref(inner)
+    wrapped = not is_object_schema(inner)
+    base = wrap_schema(inner) if wrapped else inner
+    try:
+        validator = TypedValidator(adapter, output_type, wrapped=wrapped, what=what)
+    except Exception as exc:  # noqa: BLE001 - same boundary as above, for the wrapper type
+        raise UserError(f"Cannot build a validator for output type {what}: {exc}") from None
+    inner_plan = plan_for(output_type)
+    plan: Plan = EnvelopePlan(inner_plan) if wrapped else inner_plan
+    return _Compiled(what=what, wrapped=wrapped, base_schema=base, validator=validator, plan=plan)
+
+
+def _compile_raw(schema: dict[str, Any]) -> _Compiled:
+    what = readable_name(schema)
+    check_schema_size(schema, what)
+    inner = copy.deepcopy(schema)
+    wrapped = not is_object_schema(inner)
+    base = wrap_schema(inner) if wrapped else inner
+    validator = RawSchemaValidator(schema, wrapped=wrapped, what=what)
+    inner_plan = plan_for(schema)
+    plan: Plan = EnvelopePlan(inner_plan) if wrapped else inner_plan
+    return _Compiled(what=what, wrapped=wrapped, base_schema=base, validator=validator, plan=plan)
+
+
+class OutputSchema:
+    """The schema, validation and partial parsing of one structured-output type.
+
+    Supports pydantic models (generic, recursive), dataclasses, TypedDicts, NamedTuples,
+    primitives, containers, `Literal`, `Enum`, unions and `Annotated` constraints, plus a raw
+    JSON-schema dict for types known only at run time (the value is then the parsed JSON).
+
+    Roots that are not a JSON object (primitives, lists, tuples and NamedTuples, unions, enums)
+    go on the wire as `{"response": <value>}` and are unwrapped on the way back. Objects
+    (models, dataclasses, TypedDicts, `dict[str, T]`) are sent as they are. `str` (and `None`)
+    mean plain text: no schema, and the text is the value.
+
+    With `strict=True` (the default) the type must fit OpenAI's strict subset, else `UserError`
+    at construction. With `strict=False`, `json_schema("openai-strict")` returns the strict form
+    when the type allows it and the plain schema otherwise; send it with `strict: false`.
+
+    Example:
+        schema = OutputSchema(list[int])
+        schema.json_schema()["properties"]["response"]  # {"type": "array", "items": {...}}
+        schema.validate_json('{"response": [1, 2]}')     # [1, 2]
+        schema.dump_json([1, 2])                         # '{"response":[1,2]}'
+    """
+
+    def __init__(self, output_type: Any, *, strict: bool = True, name: str | None = None) -> None:
+        self._output_type = output_type
+        self._strict = strict
+        self._name = name
+        self._plain = is_plain_text_type(output_type)
+        self._compiled: _Compiled | None = None
+        if not self._plain:
+            self._compiled = _compile(output_type)
+            if strict:
+                self.json_schema("openai-strict")
+
+    @property
+    def output_type(self) -> Any:
+        """The type this schema was built for."""
+        return self._output_type
+
+    @property
+    def is_wrapped(self) -> bool:
+        """True when the value travels as `{"response": <value>}`."""
+        return self._compiled is not None and self._compiled.wrapped
+
+    def is_plain_text(self) -> bool:
+        """True for `str` and `None`: the output is text, not JSON."""
+        return self._plain
+
+    def is_strict_json_schema(self) -> bool:
+        """True when the schema is meant to be sent with `strict: true`."""
+        return self._strict and not self._plain
+
+    def name(self) -> str:
+        """A readable name of the output type: `int`, `list[int]`, `dict[str, int]`, `Person`."""
+        return readable_name(self._output_type)
+
+    def wire_name(self, profile: SchemaProfile = "openai-strict") -> str:
+        """The schema name for the request, matching `^[a-zA-Z0-9_-]{1,64}$`.
+
+        Every profile uses the same rule (OpenAI's `json_schema.name` and both providers' tool
+        names). Example: `OutputSchema(list[int]).wire_name() == "list_int"`.
+        """
+        if profile not in PROFILES:
+            raise UserError(f"Unknown schema profile {profile!r}; expected one of {', '.join(PROFILES)}.")
+        return sanitize_wire_name(self._name or self.name())
+
+    def _require(self) -> _Compiled:
+        if self._compiled is None:
+            raise UserError("Output type is plain text, so no JSON schema is available.")
+        return self._compiled
+
+    def json_schema(self, profile: SchemaProfile = "openai-strict") -> dict[str, Any]:
+        """The JSON schema in a provider's dialect (a fresh copy each call).
+
+        Raises `UserError` for plain text, and when the type cannot be expressed in `profile`
+        (naming the field path and the reason).
+        """
+        compiled = self._require()
+        key = (profile, self._strict)
+        if key not in compiled.profiles:
+            compiled.profiles[key] = render_profile(
+                compiled.base_schema, profile, strict=self._strict, wrapped=compiled.wrapped, what=compiled.what
+            )
+        return copy.deepcopy(compiled.profiles[key])
+
+    def validate_json(self, text: str, *, lenient: bool = False) -> Any:
+        """Parse and validate model output; return the (unwrapped) value.
+
+        `lenient=True` is for prompted and json_object modes: it accepts code fences, prose
+        around the JSON (the last candidate that validates wins), trailing commas, comments,
+        single and smart quotes, and an unwrapped value where a wrapped one was expected.
+        Raises `ModelBehaviorError` whose message can be sent back to the model.
+        """
+        if self._compiled is None:
+            return text
+        if lenient:
+            return lenient_validate(text, self._compiled.validator)
+        return self._compiled.validator.validate_json(text)
+
+    def validate_python(self, obj: Any) -> Any:
+        """Validate an already-parsed wire value (e.g. tool-call arguments); return the value."""
+        if self._compiled is None:
+            if isinstance(obj, str):
+                return obj
+            raise ModelBehaviorError(
+                f"Expected plain text, got {type(obj).__name__}.", raw_text=repr(obj)[:1000]
+            )
+        return self._compiled.validator.validate_python(obj)
+
+    def dump_json(self, value: Any) -> str:
+        """The wire form of a value (wrapped when wrapped); plain text is returned as is."""
+        if self._compiled is None:
+            if not isinstance(value, str):
+                raise UserError(f"Plain-text output must be a str, got {type(value).__name__}.")
+            return value
+        return self._compiled.validator.dump_json(value)
+
+    def partial_parser(self, *, lenient: bool = False) -> PartialParser | TextPartialParser:
+        """A fresh incremental parser for streamed output of this type.
+
+        `lenient=True` skips text before the first `{`/`[` and after the value, and leaves the
+        verdict on malformed JSON to `finish()` (which then reads the text leniently).
+        """
+        if self._compiled is None:
+            return TextPartialParser()
+        compiled = self._compiled
+
+        def finish(text: str) -> Any:
+            return self.validate_json(text, lenient=lenient)
+
+        return PartialParser(compiled.plan, finish, what=compiled.what, lenient=lenient)
+
+    def __repr__(self) -> str:
+        return f"OutputSchema({self.name()}, strict={self._strict})"

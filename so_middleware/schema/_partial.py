@@ -1,0 +1,298 @@
+"""Typed partial values from a stream of JSON chunks, in linear total time.
+
+The incremental parser reports events; this module keeps two trees side by side: the raw JSON
+values (used to validate a subtree the moment it closes, once) and the value shown to the caller
+(pydantic models built with `model_construct` while open, validated values once closed). Both
+are updated in place, so a chunk costs time proportional to its own length; only reading
+`value` joins the string currently being streamed.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from ._errors import json_error, validation_error
+from ._plan import EnvelopePlan, Plan, SequencePlan
+from ._tokenizer import IncrementalJsonParser, JsonSyntaxError
+
+__all__ = ["PartialParser", "TextPartialParser"]
+
+
+class _Frame:
+    __slots__ = ("collect", "display", "is_object", "key", "plan", "raw", "slot")
+
+    def __init__(self, is_object: bool, raw: Any, display: Any, plan: Plan | None, slot: Any) -> None:
+        self.is_object = is_object
+        self.raw = raw
+        self.display = display
+        self.plan = plan
+        self.slot = slot  # this container's key or index in its parent
+        self.key: str | None = None
+        self.collect = False
+
+
+def _put(container: Any, key: Any, value: Any) -> None:
+    if isinstance(container, list):
+        if key < len(container):
+            container[key] = value
+        else:
+            container.append(value)
+    else:
+        container[key] = value
+
+
+class PartialParser:
+    """Feed JSON chunks; read the value so far; pop list items as they complete.
+
+    Example:
+        parser = OutputSchema(list[Item]).partial_parser()
+        for chunk in stream:
+            if parser.feed(chunk):
+                show(parser.value)
+            for item in parser.pop_completed():
+                handle(item)  # a validated Item
+        result = parser.finish()  # list[Item], fully validated
+    """
+
+    def __init__(self, plan: Plan, finish: Callable[[str], Any], *, what: str, lenient: bool = False) -> None:
+        self._plan = plan
+        self._finish = finish
+        self._what = what
+        self._lenient = lenient
+        self._wrapped = isinstance(plan, EnvelopePlan)
+        self._unwrapped_root = False
+        self._parser = IncrementalJsonParser(self, skip_prefix=lenient, allow_trailing=lenient)
+        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        self._chunks: list[str] = []
+        self._stack: list[_Frame] = []
+        self._root: _Frame | None = None
+        self._root_value: Any = None
+        self._has_root_value = False
+        self._string_parts: list[str] | None = None
+        self._string_slot: tuple[_Frame | None, Any] = (None, None)
+        self._string_dirty = False
+        self._completed: list[Any] = []
+        self._popped = 0
+        self._changed = False
+        self._broken: str | None = None
+
+    @property
+    def text(self) -> str:
+        """All text fed so far."""
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
+
+    @property
+    def completed_items(self) -> list[Any]:
+        """Every item of a list root that has closed so far, each validated as the item type."""
+        return list(self._completed)
+
+    def pop_completed(self) -> list[Any]:
+        """The items completed since the last call."""
+        fresh = self._completed[self._popped :]
+        self._popped = len(self._completed)
+        return fresh
+
+    def feed(self, chunk: str | bytes) -> bool:
+        """Consume a chunk; return True if the partial value changed.
+
+        Raises `ModelBehaviorError` when the text can no longer be valid JSON (except in lenient
+        mode, where `finish()` decides) or a completed list item does not validate.
+        """
+        if isinstance(chunk, bytes | bytearray):
+            try:
+                chunk = self._decoder.decode(bytes(chunk))
+            except UnicodeDecodeError as exc:
+                raise json_error(f"invalid UTF-8 ({exc.reason})", self.text, self._what) from None
+        self._chunks.append(chunk)
+        if self._broken is not None:
+            return False
+        self._changed = False
+        try:
+            self._parser.feed(chunk)
+        except JsonSyntaxError as exc:
+            if not self._lenient:
+                raise json_error(f"Invalid JSON: {exc}", self.text, self._what) from None
+            self._broken = str(exc)
+        return self._changed
+
+    @property
+    def value(self) -> Any:
+        """The value so far: typed where complete, partial where open; None before any value."""
+        self._flush_string()
+        if self._has_root_value:
+            value = self._root_value
+        elif self._root is not None:
+            value = self._root.display
+        else:
+            return None
+        if self._wrapped and not self._unwrapped_root:
+            return value.get("response") if isinstance(value, dict) else None
+        return value
+
+    def finish(self) -> Any:
+        """Validate the whole text; return the final value or raise `ModelBehaviorError`."""
+        return self._finish(self.text)
+
+    # Sink events, called by the incremental parser.
+
+    def _child(self) -> tuple[_Frame | None, Plan | None, Any]:
+        if not self._stack:
+            return None, self._plan, None
+        parent = self._stack[-1]
+        slot = parent.key if parent.is_object else len(parent.raw)
+        plan = parent.plan.child(parent.key if parent.is_object else None) if parent.plan is not None else None
+        return parent, plan, slot
+
+    def open_container(self, is_object: bool) -> None:
+        parent, plan, slot = self._child()
+        if parent is None and self._wrapped and not is_object and self._lenient:
+            assert isinstance(self._plan, EnvelopePlan)
+            plan = self._plan.inner
+            self._unwrapped_root = True
+        raw: Any = {} if is_object else []
+        display = plan.new_display(is_object, raw) if plan is not None else raw
+        frame = _Frame(is_object, raw, display, plan, slot)
+        frame.collect = not is_object and isinstance(plan, SequencePlan) and (
+            (parent is None and self._unwrapped_root) or (parent is not None and parent is self._root
+                                                          and isinstance(parent.plan, EnvelopePlan))
+        )
+        if parent is None:
+            self._root = frame
+        else:
+            self._show(parent, slot, display, raw)
+        self._stack.append(frame)
+        self._changed = True
+
+    def key(self, key: str) -> None:
+        self._stack[-1].key = key
+
+    def string_start(self) -> None:
+        parent, _, slot = self._child()
+        self._string_parts = []
+        self._string_slot = (parent, slot)
+        self._string_dirty = True
+        self._changed = True
+
+    def string_chunk(self, text: str) -> None:
+        assert self._string_parts is not None
+        self._string_parts.append(text)
+        self._string_dirty = True
+        self._changed = True
+
+    def string_end(self) -> None:
+        parts = self._string_parts or []
+        self._string_parts = None
+        self._string_dirty = False
+        self._complete("".join(parts))
+
+    def scalar(self, value: Any) -> None:
+        self._complete(value)
+
+    def close_container(self) -> None:
+        frame = self._stack.pop()
+        self._attach(self._stack[-1] if self._stack else None, frame.slot, frame.raw, frame.plan, frame.display)
+
+    # Internals.
+
+    def _complete(self, raw: Any) -> None:
+        parent, plan, slot = self._child()
+        self._attach(parent, slot, raw, plan, raw)
+
+    def _attach(self, parent: _Frame | None, slot: Any, raw: Any, plan: Plan | None, fallback: Any) -> None:
+        """Record a closed value: validated once here, then placed in both trees."""
+        self._changed = True
+        if parent is not None and parent.collect:
+            typed = self._item(raw, plan)
+        else:
+            typed = plan.typed(raw, fallback) if plan is not None else raw
+        if parent is None:
+            self._root_value = typed
+            self._has_root_value = True
+            return
+        _put(parent.raw, slot, raw)
+        self._show(parent, slot, typed, raw)
+
+    def _item(self, raw: Any, plan: Plan | None) -> Any:
+        """A list-root item: it must validate on its own, as list[T] validates each T alone."""
+        typed = raw
+        if plan is not None:
+            try:
+                typed = plan.validate_or_raise(raw)
+            except ValidationError as exc:
+                what = f"item {len(self._completed)} of {self._what}"
+                raise validation_error(exc, self.text, what) from None
+            except (RecursionError, TypeError, ValueError) as exc:
+                raise json_error(f"unusable item ({type(exc).__name__})", self.text, self._what) from None
+        self._completed.append(typed)
+        return typed
+
+    def _show(self, parent: _Frame, slot: Any, display: Any, raw: Any) -> None:
+        if parent.display is parent.raw:
+            _put(parent.raw, slot, raw)
+        elif parent.plan is not None:
+            parent.plan.show(parent.display, slot, display)
+
+    def _flush_string(self) -> None:
+        if self._string_parts is None or not self._string_dirty:
+            return
+        text = "".join(self._string_parts)
+        self._string_parts = [text]
+        self._string_dirty = False
+        parent, slot = self._string_slot
+        if parent is None:
+            self._root_value = text
+            self._has_root_value = True
+        else:
+            self._show(parent, slot, text, text)
+
+
+class TextPartialParser:
+    """The partial parser of a plain-text output: the value is the text so far.
+
+    Example:
+        parser = OutputSchema(str).partial_parser()
+        parser.feed("Hel"); parser.feed("lo")
+        parser.value  # "Hello"
+    """
+
+    def __init__(self) -> None:
+        self._chunks: list[str] = []
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    @property
+    def text(self) -> str:
+        """All text fed so far."""
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
+
+    @property
+    def value(self) -> str:
+        """The text so far."""
+        return self.text
+
+    @property
+    def completed_items(self) -> list[Any]:
+        """Always empty: plain text has no items."""
+        return []
+
+    def pop_completed(self) -> list[Any]:
+        """Always empty: plain text has no items."""
+        return []
+
+    def feed(self, chunk: str | bytes) -> bool:
+        """Append a chunk; True when it added text."""
+        if isinstance(chunk, bytes | bytearray):
+            chunk = self._decoder.decode(bytes(chunk))
+        self._chunks.append(chunk)
+        return bool(chunk)
+
+    def finish(self) -> str:
+        """The whole text."""
+        return self.text

@@ -1,0 +1,99 @@
+"""Schema profiles: the JSON-schema dialect each kind of provider accepts.
+
+- `"openai-strict"`: OpenAI Structured Outputs with `strict: true` (also the dialect of strict
+  function tools).
+- `"anthropic"`: Anthropic JSON outputs / strict tools, a whitelist subset.
+- `"json-schema"`: plain pydantic JSON schema, for prompted and json_object modes.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal, get_args
+
+from .._exceptions import UserError
+from ._limits import anthropic_limit_problems, openai_limit_problems
+from ._transform import Problem, ProfileRules, transform_schema
+
+__all__ = ["PROFILES", "SchemaProfile", "render_profile"]
+
+SchemaProfile = Literal["openai-strict", "anthropic", "json-schema"]
+"""Which provider dialect `OutputSchema.json_schema` emits."""
+
+PROFILES: tuple[str, ...] = get_args(SchemaProfile)
+
+OPENAI_STRICT = ProfileRules(
+    name="openai-strict",
+    force_required=True,
+    keep_default=False,
+    const_as_enum=True,
+    keep_numeric=True,
+    keep_max_items=True,
+    max_min_items=None,
+    allow_recursion=True,
+    allow_all_of=False,
+    simple_patterns_only=False,
+    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
+)
+
+ANTHROPIC = ProfileRules(
+    name="anthropic",
+    force_required=False,
+    keep_default=True,
+    const_as_enum=False,
+    keep_numeric=False,
+    keep_max_items=False,
+    max_min_items=1,
+    allow_recursion=False,
+    allow_all_of=True,
+    simple_patterns_only=True,
+    formats=frozenset(
+        {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+    ),
+)
+
+
+def _problem_message(what: str, profile: str, problems: list[Problem], *, suggest_non_strict: bool) -> str:
+    shown = "; ".join(str(problem) for problem in problems[:5])
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    hint = (
+        " Pass strict=False to fall back to a non-strict schema, or change the type."
+        if suggest_non_strict
+        else " Change the type, or use the 'json-schema' profile (prompted output) instead."
+    )
+    return f"Cannot build the {profile} schema for {what}: {shown}{more}.{hint}"
+
+
+def strict_openai(base: dict[str, Any], *, wrapped: bool) -> tuple[dict[str, Any], list[Problem]]:
+    """The openai-strict rewrite and the problems that keep it from being accepted."""
+    schema, problems = transform_schema(base, OPENAI_STRICT, wrapped=wrapped)
+    if not problems:
+        problems = openai_limit_problems(schema)
+    return schema, problems
+
+
+def render_profile(
+    base: dict[str, Any], profile: str, *, strict: bool, wrapped: bool, what: str
+) -> dict[str, Any]:
+    """The schema for `profile`, or a `UserError` naming the type, the field path and the reason.
+
+    With `strict=False`, `"openai-strict"` falls back to the plain schema when the type cannot be
+    made strict; the caller then sends it with `strict: false`.
+    """
+    if profile == "json-schema":
+        return copy.deepcopy(base)
+    if profile == "openai-strict":
+        schema, problems = strict_openai(base, wrapped=wrapped)
+        if not problems:
+            return schema
+        if strict:
+            raise UserError(_problem_message(what, profile, problems, suggest_non_strict=True))
+        return copy.deepcopy(base)
+    if profile == "anthropic":
+        schema, problems = transform_schema(base, ANTHROPIC, wrapped=wrapped)
+        if not problems:
+            problems = anthropic_limit_problems(schema)
+        if problems:
+            raise UserError(_problem_message(what, profile, problems, suggest_non_strict=False))
+        return schema
+    raise UserError(f"Unknown schema profile {profile!r}; expected one of {', '.join(PROFILES)}.")
