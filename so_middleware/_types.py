@@ -377,7 +377,7 @@ class ChatResponse(Generic[T]):
         """
         from .schema import OutputSchema  # schema sits above core; imported on use only
 
-        schema = OutputSchema(output_type)
+        schema = OutputSchema(output_type, strict=False)  # strictness is a request concern, not a parsing one
         try:
             return cast(U, schema.validate_json(self.text, lenient=True))
         except ModelBehaviorError as error:
@@ -410,8 +410,11 @@ class ChatResponseUpdate(Generic[T]):
     """One streamed piece of a response.
 
     `contents` holds deltas (text pieces, tool-call argument pieces, reasoning pieces);
-    `partial_value` the typed value so far when structured output was requested; `attempt` the
-    index of the model call it belongs to, so updates of two attempts are never merged.
+    `partial_value` the typed value so far when structured output was requested (a live view
+    that keeps growing with later updates, so the stream stays linear: copy it to keep a
+    snapshot); `completed_items` the list items that closed with this update (for `list[T]`);
+    `attempt` the index of the model call it belongs to, so updates of two attempts are never
+    merged.
     """
 
     contents: list[Content] = field(default_factory=list)

@@ -1,0 +1,300 @@
+"""The structured-output layer over the scripted fake client: features, strategies, re-asks,
+errors, streaming partial values. Both sides of the layer are asserted: what the model was
+asked (fake.calls) and what the caller got."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Any, Literal, Union
+
+import pytest
+from pydantic import BaseModel
+
+from so_middleware import (
+    Capabilities,
+    ChatResponse,
+    ContentFilterError,
+    DelegatingChatClient,
+    FinishReason,
+    ForcedTool,
+    IncompleteOutputError,
+    ModelBehaviorError,
+    RefusalError,
+    UsageDetails,
+    UserError,
+)
+from so_middleware.middleware.structured_output import StructuredOutput, with_structured_output
+from so_middleware.testing import FakeChatClient, Reply
+
+pytestmark = pytest.mark.anyio
+
+NATIVE_ONLY = Capabilities(name="native", native_json_schema=True, schema_profile="openai-strict")
+TOOLS_ONLY = Capabilities(name="tools", tools=True, forced_tool_choice=True, strict_tools=True, schema_profile="openai-strict")
+JSON_MODE = Capabilities(name="json", json_object=True)
+PROMPT_ONLY = Capabilities(name="prompt")
+PREFILL = Capabilities(name="prefill", assistant_prefill=True)
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+    email: str | None = None
+
+
+class Color(Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    good: bool
+
+
+async def get(client: Any, stream: bool, *args: Any, **kwargs: Any) -> ChatResponse[Any]:
+    if stream:
+        return await client.get_response(*args, stream=True, **kwargs).get_final_response()  # type: ignore[no-any-return]
+    return await client.get_response(*args, **kwargs)  # type: ignore[no-any-return]
+
+
+class Unaware(DelegatingChatClient):
+    """A decorator that knows nothing of features."""
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_feature_through_unaware_decorator_holds_response(stream: bool) -> None:
+    fake = FakeChatClient('{"name": "Ada", "age": 36, "email": null}')
+    client = Unaware(with_structured_output(Unaware(fake)))
+    feature = StructuredOutput(Person)
+    response = await get(client, stream, "Ada, 36", options={"features": [feature]})
+    assert response.value == Person(name="Ada", age=36)
+    assert feature.response is response
+    sent = fake.calls[0].options
+    assert sent.response_format is not None and sent.response_format.type == "json_schema"
+    assert sent.response_format.name == "Person" and sent.response_format.strict is True
+    assert not any(isinstance(f, StructuredOutput) for f in sent.features)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_without_feature_layer_is_pass_through(stream: bool) -> None:
+    fake = FakeChatClient("plain answer")
+    client = with_structured_output(fake)
+    response = await get(client, stream, "hi", options={"temperature": 0.3})
+    assert response.text == "plain answer"
+    assert fake.calls[0].options.response_format is None
+    assert fake.calls[0].options.temperature == 0.3
+
+
+@pytest.mark.parametrize(
+    ("output_type", "reply", "expected"),
+    [
+        (list[int], '{"response": [1, 2, 3]}', [1, 2, 3]),
+        (bool, '{"response": true}', True),
+        (Color, '{"response": "blue"}', Color.BLUE),
+        (Union[Cat, Dog], '{"response": {"kind": "dog", "good": true}}', Dog(kind="dog", good=True)),
+        (dict[str, int], '{"a": 1}', {"a": 1}),
+    ],
+    ids=["list", "bool", "enum", "union", "dict"],
+)
+async def test_output_type_shortcut_unwraps(output_type: Any, reply: str, expected: Any) -> None:
+    fake = FakeChatClient(reply, capabilities=NATIVE_ONLY.replace(schema_profile="json-schema"))
+    feature = StructuredOutput(output_type, strict=output_type != dict[str, int])  # open dicts are never strict
+    response = await with_structured_output(fake).get_response("x", options={"features": [feature]})
+    assert response.value == expected
+    assert response.text == reply  # the final answer's text is the JSON the model sent
+
+
+async def test_raw_schema_known_only_at_run_time() -> None:
+    schema = {"type": "object", "properties": {"car": {"type": "string"}}, "required": ["car"], "additionalProperties": False}
+    fake = FakeChatClient('{"car": "Volvo"}')
+    response = await with_structured_output(fake).get_response("x", options={"features": [StructuredOutput(schema=schema)]})
+    assert response.value == {"car": "Volvo"}
+    assert fake.calls[0].options.response_format.schema["properties"]["car"] == {"type": "string"}  # type: ignore[union-attr]
+
+
+async def test_creation_time_default_and_per_run_wins() -> None:
+    fake = FakeChatClient(['{"name": "A", "age": 1, "email": null}', '{"response": 7}'])
+    client = with_structured_output(fake, Person, max_retries=0)
+    assert (await client.get_response("x")).value.name == "A"
+    assert (await client.get_response("x", output_type=int)).value == 7
+
+
+async def test_both_feature_and_output_type_is_an_error() -> None:
+    client = with_structured_output(FakeChatClient("{}"))
+    with pytest.raises(UserError, match="either"):
+        await client.get_response("x", output_type=int, options={"features": [StructuredOutput(int)]})
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: StructuredOutput(lambda: 1), "lambda|function|type"),
+        (lambda: StructuredOutput(), "exactly one"),
+        (lambda: StructuredOutput(int, mode="magic"), "mode"),  # type: ignore[arg-type]
+        (lambda: StructuredOutput(int, max_retries=-1), "max_retries"),
+    ],
+)
+def test_bad_feature_fails_at_construction(make: Any, match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        make()
+
+
+def test_layer_settings_checked_at_creation() -> None:
+    with pytest.raises(UserError, match="mode"):
+        with_structured_output(FakeChatClient("x"), mode="magic")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_tool_strategy_reads_arguments_and_pairs_reask_with_call(stream: bool) -> None:
+    fake = FakeChatClient(
+        [
+            Reply(tool_calls=[("Person", '{"name": "Ada", "age": "old", "email": null}')], finish_reason=FinishReason.TOOL_CALLS),
+            Reply(tool_calls=[("Person", '{"name": "Ada", "age": 36, "email": null}')], finish_reason=FinishReason.TOOL_CALLS),
+        ],
+        capabilities=TOOLS_ONLY,
+    )
+    response = await get(with_structured_output(fake), stream, "Ada", output_type=Person)
+    assert response.value.age == 36
+    first = fake.calls[0].options
+    assert first.tool_choice == ForcedTool("Person")
+    assert first.tools and first.tools[-1].name == "Person" and first.tools[-1].strict is True  # type: ignore[union-attr]
+    retry_messages = fake.calls[1].messages
+    call = retry_messages[-2].function_calls[0]
+    result = retry_messages[-1].contents[0]
+    assert retry_messages[-1].role == "tool"
+    assert result.call_id == call.call_id and result.is_error  # type: ignore[union-attr]
+    assert "age" in result.result  # type: ignore[union-attr]
+    assert [a.strategy for a in response.attempts] == ["tool", "tool"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_reask_with_errors_sums_usage(stream: bool) -> None:
+    fake = FakeChatClient(
+        [Reply('{"name": "Ada"}', usage=UsageDetails(10, 5, 15)), Reply('{"name": "Ada", "age": 36, "email": null}', usage=UsageDetails(20, 6, 26))],
+        capabilities=NATIVE_ONLY,
+    )
+    response = await get(with_structured_output(fake), stream, "Ada, 36", output_type=Person)
+    assert response.value == Person(name="Ada", age=36)
+    assert response.usage == UsageDetails(30, 11, 41)
+    assert [a.text for a in response.attempts] == ['{"name": "Ada"}', '{"name": "Ada", "age": 36, "email": null}']
+    assert isinstance(response.attempts[0].error, ModelBehaviorError) and response.attempts[1].error is None
+    feedback = fake.calls[1].messages[-1]
+    assert feedback.role == "user" and "age" in feedback.text
+    assert fake.calls[1].messages[-2].text == '{"name": "Ada"}'
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_invalid_after_all_retries_carries_every_attempt(stream: bool) -> None:
+    fake = FakeChatClient(['{"response": "x"}', '{"response": "y"}', '{"response": "z"}'], capabilities=NATIVE_ONLY)
+    with pytest.raises(ModelBehaviorError) as caught:
+        await get(with_structured_output(fake, max_retries=2), stream, "x", output_type=int)
+    assert caught.value.raw_texts == ['{"response": "x"}', '{"response": "y"}', '{"response": "z"}']
+    assert caught.value.usage == UsageDetails(30, 15, 45)
+    assert len(fake.calls) == 3
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        (Reply(refusal="I can't help with that.", finish_reason=FinishReason.REFUSAL), RefusalError),
+        (Reply('{"name": "Ad', finish_reason=FinishReason.LENGTH), IncompleteOutputError),
+        (Reply("", finish_reason=FinishReason.CONTENT_FILTER), ContentFilterError),
+    ],
+    ids=["refusal", "length", "content_filter"],
+)
+async def test_refusal_truncation_filter_raise_their_own_errors_without_retry(stream: bool, reply: Reply, error: type[Exception]) -> None:
+    fake = FakeChatClient([reply], capabilities=NATIVE_ONLY)
+    with pytest.raises(error) as caught:
+        await get(with_structured_output(fake), stream, "x", output_type=Person)
+    assert len(fake.calls) == 1
+    assert len(caught.value.attempts) == 1 and caught.value.usage == UsageDetails(10, 5, 15)  # type: ignore[attr-defined]
+    if isinstance(caught.value, RefusalError):
+        assert caught.value.refusal == "I can't help with that."
+
+
+async def test_auto_falls_back_when_backend_ignores_the_format() -> None:
+    caps = Capabilities(native_json_schema=True, json_object=True)
+    fake = FakeChatClient(["Sure! Ada is 36 years old.", '{"name": "Ada", "age": 36}'], capabilities=caps)
+    response = await with_structured_output(fake).get_response("x", output_type=Person)
+    assert [a.strategy for a in response.attempts] == ["native", "json_object"]
+    second = fake.calls[1].options
+    assert second.response_format is not None and second.response_format.type == "json_object"
+    assert second.instructions and "JSON schema" in second.instructions
+
+
+async def test_json_object_and_prompted_are_lenient() -> None:
+    fenced = 'Here you go:\n```json\n{"name": "Ada", "age": 36,}\n```'
+    for caps in (JSON_MODE, PROMPT_ONLY):
+        fake = FakeChatClient(fenced, capabilities=caps)
+        response = await with_structured_output(fake).get_response("x", output_type=Person)
+        assert response.value == Person(name="Ada", age=36)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_prompted_prefill_is_prepended(stream: bool) -> None:
+    fake = FakeChatClient(' "Ada", "age": 36}', capabilities=PREFILL)
+    response = await get(with_structured_output(fake), stream, "x", output_type=Person)
+    assert response.value == Person(name="Ada", age=36)
+    sent = fake.calls[0].messages
+    assert sent[-1].role == "assistant" and sent[-1].text == '{"name":'
+    assert response.text == '{"name": "Ada", "age": 36}'
+
+
+async def test_instructions_of_caller_are_kept_in_prompted_mode() -> None:
+    fake = FakeChatClient('{"response": 1}', capabilities=PROMPT_ONLY)
+    await with_structured_output(fake).get_response("x", output_type=int, options={"instructions": "Be terse."})
+    instructions = fake.calls[0].options.instructions or ""
+    assert instructions.startswith("Be terse.") and '"response"' in instructions
+
+
+async def test_streaming_partial_values_grow_field_by_field() -> None:
+    text = '{"name": "Ada Lovelace", "age": 36, "email": "ada@example.org"}'
+    fake = FakeChatClient(Reply(text, chunk_size=3), capabilities=NATIVE_ONLY)
+    stream = with_structured_output(fake).get_response("x", stream=True, output_type=Person)
+    seen = []  # partial_value is a live view that keeps growing: record what each update showed
+    async for update in stream:
+        if update.partial_value is not None:
+            seen.append((update.partial_value.name, update.partial_value.age, update.partial_value.email))
+    names = [name for name, _, _ in seen if name]
+    assert names[0] != names[-1] and names[-1] == "Ada Lovelace"  # the open string grows
+    assert ("Ada Lovelace", None, None) in seen and ("Ada Lovelace", 36, None) in seen  # field by field
+    assert (await stream.get_final_response()).value == Person(name="Ada Lovelace", age=36, email="ada@example.org")
+
+
+async def test_streaming_list_items_arrive_one_by_one() -> None:
+    text = json.dumps({"response": [{"name": f"P{i}", "age": i, "email": None} for i in range(4)]})
+    fake = FakeChatClient(Reply(text, chunk_size=5), capabilities=NATIVE_ONLY)
+    stream = with_structured_output(fake).get_response("x", stream=True, output_type=list[Person])
+    arrivals = [item for update in [u async for u in stream] for item in update.completed_items]
+    assert arrivals == [Person(name=f"P{i}", age=i) for i in range(4)]
+
+
+async def test_reasked_stream_marks_updates_by_attempt() -> None:
+    fake = FakeChatClient([Reply('{"response": "no"}'), Reply('{"response": 5}')], capabilities=NATIVE_ONLY)
+    stream = with_structured_output(fake).get_response("x", stream=True, output_type=int)
+    updates = [u async for u in stream]
+    attempts = [u.attempt for u in updates]
+    assert attempts == sorted(attempts) and set(attempts) == {0, 1}
+    assert "".join(u.text for u in updates if u.attempt == 1) == '{"response": 5}'
+    final = await stream.get_final_response()
+    assert final.value == 5 and len(final.attempts) == 2
+
+
+async def test_stream_of_broken_json_is_reasked_not_crashed() -> None:
+    fake = FakeChatClient([Reply('{"response": [1, 2,, oops'), Reply('{"response": [1, 2]}')], capabilities=NATIVE_ONLY)
+    stream = with_structured_output(fake).get_response("x", stream=True, output_type=list[int])
+    updates = [u async for u in stream]
+    assert {u.attempt for u in updates} == {0, 1}
+    assert (await stream.get_final_response()).value == [1, 2]
+
+
+def test_sync_entry_point_returns_typed_value() -> None:
+    client = with_structured_output(FakeChatClient('{"response": 3}'))
+    assert client.get_response_sync("x", output_type=int).value == 3
