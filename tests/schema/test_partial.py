@@ -1,0 +1,230 @@
+"""Incremental partial parsing: values grow field by field, items complete one by one, and any
+chunking gives the same final value as a one-shot parse."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Optional
+
+import pytest
+from pydantic import BaseModel, field_validator
+from typing_extensions import TypedDict
+
+from so_middleware._exceptions import ModelBehaviorError
+from so_middleware.schema import OutputSchema, PartialParser
+
+
+class Address(BaseModel):
+    city: str
+    zip: str
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+    address: Address
+    tags: list[str] = []
+    note: Optional[str] = None
+
+
+class Upper(BaseModel):
+    word: str
+
+    @field_validator("word")
+    @classmethod
+    def upper(cls, value: str) -> str:
+        return value.upper()
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Movie(TypedDict):
+    title: str
+    year: int
+
+
+def _stream(parser: Any, text: str, size: int) -> list[Any]:
+    snapshots = []
+    for start in range(0, len(text), size):
+        if parser.feed(text[start : start + size]):
+            snapshots.append(repr(parser.value))
+    return snapshots
+
+
+def test_model_grows_field_by_field() -> None:
+    parser = OutputSchema(Person).partial_parser()
+    assert isinstance(parser, PartialParser)
+    assert parser.value is None
+    parser.feed('{"name": "Al')
+    assert isinstance(parser.value, Person)
+    assert parser.value.name == "Al" and parser.value.age is None and parser.value.address is None
+    parser.feed('ice", "age": 3')
+    assert parser.value.name == "Alice" and parser.value.age is None  # a number may still grow
+    parser.feed('0, "address": {"city": "Os')
+    assert parser.value.age == 30
+    assert isinstance(parser.value.address, Address) and parser.value.address.city == "Os"
+    parser.feed('lo", "zip": "0150"}, "tags": ["a"')
+    assert parser.value.address == Address(city="Oslo", zip="0150")  # closed subtree: validated
+    assert parser.value.tags == ["a"]
+    parser.feed("]}")
+    final = parser.finish()
+    assert final == Person(name="Alice", age=30, address=Address(city="Oslo", zip="0150"), tags=["a"])
+    assert parser.value == final
+
+
+def test_strings_grow_in_place_and_feed_reports_changes() -> None:
+    parser = OutputSchema(list[str]).partial_parser()
+    assert parser.feed('{"response": ["ab') is True
+    assert parser.value == ["ab"]
+    assert parser.feed("cd") is True
+    assert parser.value == ["abcd"]
+    assert parser.feed("   ") is True  # whitespace inside a string is content
+    assert parser.feed('"  ') is True
+    assert parser.feed("   ") is False
+    assert parser.value == ["abcd   "]
+
+
+def test_list_items_complete_one_by_one() -> None:
+    items = [{"name": f"p{index}", "age": index, "address": {"city": "c", "zip": "z"}} for index in range(4)]
+    text = json.dumps({"response": items})
+    parser = OutputSchema(list[Person]).partial_parser()
+    seen: list[Person] = []
+    counts = []
+    for char in text:
+        parser.feed(char)
+        fresh = parser.pop_completed()
+        seen.extend(fresh)
+        counts.append(len(seen))
+    assert seen == [Person.model_validate(item) for item in items]
+    assert all(isinstance(item, Person) for item in seen)
+    assert sorted(set(counts)) == [0, 1, 2, 3, 4]
+    assert parser.completed_items == seen
+    assert parser.pop_completed() == []
+
+
+def test_scalar_list_items_and_unwrapped_lenient_root() -> None:
+    parser = OutputSchema(list[int]).partial_parser(lenient=True)
+    parser.feed("Here: ```json\n[1, 2")
+    assert parser.pop_completed() == [1]
+    parser.feed(", 3]\n```")
+    assert parser.pop_completed() == [2, 3]
+    assert parser.value == [1, 2, 3]
+    assert parser.finish() == [1, 2, 3]
+
+
+def test_invalid_item_raises_model_behavior_error() -> None:
+    parser = OutputSchema(list[Address]).partial_parser()
+    parser.feed('{"response": [{"city": "a", "zip": "b"}, ')
+    assert len(parser.pop_completed()) == 1
+    with pytest.raises(ModelBehaviorError, match="item 1"):
+        parser.feed('{"city": 3}')
+
+
+def test_validators_run_on_closed_subtrees_only() -> None:
+    parser = OutputSchema(list[Upper]).partial_parser()
+    parser.feed('{"response": [{"word": "abc')
+    assert parser.value[0].word == "abc"
+    parser.feed('"}')
+    assert parser.value[0].word == "ABC"
+
+
+def test_dataclass_and_typeddict_partials() -> None:
+    parser = OutputSchema(Point).partial_parser()
+    parser.feed('{"x": 1, "y"')
+    assert isinstance(parser.value, Point) and parser.value.x == 1 and parser.value.y is None
+    parser.feed(": 2}")
+    assert parser.finish() == Point(1, 2)
+    movie = OutputSchema(Movie).partial_parser()
+    movie.feed('{"title": "He')
+    assert movie.value == {"title": "He"}
+
+
+def test_wrapped_primitive_and_invalid_json() -> None:
+    parser = OutputSchema(int).partial_parser()
+    parser.feed('{"response": 4')
+    assert parser.value is None
+    parser.feed("2}")
+    assert parser.value == 42 and parser.finish() == 42
+    broken = OutputSchema(int).partial_parser()
+    with pytest.raises(ModelBehaviorError, match="not valid JSON"):
+        broken.feed('{"response": 42]')
+
+
+def test_truncated_stream_fails_at_finish() -> None:
+    parser = OutputSchema(Person).partial_parser()
+    parser.feed('{"name": "a", "age": 1')
+    with pytest.raises(ModelBehaviorError):
+        parser.finish()
+
+
+def test_bytes_chunks_split_inside_utf8() -> None:
+    data = json.dumps({"response": ["héllo ☃ 😀"]}, ensure_ascii=False).encode()
+    parser = OutputSchema(list[str]).partial_parser()
+    for index in range(len(data)):
+        parser.feed(data[index : index + 1])
+    assert parser.finish() == ["héllo ☃ 😀"]
+    bad = OutputSchema(list[str]).partial_parser()
+    with pytest.raises(ModelBehaviorError, match="UTF-8"):
+        bad.feed(b'{"response": ["\xff\xfe"]}')
+
+
+DOCUMENTS: list[tuple[Any, Any]] = [
+    (Person, {"name": "A\\\"b", "age": -12, "address": {"city": "O\u00e9", "zip": "\\u00e9"}, "tags": ["x", "y"]}),
+    (list[Person], {"response": [{"name": "n", "age": 1, "address": {"city": "c", "zip": "z"}, "note": None}]}),
+    (list[int], {"response": [0, -1, 25, 3]}),
+    (list[float], {"response": [1.5, -0.25e-3, 1e10]}),
+    (dict, {"response": 0}),
+    (list[bool], {"response": [True, False]}),
+    (Optional[str], {"response": None}),
+    (tuple[int, str], {"response": [1, "tab\tquote\"slash\\/ \U0001F600"]}),
+    (Movie, {"title": "T", "year": 2000}),
+]
+
+
+def _doc_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=True).replace('"\\\\u00e9"', '"\\u00e9"')
+
+
+@pytest.mark.parametrize(("output_type", "value"), DOCUMENTS, ids=[str(index) for index in range(len(DOCUMENTS))])
+def test_every_split_position_gives_the_one_shot_value(output_type: Any, value: Any) -> None:
+    schema = OutputSchema(output_type, strict=False)
+    for text in (_doc_text(value), json.dumps(value, indent=2, ensure_ascii=False)):
+        expected = schema.validate_json(text)
+        for split in range(len(text) + 1):
+            for second in (split, min(len(text), split + 3)):
+                parser = schema.partial_parser()
+                for part in (text[:split], text[split:second], text[second:]):
+                    parser.feed(part)
+                assert parser.finish() == expected
+                assert parser.value == expected
+
+
+def test_chunk_size_does_not_change_the_value() -> None:
+    items = [{"name": "x" * 50, "age": index, "address": {"city": "é" * 10, "zip": "1"}} for index in range(20)]
+    text = json.dumps({"response": items})
+    schema = OutputSchema(list[Person])
+    expected = schema.validate_json(text)
+    for size in (1, 2, 3, 7, 16, 1000):
+        parser = schema.partial_parser()
+        _stream(parser, text, size)
+        assert parser.value == expected
+        assert parser.completed_items == expected
+
+
+def test_deep_nesting_is_a_model_behavior_error() -> None:
+    parser = OutputSchema(list[Any], strict=False).partial_parser()
+    with pytest.raises(ModelBehaviorError, match="nesting"):
+        parser.feed('{"response": ' + "[" * 100_000)
+
+
+def test_plain_text_parser() -> None:
+    parser = OutputSchema(str).partial_parser()
+    assert parser.value == ""
+    assert parser.feed(b"caf\xc3") and parser.feed(b"\xa9")
+    assert parser.value == "café"
+    assert parser.completed_items == [] and parser.pop_completed() == []
