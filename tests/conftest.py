@@ -34,6 +34,41 @@ def local_server() -> Iterator[LocalModelServer]:
         yield server
 
 
+@pytest.fixture
+async def local_sdk(local_server: LocalModelServer) -> Any:
+    """`local_sdk(kind)` makes an SDK client on the local server and closes it after the test.
+
+    Kinds: "openai" (sync), "async-openai", "anthropic" (sync), "async-anthropic". Closing
+    matters: an async client left to the garbage collector closes its pool on a later test's
+    event loop.
+    """
+    made: list[Any] = []
+
+    def make(kind: str = "async-openai", **kwargs: Any) -> Any:
+        kwargs.setdefault("api_key", "local")
+        kwargs.setdefault("max_retries", 0)
+        if kind.endswith("openai"):
+            import openai
+
+            cls: Any = openai.AsyncOpenAI if kind.startswith("async") else openai.OpenAI
+            client = cls(base_url=local_server.base_url, **kwargs)
+        elif kind.endswith("anthropic"):
+            import anthropic
+
+            cls = anthropic.AsyncAnthropic if kind.startswith("async") else anthropic.Anthropic
+            client = cls(base_url=local_server.root_url, **kwargs)
+        else:
+            raise ValueError(kind)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        result = client.close()
+        if hasattr(result, "__await__"):
+            await result
+
+
 @pytest.fixture(scope="session")
 def vcr() -> Any:
     return recorder(CASSETTES)

@@ -53,14 +53,13 @@ class Recorder:
         self.response(response)
 
 
-def make_client(server: LocalModelServer, recorder: Recorder, *, is_async: bool) -> OpenAIChatClient:
-    sdk: openai.OpenAI | openai.AsyncOpenAI
+def make_client(server: LocalModelServer, local_sdk: Any, recorder: Recorder, *, is_async: bool) -> OpenAIChatClient:
     if is_async:
-        http = httpx2.AsyncClient(event_hooks={"request": [recorder.arequest], "response": [recorder.aresponse]})
-        sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", http_client=http, max_retries=0)
+        http: Any = httpx2.AsyncClient(event_hooks={"request": [recorder.arequest], "response": [recorder.aresponse]})
+        sdk = local_sdk("async-openai", http_client=http)
     else:
-        sync_http = httpx2.Client(event_hooks={"request": [recorder.request], "response": [recorder.response]})
-        sdk = openai.OpenAI(base_url=server.base_url, api_key="local", http_client=sync_http, max_retries=0)
+        http = httpx2.Client(event_hooks={"request": [recorder.request], "response": [recorder.response]})
+        sdk = local_sdk("openai", http_client=http)
     return OpenAIChatClient(sdk, server.model)
 
 
@@ -70,9 +69,9 @@ class Tag:
 
 @pytest.mark.parametrize("is_async", [True, False], ids=["AsyncOpenAI", "OpenAI"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-async def test_real_server_chat(local_server: LocalModelServer, is_async: bool, stream: bool) -> None:
+async def test_real_server_chat(local_server: LocalModelServer, local_sdk: Any, is_async: bool, stream: bool) -> None:
     recorder = Recorder()
-    client = make_client(local_server, recorder, is_async=is_async)
+    client = make_client(local_server, local_sdk, recorder, is_async=is_async)
     options = {"max_tokens": 12, "temperature": 0, "seed": 1, "features": [Tag()], "instructions": "Be brief."}
     if stream:
         updates = []
@@ -96,16 +95,16 @@ async def test_real_server_chat(local_server: LocalModelServer, is_async: bool, 
     assert "features" not in json.dumps(body) and "additional_properties" not in json.dumps(body)
 
 
-async def test_length_finish_reason_is_mapped(local_server: LocalModelServer) -> None:
-    client = make_client(local_server, Recorder(), is_async=True)
+async def test_length_finish_reason_is_mapped(local_server: LocalModelServer, local_sdk: Any) -> None:
+    client = make_client(local_server, local_sdk, Recorder(), is_async=True)
     response = await client.get_response("Write a long story about a dragon.", options={"max_tokens": 3})
     assert response.finish_reason == FinishReason.LENGTH
     assert response.usage is not None and response.usage.output_tokens == 3
 
 
-async def test_response_format_passed_through_as_given_and_enforced(local_server: LocalModelServer) -> None:
+async def test_response_format_passed_through_as_given_and_enforced(local_server: LocalModelServer, local_sdk: Any) -> None:
     recorder = Recorder()
-    client = make_client(local_server, recorder, is_async=True)
+    client = make_client(local_server, local_sdk, recorder, is_async=True)
     schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
     wire = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": schema, "strict": True}}
     response = await client.get_response(
@@ -115,9 +114,9 @@ async def test_response_format_passed_through_as_given_and_enforced(local_server
     assert isinstance(json.loads(response.text)["answer"], int)
 
 
-async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalModelServer) -> None:
+async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalModelServer, local_sdk: Any) -> None:
     recorder = Recorder()
-    client = make_client(local_server, recorder, is_async=True)
+    client = make_client(local_server, local_sdk, recorder, is_async=True)
     stream = client.get_response("Count from 1 to 200.", options={"max_tokens": 400}, stream=True)
     async with stream:
         async for update in stream:
@@ -126,8 +125,8 @@ async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalM
     assert recorder.responses and recorder.responses[0].is_closed
 
 
-async def test_sdk_client_reachable_and_retries_can_be_disabled(local_server: LocalModelServer) -> None:
-    client = make_client(local_server, Recorder(), is_async=True)
+async def test_sdk_client_reachable_and_retries_can_be_disabled(local_server: LocalModelServer, local_sdk: Any) -> None:
+    client = make_client(local_server, local_sdk, Recorder(), is_async=True)
     assert client.get_service(openai.AsyncOpenAI) is client.sdk_client
     client.disable_sdk_retries()
     assert client.sdk_client.max_retries == 0

@@ -1,0 +1,195 @@
+"""`ChatAgent` over any ChatClient, `AgentThread` for multi-turn, `DelegatingAgent` for decorators."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Any, Literal, Protocol, overload, runtime_checkable
+
+import wrapt
+
+from .._client import ChatClient, as_chat_client
+from .._exceptions import UserError
+from .._options import ChatOptions, OptionsInput
+from .._stream import ResponseStream
+from .._sync import run_sync
+from .._types import ChatMessage, MessageInput, as_messages
+from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
+
+__all__ = ["Agent", "AgentStream", "AgentThread", "ChatAgent", "DelegatingAgent"]
+
+AgentStream = ResponseStream[AgentResponseUpdate[Any], AgentResponse[Any]]
+
+
+class AgentThread:
+    """The conversation so far, for multi-turn runs: pass the same thread to each `run`.
+
+    Only primary output is kept (the user's input and the agent's final answers).
+    """
+
+    def __init__(self, messages: Sequence[ChatMessage] = ()) -> None:
+        self.messages: list[ChatMessage] = list(messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """What `StructuredOutputAgent` and agent decorators wrap: anything with this `run`."""
+
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: bool = False,
+    ) -> Awaitable[AgentResponse[Any]] | AgentStream: ...
+
+
+class ChatAgent:
+    """An agent over a chat client: instructions, default options, threads, typed runs.
+
+    `run(..., output_type=T)` needs a structured-output layer in the client's stack.
+
+    Example:
+        agent = ChatAgent(with_structured_output(client), name="extractor", instructions="Extract people.")
+        response = await agent.run("Ada Lovelace, 36", output_type=Person)
+        response.value, response.text, response.secondary.attempts
+    """
+
+    def __init__(
+        self,
+        client: ChatClient | Any,
+        *,
+        name: str | None = None,
+        instructions: str | None = None,
+        options: OptionsInput = None,
+    ) -> None:
+        self.client = as_chat_client(client)
+        self.name = name
+        self.instructions = instructions
+        self.default_options = ChatOptions.coerce(options)
+
+    def _options(self, options: OptionsInput) -> ChatOptions:
+        merged = ChatOptions.coerce(options).merged_over(self.default_options)
+        if self.instructions and merged.instructions is None:
+            merged = merged.replace(instructions=self.instructions)
+        return merged
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: Literal[False] = False,
+    ) -> Awaitable[AgentResponse[Any]]: ...
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: Literal[True],
+    ) -> AgentStream: ...
+
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: bool = False,
+    ) -> Awaitable[AgentResponse[Any]] | AgentStream:
+        """Run the agent on `input` (a string, a message or several), continuing `thread`."""
+        new_messages = as_messages(input)
+        history = [*(thread.messages if thread else []), *new_messages]
+        if not history:
+            raise UserError("nothing to run: give input or a thread with messages")
+        chat_options = self._options(options)
+        if stream:
+            return self._stream(history, new_messages, thread, chat_options, output_type)
+        return self._respond(history, new_messages, thread, chat_options, output_type)
+
+    def run_sync(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+    ) -> AgentResponse[Any]:
+        """Blocking `run` for scripts (raises `UserError` inside a running event loop)."""
+        return run_sync(lambda: self.run(input, thread=thread, options=options, output_type=output_type))
+
+    def _span(self) -> contextlib.AbstractContextManager[Any]:
+        from ..middleware.telemetry import TelemetryChatClient  # loaded on use: telemetry is optional
+
+        telemetry = getattr(self.client, "get_service", lambda kind: None)(TelemetryChatClient)
+        if telemetry is None:
+            return contextlib.nullcontext()
+        return telemetry.agent_span(self.name, model=getattr(self.client, "model", None))  # type: ignore[no-any-return]
+
+    async def _respond(
+        self, history: list[ChatMessage], new: list[ChatMessage], thread: AgentThread | None, options: ChatOptions, output_type: Any
+    ) -> AgentResponse[Any]:
+        with self._span():
+            chat = require_chat_response(await self.client.get_response(history, options=options, output_type=output_type))
+        response: AgentResponse[Any] = AgentResponse(chat, agent_name=self.name)
+        if thread is not None:
+            thread.messages.extend([*new, *response.messages])
+        return response
+
+    def _stream(
+        self, history: list[ChatMessage], new: list[ChatMessage], thread: AgentThread | None, options: ChatOptions, output_type: Any
+    ) -> AgentStream:
+        final: list[AgentResponse[Any]] = []
+
+        async def updates() -> AsyncIterator[AgentResponseUpdate[Any]]:
+            with self._span():
+                inner = self.client.get_response(history, options=options, stream=True, output_type=output_type)
+                async with inner:
+                    async for update in inner:
+                        yield AgentResponseUpdate(update, agent_name=self.name)
+                    chat = require_chat_response(await inner.get_final_response())
+            response: AgentResponse[Any] = AgentResponse(chat, agent_name=self.name)
+            if thread is not None:
+                thread.messages.extend([*new, *response.messages])
+            final.append(response)
+
+        def finalize(_: Sequence[AgentResponseUpdate[Any]]) -> AgentResponse[Any]:
+            return final[0]
+
+        return ResponseStream(updates(), finalize)
+
+    def __repr__(self) -> str:
+        return f"ChatAgent(name={self.name!r}, client={self.client!r})"
+
+
+class DelegatingAgent(wrapt.BaseObjectProxy):  # type: ignore[misc,type-arg]
+    """Base of agent decorators: overrides `run` where it must; everything else passes through.
+
+    `run(..., output_type=...)` keeps working through any decorator: arguments a decorator
+    does not know are passed on untouched.
+    """
+
+    def run(self, input: MessageInput | None = None, **kwargs: Any) -> Awaitable[AgentResponse[Any]] | AgentStream:
+        """Pass the run to the inner agent unchanged."""
+        return self.__wrapped__.run(input, **kwargs)  # type: ignore[no-any-return]
+
+    def run_sync(self, input: MessageInput | None = None, **kwargs: Any) -> AgentResponse[Any]:
+        """Blocking `run` for scripts."""
+        return run_sync(lambda: self.run(input, **kwargs))  # type: ignore[arg-type,return-value]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__wrapped__!r})"
+

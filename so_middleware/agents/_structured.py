@@ -1,0 +1,102 @@
+"""`StructuredOutputAgent`: typed output for an agent that cannot produce it itself."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Any
+
+from .._client import ChatClient
+from .._exceptions import UserError
+from .._options import ChatOptions, OptionsInput
+from .._stream import ResponseStream
+from .._types import ChatMessage, MessageInput
+from ..middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
+from ._agent import Agent, AgentStream, AgentThread, DelegatingAgent
+from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
+
+__all__ = ["StructuredOutputAgent"]
+
+CONVERTER_INSTRUCTIONS = (
+    "You are a JSON expert. When given any text, you convert it to the requested JSON format, "
+    "using only facts stated in the text."
+)
+
+
+class StructuredOutputAgent(DelegatingAgent):
+    """Runs the inner agent as is, then converts its text answer with a chat client that can.
+
+    The type comes from `run(..., output_type=T)`, a `StructuredOutput` feature in the options
+    (the feature's `.response` is filled in), or the `output_type` given here. The response's
+    `.inner_response` is the inner agent's own response.
+
+    Example:
+        agent = StructuredOutputAgent(a2a_agent, OpenAIChatClient(AsyncOpenAI(), "gpt-4o-mini"))
+        (await agent.run("Tell me about John, 35", output_type=Person)).value
+    """
+
+    def __init__(self, inner_agent: Agent | Any, chat_client: ChatClient | Any, output_type: Any = None) -> None:
+        if not callable(getattr(inner_agent, "run", None)):
+            raise UserError(f"StructuredOutputAgent needs an agent with a run() method, not {type(inner_agent).__name__}")
+        super().__init__(inner_agent)
+        converter = chat_client
+        if getattr(chat_client, "get_service", lambda kind: None)(StructuredOutputChatClient) is None:
+            converter = with_structured_output(chat_client)
+        self._self_converter = converter
+        self._self_default = StructuredOutput(output_type) if output_type is not None else None
+
+    def run(  # type: ignore[override]
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: bool = False,
+    ) -> Awaitable[AgentResponse[Any]] | AgentStream:
+        """Run the inner agent, then convert its answer to the requested type."""
+        chat_options = ChatOptions.coerce(options)
+        features = [f for f in chat_options.features if isinstance(f, StructuredOutput)]
+        feature = features[0] if features else None
+        if feature is None and output_type is None and self._self_default is None:
+            return self.__wrapped__.run(input, thread=thread, options=options, stream=stream)  # type: ignore[no-any-return]
+        if feature is None:
+            feature = StructuredOutput(output_type) if output_type is not None else self._self_default.copy_for_run()  # type: ignore[union-attr]
+        inner_options = chat_options.with_features([f for f in chat_options.features if f is not feature])
+        if stream:
+            return self._stream(input, thread, inner_options, feature)
+        return self._respond(input, thread, inner_options, feature)
+
+    def _conversion(self, text: str) -> list[ChatMessage]:
+        return [ChatMessage("system", CONVERTER_INSTRUCTIONS), ChatMessage("user", text)]
+
+    async def _respond(
+        self, input: MessageInput | None, thread: AgentThread | None, options: ChatOptions, feature: StructuredOutput[Any]
+    ) -> AgentResponse[Any]:
+        inner = await self.__wrapped__.run(input, thread=thread, options=options)
+        chat = require_chat_response(
+            await self._self_converter.get_response(self._conversion(inner.text), options={"features": [feature]})
+        )
+        response: AgentResponse[Any] = AgentResponse(chat, agent_name=getattr(inner, "agent_name", None))
+        response.inner_response = inner  # type: ignore[attr-defined]
+        return response
+
+    def _stream(
+        self, input: MessageInput | None, thread: AgentThread | None, options: ChatOptions, feature: StructuredOutput[Any]
+    ) -> AgentStream:
+        final: list[AgentResponse[Any]] = []
+
+        async def updates() -> AsyncIterator[AgentResponseUpdate[Any]]:
+            inner = await self.__wrapped__.run(input, thread=thread, options=options)
+            stream = self._self_converter.get_response(self._conversion(inner.text), options={"features": [feature]}, stream=True)
+            async with stream:
+                async for update in stream:
+                    yield AgentResponseUpdate(update)
+                chat = require_chat_response(await stream.get_final_response())
+            response: AgentResponse[Any] = AgentResponse(chat)
+            response.inner_response = inner  # type: ignore[attr-defined]
+            final.append(response)
+
+        def finalize(_: Sequence[AgentResponseUpdate[Any]]) -> AgentResponse[Any]:
+            return final[0]
+
+        return ResponseStream(updates(), finalize)
