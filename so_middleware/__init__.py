@@ -30,6 +30,19 @@ from ._formats import ResponseFormat, chat_format_to_responses, responses_format
 from ._options import ChatOptions, ForcedTool, FunctionTool, ToolChoice, find_feature
 from ._stream import ResponseStream
 from ._sync import run_sync
+from .agents import (
+    AgentResponse,
+    AgentResponseUpdate,
+    AgentThread,
+    ChatAgent,
+    DelegatingAgent,
+    SecondaryOutput,
+    StructuredOutputAgent,
+)
+from .middleware.retries import RetryingChatClient, with_retries
+from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
+from .middleware.telemetry import TelemetryChatClient, with_telemetry
+from .schema import OutputSchema
 from ._types import (
     Attempt,
     ChatMessage,
@@ -48,9 +61,13 @@ from ._types import (
 )
 
 __all__ = [
+    "AgentResponse",
+    "AgentResponseUpdate",
+    "AgentThread",
     "Attempt",
     "BaseChatClient",
     "Capabilities",
+    "ChatAgent",
     "ChatClient",
     "ChatMessage",
     "ChatOptions",
@@ -60,6 +77,7 @@ __all__ = [
     "Content",
     "ContentFilterError",
     "DataContent",
+    "DelegatingAgent",
     "DelegatingChatClient",
     "Feature",
     "FinishReason",
@@ -71,14 +89,21 @@ __all__ = [
     "LocalServerError",
     "ModelBehaviorError",
     "OutputError",
+    "OutputSchema",
     "ReasoningContent",
     "RefusalContent",
     "RefusalError",
     "ResponseFormat",
     "ResponseStream",
+    "RetryingChatClient",
     "SOMiddlewareError",
+    "SecondaryOutput",
     "StreamConsumedError",
     "StreamInterruptedError",
+    "StructuredOutput",
+    "StructuredOutputAgent",
+    "StructuredOutputChatClient",
+    "TelemetryChatClient",
     "TextContent",
     "ToolChoice",
     "UsageDetails",
@@ -90,6 +115,9 @@ __all__ = [
     "find_feature",
     "responses_format_to_chat",
     "run_sync",
+    "with_retries",
+    "with_structured_output",
+    "with_telemetry",
 ]
 
 __version__ = "0.1.0"
