@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import struct
@@ -119,7 +120,8 @@ class FaultServer:
             return self._script[min(len(self.requests), len(self._script)) - 1]
 
     def start(self) -> FaultServer:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fault-server", daemon=True)
+        serve = functools.partial(self._server.serve_forever, poll_interval=0.02)  # a quick stop()
+        self._thread = threading.Thread(target=serve, name="fault-server", daemon=True)
         self._thread.start()
         return self
 
