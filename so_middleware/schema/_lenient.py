@@ -132,12 +132,12 @@ def lenient_validate(text: str, validator: Validator) -> Any:
                     best = exc
     error = best or first
     if error is None:  # only when the text was empty in every form
-        error = validator_error_for_empty(validator, text)
+        error = _empty_output_error(validator, text)
     error.raw_text = text
     raise error
 
 
-def validator_error_for_empty(validator: Validator, text: str) -> ModelBehaviorError:
+def _empty_output_error(validator: Validator, text: str) -> ModelBehaviorError:
     """The error for text with no usable content at all."""
     try:
         validator.validate_json(text)
