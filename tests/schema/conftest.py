@@ -67,7 +67,7 @@ def _ref_graph_has_cycle(schema: dict[str, Any]) -> bool:
     return False
 
 
-def check_openai_strict(schema: dict[str, Any]) -> None:
+def _openai_strict(schema: dict[str, Any]) -> None:
     """Assert the schema follows OpenAI's documented strict-mode rules."""
     assert schema.get("type") == "object", "root must be an object"
     assert "anyOf" not in schema, "root must not be anyOf"
@@ -97,7 +97,7 @@ def check_openai_strict(schema: dict[str, Any]) -> None:
     assert enum_values <= 1000
 
 
-def check_anthropic(schema: dict[str, Any]) -> None:
+def _anthropic(schema: dict[str, Any]) -> None:
     """Assert the schema stays inside Anthropic's documented JSON-schema subset."""
     assert not _ref_graph_has_cycle(schema), "recursive schema"
     for node, _ in _walk(schema):
@@ -116,11 +116,14 @@ def check_anthropic(schema: dict[str, Any]) -> None:
             raise AssertionError(f"schema node without a type: {node}")
 
 
-@pytest.fixture
-def openai_checker() -> Callable[[dict[str, Any]], None]:
-    return check_openai_strict
+# Fixtures rather than imports: a `conftest` module name is shared by every test folder.
+@pytest.fixture(scope="session")
+def check_openai_strict() -> Callable[[dict[str, Any]], None]:
+    """Assert a schema follows OpenAI's strict-mode rules."""
+    return _openai_strict
 
 
-@pytest.fixture
-def anthropic_checker() -> Callable[[dict[str, Any]], None]:
-    return check_anthropic
+@pytest.fixture(scope="session")
+def check_anthropic() -> Callable[[dict[str, Any]], None]:
+    """Assert a schema stays inside Anthropic's JSON-schema subset."""
+    return _anthropic

@@ -3,18 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import itertools
 import json
 from typing import Any, Optional
 
 import pytest
-from conftest import check_openai_strict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, create_model
 
 from so_middleware._exceptions import ModelBehaviorError
 from so_middleware.schema import OutputSchema
+
+Checker = Callable[[dict[str, Any]], None]
 
 SETTINGS = settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _model_ids = itertools.count()
@@ -53,7 +55,9 @@ TYPES = st.recursive(st.sampled_from(BASE), _extend, max_leaves=6)
 
 @SETTINGS
 @given(data=st.data(), type_and_values=TYPES)
-def test_generated_types_round_trip(data: st.DataObject, type_and_values: TypeAndValues) -> None:
+def test_generated_types_round_trip(
+    data: st.DataObject, type_and_values: TypeAndValues, check_openai_strict: Checker
+) -> None:
     output_type, values = type_and_values
     schema = OutputSchema(output_type)
     check_openai_strict(schema.json_schema())

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Any, Literal, Optional, Union
 
 import pytest
-from conftest import check_anthropic, check_openai_strict
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from so_middleware._exceptions import UserError
 from so_middleware.schema import OutputSchema
+
+Checker = Callable[[dict[str, Any]], None]
 
 
 class Cat(BaseModel):
@@ -44,7 +46,7 @@ def _walk(node: Any) -> list[dict[str, Any]]:
     return found
 
 
-def test_openai_strict_rewrites() -> None:
+def test_openai_strict_rewrites(check_openai_strict: Checker) -> None:
     schema = OutputSchema(Owner).json_schema("openai-strict")
     check_openai_strict(schema)
     nodes = _walk(schema)
@@ -62,7 +64,7 @@ def test_openai_strict_rewrites() -> None:
     assert dog["kind"] == {"enum": ["dog"], "type": "string"}
 
 
-def test_anthropic_rewrites() -> None:
+def test_anthropic_rewrites(check_anthropic: Checker) -> None:
     schema = OutputSchema(Owner).json_schema("anthropic")
     check_anthropic(schema)
     props = schema["properties"]
@@ -78,7 +80,7 @@ def test_min_items_of_one_is_kept_for_anthropic() -> None:
     assert schema["properties"]["response"]["minItems"] == 1
 
 
-def test_ref_with_description_is_inlined_or_wrapped() -> None:
+def test_ref_with_description_is_inlined_or_wrapped(check_openai_strict: Checker) -> None:
     class Inner(BaseModel):
         x: int
 
@@ -123,7 +125,7 @@ def test_strict_false_keeps_the_strict_form_when_possible() -> None:
     assert schema.json_schema("openai-strict") == OutputSchema(Owner).json_schema("openai-strict")
 
 
-def test_anthropic_refuses_recursion_even_without_strict() -> None:
+def test_anthropic_refuses_recursion_even_without_strict(check_openai_strict: Checker) -> None:
     class Node(BaseModel):
         children: list["Node"] = []
 
@@ -133,7 +135,7 @@ def test_anthropic_refuses_recursion_even_without_strict() -> None:
         schema.json_schema("anthropic")
 
 
-def test_raw_schema_self_reference() -> None:
+def test_raw_schema_self_reference(check_openai_strict: Checker) -> None:
     raw = {
         "type": "object",
         "properties": {"name": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#"}}},
@@ -177,7 +179,7 @@ def _deep_model(levels: int) -> Any:
     return model
 
 
-def test_openai_limits() -> None:
+def test_openai_limits(check_openai_strict: Checker) -> None:
     check_openai_strict(OutputSchema(_wide_model(5000)).json_schema())
     with pytest.raises(UserError, match="5001 object properties"):
         OutputSchema(_wide_model(5001))

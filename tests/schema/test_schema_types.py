@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import dataclasses
 import json
 from datetime import date, datetime
@@ -10,12 +11,13 @@ from typing import Annotated, Any, Generic, Literal, NamedTuple, Optional, TypeV
 
 import pydantic
 import pytest
-from conftest import check_anthropic, check_openai_strict
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
 from so_middleware._exceptions import ModelBehaviorError, UserError
 from so_middleware.schema import OutputSchema
+
+Checker = Callable[[dict[str, Any]], None]
 
 T = TypeVar("T")
 
@@ -152,7 +154,9 @@ def test_wrapping_and_round_trip(output_type: Any, value: Any, wrapped: bool) ->
 
 
 @pytest.mark.parametrize(("output_type", "value", "wrapped"), CASES, ids=IDS)
-def test_every_profile_is_valid(output_type: Any, value: Any, wrapped: bool) -> None:
+def test_every_profile_is_valid(
+    output_type: Any, value: Any, wrapped: bool, check_openai_strict: Checker, check_anthropic: Checker
+) -> None:
     schema = OutputSchema(output_type)
     strict = schema.json_schema("openai-strict")
     check_openai_strict(strict)
@@ -251,7 +255,7 @@ RAW_OBJECT = {
 RAW_ARRAY = {"type": "array", "items": {"type": "integer"}}
 
 
-def test_raw_object_schema() -> None:
+def test_raw_object_schema(check_openai_strict: Checker, check_anthropic: Checker) -> None:
     schema = OutputSchema(RAW_OBJECT)
     assert schema.name() == "Invoice"
     assert not schema.is_wrapped
