@@ -18,7 +18,7 @@ ends, fails, is closed or cancelled; `gen_ai.response.time_to_first_chunk` count
 span is current only around each pull from the inner stream, never across a `yield`.
 
 **Content** (messages, instructions, output) is recorded only with `capture_content=True` or
-`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`; keys, headers and `additional_properties`
+`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (read when the layer is built); keys, headers and `additional_properties`
 values never are. A failing exporter, processor or meter is logged at debug, never raised.
 
 **Order.** Outside `with_retries`: one span per logical call, each retry a `so_middleware.retry`
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import os
 import time
@@ -46,8 +45,7 @@ from .._delegating import DelegatingChatClient
 from .._exceptions import ContentFilterError, IncompleteOutputError, OutputError, RefusalError, UserError
 from .._options import ChatOptions, OptionsInput
 from .._stream import ResponseStream
-from .._types import ChatResponse, Content, FunctionCallContent, FunctionResultContent, MessageInput, ReasoningContent
-from .._types import RefusalContent, TextContent, as_messages
+from .._types import ChatResponse, MessageInput
 from . import _otel_names as names
 
 try:
@@ -275,11 +273,10 @@ class _ChatCall:
 
     @_guarded
     def input_content(self, messages: MessageInput, options: OptionsInput) -> None:
-        chat_messages = [{"role": m.role, "parts": _parts(m.contents)} for m in as_messages(messages)]
-        self.attributes[names.GEN_AI_INPUT_MESSAGES] = json.dumps(chat_messages, default=str)
+        self.attributes[names.GEN_AI_INPUT_MESSAGES] = names.input_messages_json(messages)
         instructions = _coerce(options).instructions
         if instructions:
-            self.attributes[names.GEN_AI_SYSTEM_INSTRUCTIONS] = json.dumps([{"type": "text", "content": instructions}])
+            self.attributes[names.GEN_AI_SYSTEM_INSTRUCTIONS] = names.instructions_json(instructions)
 
     @_guarded
     def end(self, span: Span, error: BaseException | None, response: ChatResponse[Any] | None = None) -> None:
@@ -317,8 +314,7 @@ class _ChatCall:
                     self.instruments.tokens.record(count, {**self.metric_attributes(), names.GEN_AI_TOKEN_TYPE: token_type})
         values.update(_structured_attributes(response.additional_properties.get(names.STRUCTURED_OUTPUT_KEY)))
         if self.capture_content:
-            message = {"role": "assistant", "parts": _parts(_last_assistant(response)), "finish_reason": str(response.finish_reason)}
-            values[names.GEN_AI_OUTPUT_MESSAGES] = json.dumps([message], default=str)
+            values[names.GEN_AI_OUTPUT_MESSAGES] = names.output_messages_json(response)
         span.set_attributes({key: value for key, value in values.items() if value is not None})
 
     def metric_attributes(self) -> dict[str, Any]:
@@ -359,26 +355,6 @@ def _structured_attributes(info: Any) -> dict[str, Any]:
     values = {names.SO_SCHEMA_NAME: info.get("name"), names.SO_STRATEGY: info.get("strategy"),
               names.SO_ATTEMPTS: info.get("attempts"), names.SO_OUTCOME: info.get("outcome")}  # fmt: skip
     return {key: value for key, value in values.items() if isinstance(value, (str, int)) and not isinstance(value, bool)}
-
-
-def _last_assistant(response: ChatResponse[Any]) -> list[Content]:
-    return next((m.contents for m in reversed(response.messages) if m.role == "assistant"), [])
-
-
-def _parts(contents: Sequence[Content]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for content in contents:
-        if isinstance(content, (TextContent, ReasoningContent)):
-            parts.append({"type": content.type, "content": content.text})
-        elif isinstance(content, RefusalContent):
-            parts.append({"type": "refusal", "content": content.refusal})
-        elif isinstance(content, FunctionCallContent):
-            parts.append({"type": "tool_call", "id": content.call_id, "name": content.name, "arguments": content.arguments})
-        elif isinstance(content, FunctionResultContent):
-            parts.append({"type": "tool_call_response", "id": content.call_id, "response": content.result_text})
-        else:  # binary data: its media type only
-            parts.append({"type": "blob", "mime_type": content.media_type})
-    return parts
 
 
 def with_telemetry(
