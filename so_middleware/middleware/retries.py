@@ -63,7 +63,10 @@ __all__ = ["RetryingChatClient", "is_transient", "retry_after_seconds", "with_re
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 _TRANSIENT_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "server_error"})
-_TRANSIENT_CLASSES = frozenset({"APIConnectionError", "APITimeoutError", "TimeoutException", "NetworkError", "RemoteProtocolError"})
+# SDK and httpx2 transport errors, matched by class name anywhere in the MRO
+_TRANSIENT_CLASSES = frozenset(
+    {"APIConnectionError", "APITimeoutError", "TimeoutException", "NetworkError", "RemoteProtocolError"}
+)
 
 
 def is_transient(error: BaseException) -> bool:

@@ -18,8 +18,9 @@ ends, fails, is closed or cancelled; `gen_ai.response.time_to_first_chunk` count
 span is current only around each pull from the inner stream, never across a `yield`.
 
 **Content** (messages, instructions, output) is recorded only with `capture_content=True` or
-`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (read when the layer is built); keys, headers and `additional_properties`
-values never are. A failing exporter, processor or meter is logged at debug, never raised.
+`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (read when the layer is built); keys,
+headers and `additional_properties` values never are. A failing exporter, processor or meter is
+logged at debug, never raised.
 
 **Order.** Outside `with_retries`: one span per logical call, each retry a `so_middleware.retry`
 event on it. Inside: one span per attempt. `agent_span(name)` parents chat spans under an
@@ -309,7 +310,8 @@ class _ChatCall:
         if usage is not None:
             values[names.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
             values[names.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-            for token_type, count in ((names.TOKEN_TYPE_INPUT, usage.input_tokens), (names.TOKEN_TYPE_OUTPUT, usage.output_tokens)):
+            counts = ((names.TOKEN_TYPE_INPUT, usage.input_tokens), (names.TOKEN_TYPE_OUTPUT, usage.output_tokens))
+            for token_type, count in counts:
                 if count is not None:
                     self.instruments.tokens.record(count, {**self.metric_attributes(), names.GEN_AI_TOKEN_TYPE: token_type})
         values.update(_structured_attributes(response.additional_properties.get(names.STRUCTURED_OUTPUT_KEY)))
