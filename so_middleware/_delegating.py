@@ -29,7 +29,7 @@ __all__ = ["DelegatingChatClient", "chain"]
 K = TypeVar("K")
 
 
-class DelegatingChatClient(wrapt.BaseObjectProxy):  # type: ignore[misc,type-arg]
+class DelegatingChatClient(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
     """Pass-through layer: subclasses override `get_response` and nothing else they don't change.
 
     State of a layer must be stored as `self._self_<name>` (anything else lands on the inner

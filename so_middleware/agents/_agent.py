@@ -175,7 +175,7 @@ class ChatAgent:
         return f"ChatAgent(name={self.name!r}, client={self.client!r})"
 
 
-class DelegatingAgent(wrapt.BaseObjectProxy):  # type: ignore[misc,type-arg]
+class DelegatingAgent(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
     """Base of agent decorators: overrides `run` where it must; everything else passes through.
 
     `run(..., output_type=...)` keeps working through any decorator: arguments a decorator

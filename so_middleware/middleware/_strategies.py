@@ -22,7 +22,7 @@ from .._exceptions import UserError
 from .._formats import ResponseFormat
 from .._options import ChatOptions, ForcedTool, FunctionTool
 from .._types import ChatMessage, ChatResponse, FunctionCallContent, FunctionResultContent, TextContent
-from ..schema import OutputSchema
+from ..schema import OutputSchema, SchemaProfile
 
 __all__ = ["MODES", "Mode", "Plan", "Strategy", "answer_of", "plan_request", "reask_messages", "strategies_for"]
 
@@ -56,11 +56,11 @@ class Plan:
     tool_name: str | None = None
 
 
-def _schema_text(schema: OutputSchema, profile: str) -> str:
-    return json.dumps(schema.json_schema(profile), separators=(",", ":"))  # type: ignore[arg-type]
+def _schema_text(schema: OutputSchema, profile: SchemaProfile) -> str:
+    return json.dumps(schema.json_schema(profile), separators=(",", ":"))
 
 
-def _instructions(options: ChatOptions, schema: OutputSchema, profile: str) -> str:
+def _instructions(options: ChatOptions, schema: OutputSchema, profile: SchemaProfile) -> str:
     shape = "a JSON object" if not schema.is_wrapped else 'a JSON object with a single key "response"'
     asked = (
         f"Respond with {shape} that matches this JSON schema, and nothing else (no prose, no code fences):\n"
@@ -69,10 +69,10 @@ def _instructions(options: ChatOptions, schema: OutputSchema, profile: str) -> s
     return f"{options.instructions}\n\n{asked}" if options.instructions else asked
 
 
-def _prefill(schema: OutputSchema, profile: str) -> str:
+def _prefill(schema: OutputSchema, profile: SchemaProfile) -> str:
     # A JSON prefill up to the first key's colon: small models that ignore instructions still
     # continue a started object. The first property is the one the schema lists first.
-    properties = schema.json_schema(profile).get("properties") or {}  # type: ignore[arg-type]
+    properties = schema.json_schema(profile).get("properties") or {}
     first = next(iter(properties), None)
     return '{"' + first + '":' if isinstance(first, str) else "{"
 
@@ -88,17 +88,17 @@ def plan_request(
 ) -> Plan:
     """The request for one attempt with `strategy` (the caller's messages/options are not changed)."""
     profile = capabilities.schema_profile
-    name = schema.wire_name(profile)  # type: ignore[arg-type]
+    name = schema.wire_name(profile)
     if strategy == "native":
         strict = True if profile == "openai-strict" and schema.is_strict_json_schema() else None
         if profile == "openai-strict" and not schema.is_strict_json_schema():
             strict = False
-        fmt = ResponseFormat.json_schema(schema.json_schema(profile), name=name, strict=strict, description=description)  # type: ignore[arg-type]
+        fmt = ResponseFormat.json_schema(schema.json_schema(profile), name=name, strict=strict, description=description)
         return Plan(strategy, list(messages), options.replace(response_format=fmt))
     if strategy == "tool":
         tool = FunctionTool(
             name,
-            schema.json_schema(profile),  # type: ignore[arg-type]
+            schema.json_schema(profile),
             description or f"Return the final answer as {schema.name()}.",
             strict=True if capabilities.strict_tools and schema.is_strict_json_schema() else None,
         )

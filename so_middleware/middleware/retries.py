@@ -40,7 +40,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import anyio
 from tenacity import AsyncRetrying, RetryCallState
@@ -238,7 +238,22 @@ class RetryingChatClient(DelegatingChatClient):
         if callable(disable_sdk_retries):
             disable_sdk_retries()
 
-    def get_response(  # type: ignore[override]
+    @overload
+    def get_response(
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: Any = None,
+    ) -> Awaitable[ChatResponse[Any]]: ...
+
+    @overload
+    def get_response(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+    ) -> ChatStream: ...
+
+    def get_response(
         self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Call the inner client, retrying transient failures; see the module docstring."""

@@ -200,7 +200,7 @@ def _record_fields(cls: Any) -> dict[str, tuple[str, Any]] | None:
             annotation: Any = info.annotation
             if info.metadata:
                 params = (annotation, *info.metadata)
-                annotation = typing.Annotated[params]  # type: ignore[valid-type]
+                annotation = typing.Annotated[params]
             alias = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
             fields[alias or name] = (name, annotation)
             fields.setdefault(name, (name, annotation))

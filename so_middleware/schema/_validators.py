@@ -54,7 +54,7 @@ class TypedValidator:
         self.adapter = adapter
         self.wire: TypeAdapter[Any] = adapter
         if wrapped:
-            envelope = TypedDict("OutputEnvelope", {WRAPPER_KEY: output_type})  # type: ignore[misc,operator]
+            envelope = TypedDict("OutputEnvelope", {WRAPPER_KEY: output_type})  # type: ignore[misc]
             self.wire = TypeAdapter(envelope)
 
     def _unwrap(self, value: Any) -> Any:
