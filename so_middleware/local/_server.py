@@ -216,6 +216,7 @@ class LocalModelServer:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the process (SIGTERM, then SIGKILL after `timeout`). Safe to call twice."""
         process, self._process = self._process, None
+        self.port = None
         if process is not None and process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)

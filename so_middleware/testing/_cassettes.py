@@ -31,7 +31,7 @@ def _canonical_request(request: Any) -> Any:
     if parts.hostname in _LOOPBACK:
         request.uri = urlunsplit(("http", "local-model", parts.path, parts.query, ""))
     for name in list(request.headers):
-        if name.lower().startswith(_VOLATILE_PREFIXES):
+        if name.lower().startswith(_VOLATILE_PREFIXES) or name.lower() == "host":
             del request.headers[name]
     return request
 
