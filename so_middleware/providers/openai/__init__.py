@@ -15,14 +15,39 @@ from typing import Any
 from ..._client import ChatClient
 from ..._exceptions import UserError
 from ._chat import OpenAIChatClient
-from ._profiles import LLAMA_SERVER, OPENAI_API, OPENAI_COMPATIBLE, profile_for
+from ._profiles import (
+    LLAMA_SERVER,
+    LLAMA_SERVER_CHAT,
+    LLAMA_SERVER_RESPONSES,
+    OPENAI_API,
+    OPENAI_COMPATIBLE,
+    llama_server_profile,
+    profile_for,
+)
+from ._responses import OpenAIResponsesClient
 
-__all__ = ["LLAMA_SERVER", "OPENAI_API", "OPENAI_COMPATIBLE", "OpenAIChatClient", "adapter_for", "profile_for"]
+__all__ = [
+    "LLAMA_SERVER",
+    "LLAMA_SERVER_CHAT",
+    "LLAMA_SERVER_RESPONSES",
+    "OPENAI_API",
+    "OPENAI_COMPATIBLE",
+    "OpenAIChatClient",
+    "OpenAIResponsesClient",
+    "adapter_for",
+    "llama_server_profile",
+    "profile_for",
+]
 
 
 def adapter_for(sdk_client: Any, *, model: str | None = None, api: str = "chat", **options: Any) -> ChatClient:
     """The adapter for a raw `openai.OpenAI`/`AsyncOpenAI` client: Chat Completions by default,
-    `api="responses"` for the Responses API."""
+    `api="responses"` for the Responses API.
+
+    Example: `adapter_for(AsyncOpenAI(), model="gpt-4o-mini", api="responses")`.
+    """
     if api == "chat":
         return OpenAIChatClient(sdk_client, model, **options)
+    if api == "responses":
+        return OpenAIResponsesClient(sdk_client, model, **options)
     raise UserError(f"unknown OpenAI api {api!r}; expected 'chat' or 'responses'")

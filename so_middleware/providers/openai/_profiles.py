@@ -1,7 +1,7 @@
-"""Capability profiles of OpenAI-protocol backends: what each one really enforces.
+"""Capability profiles of OpenAI-protocol backends, per route: what each one really enforces.
 
 Picked from the base URL (and model), overridable on every adapter with `capabilities=...`.
-The llama-server profile is checked against the real server by the test suite.
+The llama-server profiles are re-checked against the real server by tests/test_profiles_local.py.
 """
 
 from __future__ import annotations
@@ -10,8 +10,20 @@ from typing import Literal
 
 from ..._client import Capabilities
 
-__all__ = ["LLAMA_SERVER", "OPENAI_API", "OPENAI_COMPATIBLE", "profile_for"]
+__all__ = [
+    "LLAMA_SERVER",
+    "LLAMA_SERVER_CHAT",
+    "LLAMA_SERVER_RESPONSES",
+    "OPENAI_API",
+    "OPENAI_COMPATIBLE",
+    "llama_server_profile",
+    "profile_for",
+]
 
+Route = Literal["chat", "responses"]
+
+# api.openai.com, both routes: response_format / text.format json_schema (strict) enforced,
+# strict function tools, forced tool choice; no assistant prefill.
 OPENAI_API = Capabilities(
     name="openai",
     native_json_schema=True,
@@ -23,22 +35,30 @@ OPENAI_API = Capabilities(
     schema_profile="openai-strict",
 )
 
-# llama.cpp's llama-server: response_format json_schema / json_object are grammar-enforced on
-# /v1/chat/completions; forced tool choice is not honoured by small models; an assistant
-# prefill is continued and echoed back; /v1/responses ignores text.format but honours a
-# Chat Completions response_format key in the same body.
-LLAMA_SERVER = Capabilities(
+# llama.cpp's llama-server on /v1/chat/completions with SmolLM2-135M: response_format json_schema
+# and json_object are grammar-enforced; tools never reach the model (its chat template has no
+# tool support: the prompt is the same with and without them), so no tool call comes back; an
+# assistant prefill is continued and echoed at the start of the answer.
+LLAMA_SERVER_CHAT = Capabilities(
     name="llama-server",
     native_json_schema=True,
     json_object=True,
-    tools=True,
+    tools=False,
     forced_tool_choice=False,
     strict_tools=False,
     assistant_prefill=True,
     prefill_echoed=True,
-    response_format_passthrough=True,
+    response_format_passthrough=False,
     schema_profile="json-schema",
 )
+LLAMA_SERVER = LLAMA_SERVER_CHAT
+
+# llama-server on /v1/responses: `text.format` is ignored (free text comes back), but a Chat
+# Completions `response_format` key in the same body is enforced, so the adapter sends both and
+# the format is enforced end to end. Tools are dropped as on chat; a trailing assistant message
+# (with "type": "message") is continued and echoed. The server reports `status: completed`
+# even when max_output_tokens cut the answer, so truncation shows as `stop` on this route.
+LLAMA_SERVER_RESPONSES = LLAMA_SERVER_CHAT.replace(name="llama-server-responses", response_format_passthrough=True)
 
 # Anything else speaking the protocol (vLLM, Ollama, gateways): formats are accepted, not
 # trusted; every answer is validated anyway.
@@ -53,8 +73,20 @@ OPENAI_COMPATIBLE = Capabilities(
 )
 
 
-def profile_for(base_url: str, model: str | None = None, *, route: Literal["chat", "responses"] = "chat") -> Capabilities:
-    """The profile for a base URL: the official API, or a generic compatible server."""
+def llama_server_profile(route: Route = "chat", model: str | None = None) -> Capabilities:
+    """The llama-server profile of an OpenAI route (`"chat"` or `"responses"`).
+
+    Example: `OpenAIResponsesClient(sdk, model, capabilities=llama_server_profile("responses"))`.
+    """
+    return LLAMA_SERVER_RESPONSES if route == "responses" else LLAMA_SERVER_CHAT
+
+
+def profile_for(base_url: str, model: str | None = None, *, route: Route = "chat") -> Capabilities:
+    """The profile for a base URL: the official API (either route), or a generic compatible server.
+
+    A local server cannot be recognised from its URL; pass `capabilities=` (or use
+    `so_middleware.local.chat_client`, which does).
+    """
     if "api.openai.com" in base_url or ".openai.azure.com" in base_url:
         return OPENAI_API
     return OPENAI_COMPATIBLE

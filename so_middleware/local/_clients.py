@@ -1,0 +1,56 @@
+"""Chat clients on the embedded local server, one per route, with that route's capability profile.
+
+| route         | SDK client                               | adapter                 | profile                  |
+|---------------|------------------------------------------|-------------------------|--------------------------|
+| `"chat"`      | `openai.(Async)OpenAI(base_url=.../v1)`   | `OpenAIChatClient`      | `LLAMA_SERVER_CHAT`      |
+| `"responses"` | `openai.(Async)OpenAI(base_url=.../v1)`   | `OpenAIResponsesClient` | `LLAMA_SERVER_RESPONSES` |
+| `"anthropic"` | `anthropic.(Async)Anthropic(base_url=...)` | `AnthropicChatClient`   | `LLAMA_SERVER_MESSAGES`  |
+
+The SDKs are imported when a client is made, so `import so_middleware.local` needs neither.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .._client import BaseChatClient
+from .._exceptions import UserError
+from ._server import LocalModelServer
+
+__all__ = ["ROUTES", "Route", "chat_client"]
+
+Route = Literal["chat", "responses", "anthropic"]
+ROUTES: tuple[Route, ...] = ("chat", "responses", "anthropic")
+
+
+def chat_client(
+    server: LocalModelServer, route: Route = "chat", *, sync: bool = False, **sdk_options: Any
+) -> BaseChatClient:
+    """A chat client on `server` through the official SDK of `route`, with the llama-server profile.
+
+    The SDK client is async unless `sync=True`; `sdk_options` go to its constructor (for example
+    `max_retries=0` or `http_client=...`). The adapter's `sdk_client` can be closed when done.
+
+    Example:
+        with LocalModelServer() as server:
+            client = chat_client(server, "anthropic")
+            response = client.get_response_sync("Say hello.")
+    """
+    sdk_options.setdefault("api_key", "local")
+    if route in ("chat", "responses"):
+        import openai
+
+        from ..providers.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OpenAIChatClient, OpenAIResponsesClient
+
+        sdk: Any = (openai.OpenAI if sync else openai.AsyncOpenAI)(base_url=server.base_url, **sdk_options)
+        if route == "chat":
+            return OpenAIChatClient(sdk, server.model, capabilities=LLAMA_SERVER_CHAT)
+        return OpenAIResponsesClient(sdk, server.model, capabilities=LLAMA_SERVER_RESPONSES)
+    if route == "anthropic":
+        import anthropic
+
+        from ..providers.anthropic import LLAMA_SERVER_MESSAGES, AnthropicChatClient
+
+        sdk = (anthropic.Anthropic if sync else anthropic.AsyncAnthropic)(base_url=server.root_url, **sdk_options)
+        return AnthropicChatClient(sdk, server.model, capabilities=LLAMA_SERVER_MESSAGES)
+    raise UserError(f"unknown route {route!r}; expected one of {', '.join(ROUTES)}")

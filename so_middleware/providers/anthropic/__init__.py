@@ -1,0 +1,35 @@
+"""Anthropic adapter (Messages API), over the official `anthropic` SDK.
+
+Needs the extra: `pip install so-middleware[anthropic]`.
+"""
+
+try:
+    import anthropic as _anthropic  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised by the import-without-SDK test
+    raise ImportError(
+        "so_middleware.anthropic needs the anthropic SDK: pip install 'so-middleware[anthropic]'"
+    ) from error
+
+from typing import Any
+
+from ..._client import ChatClient
+from ._messages import DEFAULT_MAX_TOKENS, AnthropicChatClient
+from ._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES, profile_for
+
+__all__ = [
+    "ANTHROPIC_API",
+    "ANTHROPIC_COMPATIBLE",
+    "DEFAULT_MAX_TOKENS",
+    "LLAMA_SERVER_MESSAGES",
+    "AnthropicChatClient",
+    "adapter_for",
+    "profile_for",
+]
+
+
+def adapter_for(sdk_client: Any, *, model: str | None = None, **options: Any) -> ChatClient:
+    """The adapter for a raw `anthropic.Anthropic`/`AsyncAnthropic` client (Messages API).
+
+    Example: `adapter_for(AsyncAnthropic(), model="claude-haiku-4-5", max_tokens=2048)`.
+    """
+    return AnthropicChatClient(sdk_client, model, **options)

@@ -1,0 +1,148 @@
+"""`AnthropicChatClient`: the Messages API adapter, over `messages.create`.
+
+The raw `create` is used, not the SDK's `parse`/`stream` helpers (they bypass `create` and
+re-parse on every event); validation and partial parsing are the structured-output layer's job.
+
+Formats: a json_schema format goes out as `output_config.format`. JSON mode (json_object) has
+no Anthropic form: nothing is sent for it. A format the capability profile says this backend
+does not enforce (json_object everywhere, json_schema on servers that ignore `output_config`)
+raises a `UserWarning` when the request is built: the adapter never validates, so such an
+answer must be validated above it (`with_structured_output` does, and picks formats by the
+profile so it never triggers the warning itself).
+
+Prefill: a trailing assistant message is sent as is and the model continues it. Anthropic's API
+returns only the continuation; llama-server repeats the prefill first. With a profile that has
+`prefill_echoed`, the echo is removed (non-streaming and streaming alike), so callers see the
+continuation only on both backends.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar, TypeVar
+
+import anthropic
+
+from ..._client import BaseChatClient, Capabilities
+from ..._exceptions import UserError
+from ..._options import ChatOptions
+from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
+from ._messages_wire import StreamReader, build_request, message_to_chat, prefill_of
+from ._profiles import profile_for
+
+__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatClient"]
+
+K = TypeVar("K")
+
+DEFAULT_MAX_TOKENS = 1024
+
+
+class AnthropicChatClient(BaseChatClient):
+    """A ChatClient over an `anthropic.Anthropic` or `anthropic.AsyncAnthropic` client (Messages API).
+
+    `max_tokens` (default 1024) is sent when a call does not set `max_tokens`: the API requires
+    it. The capability profile is picked from the base URL and model and can be overridden
+    (`capabilities=LLAMA_SERVER_MESSAGES` for llama-server's `/v1/messages`).
+
+    Example:
+        client = AnthropicChatClient(AsyncAnthropic(), "claude-haiku-4-5")
+        response = await client.get_response("Hello", options={"instructions": "Be brief."})
+        print(response.text, response.usage, response.finish_reason)
+    """
+
+    provider_name: ClassVar[str] = "anthropic"
+
+    def __init__(
+        self,
+        sdk_client: anthropic.Anthropic | anthropic.AsyncAnthropic,
+        model: str | None = None,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        capabilities: Capabilities | None = None,
+    ) -> None:
+        if not isinstance(sdk_client, (anthropic.Anthropic, anthropic.AsyncAnthropic)):
+            raise UserError(
+                f"AnthropicChatClient needs an anthropic.Anthropic or anthropic.AsyncAnthropic client, not {type(sdk_client).__name__}"
+            )
+        if max_tokens < 1:
+            raise UserError(f"max_tokens must be at least 1, not {max_tokens}")
+        self.sdk_client = sdk_client
+        self.model = model
+        self.max_tokens = max_tokens
+        self.base_url = str(sdk_client.base_url)
+        self.capabilities = capabilities or profile_for(self.base_url, model)
+
+    @property
+    def is_async(self) -> bool:
+        """True over an `AsyncAnthropic` client."""
+        return isinstance(self.sdk_client, anthropic.AsyncAnthropic)
+
+    def disable_sdk_retries(self) -> None:
+        """Let a retry layer above do the retrying: the SDK client gets `max_retries=0`."""
+        self.sdk_client = self.sdk_client.with_options(max_retries=0)
+
+    def get_service(self, kind: type[K]) -> K | None:
+        """This adapter, or its SDK client when `kind` is the SDK client's type."""
+        if isinstance(self.sdk_client, kind):
+            return self.sdk_client
+        return super().get_service(kind)
+
+    def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
+        """The `create` keyword arguments this adapter would send (for inspection and tests)."""
+        _warn_if_not_enforced(options, self.capabilities)
+        return build_request(messages, options, model=self.model, max_tokens=self.max_tokens)
+
+    def _prefill(self, messages: list[ChatMessage]) -> str:
+        return prefill_of(messages) if self.capabilities.prefill_echoed else ""
+
+    async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        request = self.request_for(messages, options)
+        message = await call_sdk(self.is_async, self.sdk_client.messages.create, **request)
+        return message_to_chat(message, prefill=self._prefill(messages))
+
+    async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        request = self.request_for(messages, options)
+        stream = await call_sdk(self.is_async, self.sdk_client.messages.create, **request, stream=True)
+        reader = StreamReader(prefill=self._prefill(messages))
+        updates = 0
+        try:
+            try:
+                async for event in iterate_sdk_stream(self.is_async, stream):
+                    update = reader.read(event)
+                    if update is None:
+                        continue
+                    updates += 1
+                    yield update
+            except Exception as error:
+                if not is_stream_break(error):
+                    raise
+                raise interrupted(error, "".join(reader.text), updates) from error
+            if not reader.finished:
+                raise interrupted(EOFError("the event stream ended without message_stop"), "".join(reader.text), updates)
+        finally:
+            await close_sdk_stream(self.is_async, stream)
+
+    def __repr__(self) -> str:
+        kind = "AsyncAnthropic" if self.is_async else "Anthropic"
+        return f"AnthropicChatClient({kind}(base_url={self.base_url!r}), model={self.model!r})"
+
+
+def _warn_if_not_enforced(options: ChatOptions, capabilities: Capabilities) -> None:
+    fmt = options.response_format
+    if fmt is None or fmt.is_text:
+        return
+    if fmt.type == "json_schema" and capabilities.native_json_schema:
+        return
+    reason = (
+        "has no Anthropic form and is not sent"
+        if fmt.type != "json_schema"
+        else f"is not enforced by {capabilities.name!r}"
+    )
+    warnings.warn(
+        f"the {fmt.type} response format {reason}: the answer may not follow it; "
+        "validate it (with_structured_output does)",
+        UserWarning,
+        stacklevel=5,
+    )

@@ -1,0 +1,344 @@
+"""Anthropic Messages wire translation: so_middleware types to `messages.create` kwargs, SDK objects back.
+
+Pure functions (and one small stateful reader for streams): no client, no I/O.
+
+Request mapping:
+
+| so_middleware                          | Messages API                                                        |
+|----------------------------------------|---------------------------------------------------------------------|
+| `instructions` option + system messages | `system` (joined by a blank line)                                  |
+| text / data contents                   | `text` / `image` / `document` blocks                                |
+| `FunctionCallContent`                  | `{"type": "tool_use", "id", "name", "input"}` in the assistant turn |
+| `FunctionResultContent`                | `{"type": "tool_result", "tool_use_id", "content", "is_error"}` in a user turn |
+| `ReasoningContent` with a signature    | `{"type": "thinking", "thinking", "signature"}`                     |
+| `max_tokens`                           | `max_tokens` (the adapter's default when unset: the API requires it) |
+| `stop`                                 | `stop_sequences`                                                    |
+| `temperature`, `top_p`                 | the same names, in `extra_body` (the SDK has no keyword for them)   |
+| `FunctionTool`                         | `{"name", "description", "input_schema", "strict"}`                 |
+| `tool_choice`                          | `{"type": "auto" / "any" / "tool" / "none"}`; a forced choice becomes `auto` when thinking is on |
+| `response_format` json_schema          | `output_config.format` (`ResponseFormat.to_anthropic()`)            |
+| `response_format` json_object          | nothing: not expressible on this API (the adapter warns)           |
+
+Consecutive turns of the same role are merged (tool results of several tool messages go back in
+one user turn, right after the assistant turn that called them). `seed` is not part of the
+Messages API and is not sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..._exceptions import UserError
+from ..._options import ChatOptions, ForcedTool, FunctionTool
+from ..._types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    DataContent,
+    FinishReason,
+    FunctionCallContent,
+    FunctionResultContent,
+    ReasoningContent,
+    RefusalContent,
+    TextContent,
+    UsageDetails,
+)
+
+__all__ = ["StreamReader", "build_request", "finish_reason", "message_to_chat", "prefill_of", "strip_echo", "usage_from"]
+
+_STOP_REASONS = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "pause_turn": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "refusal": FinishReason.REFUSAL,
+}
+_TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+
+
+def build_request(messages: list[ChatMessage], options: ChatOptions, *, model: str | None, max_tokens: int) -> dict[str, Any]:
+    """The keyword arguments of `messages.create` for this call (without `stream`)."""
+    chosen_model = options.model or model
+    if not chosen_model:
+        raise UserError("no model given: pass model=... to the adapter or options={'model': ...}")
+    system = [options.instructions] if options.instructions else []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            system.append(message.text)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    request: dict[str, Any] = {
+        "model": chosen_model,
+        "max_tokens": options.max_tokens if options.max_tokens is not None else max_tokens,
+        "messages": [_compact(turn) for turn in turns],
+    }
+    if system:
+        request["system"] = "\n\n".join(system)
+    if options.stop:
+        request["stop_sequences"] = list(options.stop)
+    extra_body: dict[str, Any] = {}
+    for name in ("temperature", "top_p"):
+        value = getattr(options, name)
+        if value is not None:
+            extra_body[name] = value
+    extra_body.update(options.extra_body or {})  # the caller's own fields win
+    if options.tools:
+        request["tools"] = [_tool_to_wire(tool) for tool in options.tools]
+    if options.tool_choice is not None:
+        choice = (
+            {"type": "tool", "name": options.tool_choice.name}
+            if isinstance(options.tool_choice, ForcedTool)
+            else dict(_TOOL_CHOICES[options.tool_choice])
+        )
+        if choice["type"] in ("any", "tool") and _thinking_on(extra_body):
+            choice = {"type": "auto"}  # a forced tool is refused together with extended thinking
+        request["tool_choice"] = choice
+    output_format = options.response_format.to_anthropic() if options.response_format is not None else None
+    if output_format is not None:
+        output_config = dict(extra_body.pop("output_config", None) or {})
+        request["output_config"] = {**output_config, "format": output_format}
+    if extra_body:
+        request["extra_body"] = extra_body
+    return request
+
+
+def _thinking_on(extra_body: Mapping[str, Any]) -> bool:
+    thinking = extra_body.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled")
+
+
+def _compact(turn: dict[str, Any]) -> dict[str, Any]:
+    blocks = turn["content"]
+    if len(blocks) == 1 and blocks[0]["type"] == "text":
+        return {"role": turn["role"], "content": blocks[0]["text"]}
+    return turn
+
+
+def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for content in message.contents:
+        if isinstance(content, TextContent):
+            blocks.append({"type": "text", "text": content.text})
+        elif isinstance(content, RefusalContent):
+            blocks.append({"type": "text", "text": content.refusal})
+        elif isinstance(content, FunctionCallContent):
+            blocks.append({"type": "tool_use", "id": content.call_id, "name": content.name, "input": content.parsed_arguments()})
+        elif isinstance(content, FunctionResultContent):
+            blocks.append(
+                {"type": "tool_result", "tool_use_id": content.call_id, "content": content.result_text, "is_error": content.is_error}
+            )
+        elif isinstance(content, ReasoningContent):
+            if content.signature:  # the API only takes back thinking it signed
+                blocks.append({"type": "thinking", "thinking": content.text, "signature": content.signature})
+        elif isinstance(content, DataContent):
+            blocks.append(_data_block(content))
+    return blocks
+
+
+def _data_block(content: DataContent) -> dict[str, Any]:
+    data = content.data
+    if content.media_type == "application/json" or content.media_type.startswith("text/"):
+        return {"type": "text", "text": data if isinstance(data, str) else data.decode("utf-8", "replace")}
+    kind = "image" if content.media_type.startswith("image/") else "document" if content.media_type == "application/pdf" else None
+    if kind is None:
+        raise UserError(f"Anthropic Messages cannot carry {content.media_type} data")
+    if isinstance(data, str) and data.startswith("http"):
+        return {"type": kind, "source": {"type": "url", "url": data}}
+    raw = data.encode() if isinstance(data, str) else data
+    encoded = base64.b64encode(raw).decode()
+    return {"type": kind, "source": {"type": "base64", "media_type": content.media_type, "data": encoded}}
+
+
+def _tool_to_wire(tool: FunctionTool | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(tool, Mapping):
+        return dict(tool)
+    wire: dict[str, Any] = {"name": tool.name, "input_schema": dict(tool.parameters)}
+    if tool.description:
+        wire["description"] = tool.description
+    if tool.strict is not None:
+        wire["strict"] = tool.strict
+    return wire
+
+
+# ---------------------------------------------------------------- prefill echo
+
+
+def prefill_of(messages: list[ChatMessage]) -> str:
+    """The assistant prefill: the text of a trailing assistant message ("" when there is none)."""
+    if messages and messages[-1].role == "assistant" and not messages[-1].function_calls:
+        return messages[-1].text
+    return ""
+
+
+def strip_echo(text: str, prefill: str) -> str:
+    """`text` without a leading echo of `prefill` (llama-server repeats it; Anthropic does not)."""
+    return text[len(prefill) :] if prefill and text.startswith(prefill) else text
+
+
+@dataclass
+class _EchoFilter:
+    """Removes an echoed prefill from streamed text pieces, however the pieces are split."""
+
+    pending: str
+    buffer: str = ""
+
+    def feed(self, piece: str) -> str:
+        if not self.pending:
+            return piece
+        self.buffer += piece
+        if self.buffer.startswith(self.pending):
+            rest, self.pending, self.buffer = self.buffer[len(self.pending) :], "", ""
+            return rest
+        if self.pending.startswith(self.buffer):
+            return ""  # could still be the echo: hold it back
+        rest, self.pending, self.buffer = self.buffer, "", ""
+        return rest
+
+    def flush(self) -> str:
+        rest, self.pending, self.buffer = self.buffer, "", ""
+        return rest
+
+
+# ---------------------------------------------------------------- responses
+
+
+def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -> UsageDetails | None:
+    """Map Anthropic usage; input counts include cache reads and writes (as OpenAI's do).
+
+    A stream reports input at `message_start` (its output count is a placeholder) and the final,
+    cumulative output at `message_delta` (which may repeat the input): each event maps one `part`,
+    so the updates add up to the right totals.
+    """
+    if usage is None:
+        return None
+    cached = getattr(usage, "cache_read_input_tokens", None) if part != "output" else None
+    parts = [getattr(usage, "input_tokens", None), cached, getattr(usage, "cache_creation_input_tokens", None)]
+    input_tokens = sum(p or 0 for p in parts) if part != "output" and any(p is not None for p in parts) else None
+    output_tokens = getattr(usage, "output_tokens", None) if part != "input" else None
+    counted = [t for t in (input_tokens, output_tokens) if t is not None]
+    return UsageDetails(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=sum(counted) if counted else None,
+        cached_input_tokens=cached,
+    )
+
+
+def finish_reason(stop_reason: str | None) -> FinishReason | None:
+    """Map a `stop_reason` (`end_turn`/`stop_sequence` stop, `max_tokens` length, ...)."""
+    return _STOP_REASONS.get(stop_reason) if stop_reason else None
+
+
+def _refusal_of(stop_details: Any) -> RefusalContent | None:
+    if getattr(stop_details, "type", None) != "refusal":
+        return None
+    explanation = getattr(stop_details, "explanation", None) or getattr(stop_details, "category", None)
+    return RefusalContent(explanation or "refused")
+
+
+def message_to_chat(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
+    """Map a `Message` to a `ChatResponse`; `prefill` is stripped from the text when echoed."""
+    contents: list[Content] = []
+    for block in message.content or []:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            text, prefill = strip_echo(block.text, prefill), ""  # only the first text block echoes
+            if text:
+                contents.append(TextContent(text))
+        elif kind == "tool_use":
+            contents.append(FunctionCallContent(block.id, block.name, json.dumps(block.input)))
+        elif kind == "thinking":
+            contents.append(ReasoningContent(block.thinking, getattr(block, "signature", None)))
+    refusal = _refusal_of(getattr(message, "stop_details", None))
+    if refusal is not None:
+        contents.append(refusal)
+    return ChatResponse(
+        ChatMessage("assistant", contents, raw_representation=message),
+        usage=usage_from(getattr(message, "usage", None)),
+        finish_reason=finish_reason(getattr(message, "stop_reason", None)),
+        response_id=getattr(message, "id", None),
+        model_id=getattr(message, "model", None),
+        raw_representation=message,
+    )
+
+
+@dataclass
+class StreamReader:
+    """Turns Messages stream events into updates; keeps what spans events (block kinds, text).
+
+    `read(event)` returns an update or None; `finished` turns True on `message_stop`.
+    """
+
+    prefill: str = ""
+    text: list[str] = field(default_factory=list)
+    finished: bool = False
+    _calls: dict[int, str] = field(default_factory=dict)  # block index -> tool_use id
+    _echo: _EchoFilter | None = None
+
+    def __post_init__(self) -> None:
+        self._echo = _EchoFilter(self.prefill) if self.prefill else None
+
+    def _text(self, piece: str) -> list[Content]:
+        piece = self._echo.feed(piece) if self._echo else piece
+        if not piece:
+            return []
+        self.text.append(piece)
+        return [TextContent(piece)]
+
+    def read(self, event: Any) -> ChatResponseUpdate[Any] | None:
+        kind = getattr(event, "type", None)
+        contents: list[Content] = []
+        if kind == "message_start":
+            message = event.message
+            return ChatResponseUpdate(
+                role="assistant", usage=usage_from(getattr(message, "usage", None), part="input"),
+                response_id=getattr(message, "id", None), model_id=getattr(message, "model", None), raw_representation=event,
+            )  # fmt: skip
+        if kind == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self._calls[event.index] = block.id
+                contents.append(FunctionCallContent(block.id, block.name, ""))
+            elif block.type == "text" and block.text:
+                contents.extend(self._text(block.text))
+            elif block.type == "thinking" and getattr(block, "thinking", ""):
+                contents.append(ReasoningContent(block.thinking))
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                contents.extend(self._text(delta.text))
+            elif delta.type == "input_json_delta":
+                call_id = self._calls.get(event.index, f"toolu_{event.index}")
+                contents.append(FunctionCallContent(call_id, "", delta.partial_json))
+            elif delta.type == "thinking_delta":
+                contents.append(ReasoningContent(delta.thinking))
+        elif kind == "message_delta":
+            if self._echo:
+                contents.extend(self._text(self._echo.flush()))
+            refusal = _refusal_of(getattr(event.delta, "stop_details", None))
+            if refusal is not None:
+                contents.append(refusal)
+            return ChatResponseUpdate(
+                contents, role="assistant", usage=usage_from(getattr(event, "usage", None), part="output"),
+                finish_reason=finish_reason(getattr(event.delta, "stop_reason", None)), raw_representation=event,
+            )  # fmt: skip
+        elif kind == "message_stop":
+            self.finished = True
+        if not contents:
+            return None
+        return ChatResponseUpdate(contents, role="assistant", raw_representation=event)

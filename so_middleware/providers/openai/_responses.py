@@ -1,0 +1,145 @@
+"""`OpenAIResponsesClient`: the Responses API adapter, over `responses.create`.
+
+The raw `create` is used, not the SDK's `parse`/`stream` helpers; validation and partial parsing
+are the structured-output layer's job.
+
+A response format the capability profile says this backend does not enforce raises a
+`UserWarning` when the request is built: the adapter never validates, so such an answer must be
+validated above it (`with_structured_output` does, and picks formats by the profile so it never
+triggers the warning itself).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar, TypeVar
+
+import httpx2
+import openai
+
+from ..._client import BaseChatClient, Capabilities
+from ..._exceptions import UserError
+from ..._options import ChatOptions
+from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
+from ._profiles import profile_for
+from ._responses_wire import StreamFailed, StreamReader, build_request, failure_message, prefill_of, response_to_chat
+
+__all__ = ["OpenAIResponsesClient"]
+
+K = TypeVar("K")
+
+
+class OpenAIResponsesClient(BaseChatClient):
+    """A ChatClient over an `openai.OpenAI` or `openai.AsyncOpenAI` client (Responses API).
+
+    The capability profile is picked from the base URL and can be overridden: with
+    `capabilities=LLAMA_SERVER_RESPONSES` the format is also sent as a Chat Completions
+    `response_format` key, which llama-server enforces while it ignores `text.format`. With a
+    profile that has `prefill_echoed`, an echoed assistant prefill is removed from the answer.
+
+    Example:
+        client = OpenAIResponsesClient(AsyncOpenAI(), "gpt-4o-mini")
+        response = await client.get_response("Hello", options={"max_tokens": 50})
+        print(response.text, response.usage, response.finish_reason)
+    """
+
+    provider_name: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        sdk_client: openai.OpenAI | openai.AsyncOpenAI,
+        model: str | None = None,
+        *,
+        capabilities: Capabilities | None = None,
+    ) -> None:
+        if not isinstance(sdk_client, (openai.OpenAI, openai.AsyncOpenAI)):
+            raise UserError(
+                f"OpenAIResponsesClient needs an openai.OpenAI or openai.AsyncOpenAI client, not {type(sdk_client).__name__}"
+            )
+        self.sdk_client = sdk_client
+        self.model = model
+        self.base_url = str(sdk_client.base_url)
+        self.capabilities = capabilities or profile_for(self.base_url, model, route="responses")
+
+    @property
+    def is_async(self) -> bool:
+        """True over an `AsyncOpenAI` client."""
+        return isinstance(self.sdk_client, openai.AsyncOpenAI)
+
+    def disable_sdk_retries(self) -> None:
+        """Let a retry layer above do the retrying: the SDK client gets `max_retries=0`."""
+        self.sdk_client = self.sdk_client.with_options(max_retries=0)
+
+    def get_service(self, kind: type[K]) -> K | None:
+        """This adapter, or its SDK client when `kind` is the SDK client's type."""
+        if isinstance(self.sdk_client, kind):
+            return self.sdk_client
+        return super().get_service(kind)
+
+    def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
+        """The `create` keyword arguments this adapter would send (for inspection and tests)."""
+        _warn_if_not_enforced(options, self.capabilities)
+        return build_request(messages, options, model=self.model, capabilities=self.capabilities)
+
+    def _prefill(self, messages: list[ChatMessage]) -> str:
+        return prefill_of(messages) if self.capabilities.prefill_echoed else ""
+
+    async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        request = self.request_for(messages, options)
+        response = await call_sdk(self.is_async, self.sdk_client.responses.create, **request)
+        failure = failure_message(response)
+        if failure:
+            raise openai.APIError(failure, request=_request_of(str(self.sdk_client.base_url)), body=getattr(response, "error", None))
+        return response_to_chat(response, prefill=self._prefill(messages))
+
+    async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        request = self.request_for(messages, options)
+        stream = await call_sdk(self.is_async, self.sdk_client.responses.create, **request, stream=True)
+        reader = StreamReader(prefill=self._prefill(messages))
+        updates = 0
+        try:
+            try:
+                async for event in iterate_sdk_stream(self.is_async, stream):
+                    update = reader.read(event)
+                    if update is None:
+                        continue
+                    updates += 1
+                    yield update
+            except StreamFailed as error:
+                raise interrupted(error, "".join(reader.text), updates) from error
+            except Exception as error:
+                if not is_stream_break(error):
+                    raise
+                raise interrupted(error, "".join(reader.text), updates) from error
+            if not reader.finished:
+                raise interrupted(
+                    EOFError("the event stream ended without response.completed or response.incomplete"),
+                    "".join(reader.text),
+                    updates,
+                )
+        finally:
+            await close_sdk_stream(self.is_async, stream)
+
+    def __repr__(self) -> str:
+        kind = "AsyncOpenAI" if self.is_async else "OpenAI"
+        return f"OpenAIResponsesClient({kind}(base_url={self.base_url!r}), model={self.model!r})"
+
+
+def _warn_if_not_enforced(options: ChatOptions, capabilities: Capabilities) -> None:
+    fmt = options.response_format
+    if fmt is None or fmt.is_text or fmt.raw is not None:
+        return
+    enforced = capabilities.native_json_schema if fmt.type == "json_schema" else capabilities.json_object
+    if not enforced:
+        warnings.warn(
+            f"the {fmt.type} response format is not enforced by {capabilities.name!r} on the Responses route: "
+            "the answer may not follow it; validate it (with_structured_output does)",
+            UserWarning,
+            stacklevel=5,
+        )
+
+
+def _request_of(base_url: str) -> httpx2.Request:
+    return httpx2.Request("POST", base_url.rstrip("/") + "/responses")
