@@ -1,6 +1,7 @@
 """`DelegatingChatClient`, the base of every middleware layer, and `chain`, which stacks them.
 
-A layer is a `wrapt.BaseObjectProxy` around its inner client: it overrides `get_response` and
+A layer is a `wrapt.BaseObjectProxy` around its inner client: it overrides `process` (which the
+typed `get_response` calls) and
 passes every other attribute through, so any stack still exposes the innermost client's `model`,
 its SDK client and its `capabilities`, and `isinstance(layer, type(innermost))` holds.
 
@@ -30,7 +31,7 @@ K = TypeVar("K")
 
 
 class DelegatingChatClient(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
-    """Pass-through layer: subclasses override `get_response` and nothing else they don't change.
+    """Pass-through layer: subclasses override `process` and nothing else they don't change.
 
     State of a layer must be stored as `self._self_<name>` (anything else lands on the inner
     client). Layers are found with `get_service(kind)`, not `isinstance`, which sees through the
@@ -38,9 +39,9 @@ class DelegatingChatClient(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
 
     Example:
         class LoggingChatClient(DelegatingChatClient):
-            def get_response(self, messages, *, options=None, stream=False, output_type=None):
+            def process(self, messages, *, options, stream, output_type):
                 print("calling the model")
-                return super().get_response(messages, options=options, stream=stream, output_type=output_type)
+                return super().process(messages, options=options, stream=stream, output_type=output_type)
     """
 
     def __init__(self, inner: ChatClient | Any) -> None:
@@ -69,7 +70,15 @@ class DelegatingChatClient(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
     def get_response(
         self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """Pass the call to the inner client unchanged (options and features included)."""
+        """Send `messages` through this layer and the ones below; see `ChatClient`."""
+        return self.process(messages, options=options, stream=stream, output_type=output_type)
+
+    def process(
+        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
+    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+        """What this layer does with a call; a layer overrides this (the default passes it on
+        unchanged, options and features included). Return an awaitable response, or with
+        `stream=True` a `ResponseStream` at once."""
         return self.__wrapped__.get_response(  # type: ignore[no-any-return]
             messages, options=options, stream=stream, output_type=output_type
         )

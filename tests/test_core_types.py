@@ -12,7 +12,6 @@ from so_middleware import (
     FinishReason,
     ForcedTool,
     FunctionCallContent,
-    ModelBehaviorError,
     ReasoningContent,
     ResponseFormat,
     TextContent,

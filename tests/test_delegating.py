@@ -36,17 +36,17 @@ class CountingChatClient(DelegatingChatClient):
         super().__init__(inner)
         self._self_calls = 0
 
-    def get_response(self, messages: Any, *, options: Any = None, stream: bool = False, output_type: Any = None) -> Any:
+    def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
         self._self_calls += 1
-        return super().get_response(messages, options=options, stream=stream, output_type=output_type)
+        return super().process(messages, options=options, stream=stream, output_type=output_type)
 
 
 class RenamingChatClient(DelegatingChatClient):
     """A layer that changes options (copy, then change) and keeps every feature."""
 
-    def get_response(self, messages: Any, *, options: Any = None, stream: bool = False, output_type: Any = None) -> Any:
+    def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
         changed = so_middleware.ChatOptions.coerce(options).replace(model="renamed")
-        return super().get_response(messages, options=changed, stream=stream, output_type=output_type)
+        return super().process(messages, options=changed, stream=stream, output_type=output_type)
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -40,7 +40,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any
 
 import anyio
 from tenacity import AsyncRetrying, RetryCallState
@@ -238,23 +238,8 @@ class RetryingChatClient(DelegatingChatClient):
         if callable(disable_sdk_retries):
             disable_sdk_retries()
 
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-    ) -> Awaitable[ChatResponse[Any]]: ...
-
-    @overload
-    def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
-    ) -> ChatStream: ...
-
-    def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+    def process(
+        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Call the inner client, retrying transient failures; see the module docstring."""
         call = functools.partial(self.__wrapped__.get_response, messages, options=options, output_type=output_type)

@@ -14,40 +14,22 @@ and the summed usage.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any, Generic, Literal, TypeVar, overload
+from collections.abc import Awaitable
+from typing import Any, Generic, TypeVar
 
-from .._client import Capabilities, ChatClient, ChatStream, Feature, as_chat_client
+from .._client import ChatClient, ChatStream, Feature, as_chat_client
 from .._delegating import DelegatingChatClient
-from .._exceptions import (
-    ContentFilterError,
-    IncompleteOutputError,
-    ModelBehaviorError,
-    OutputError,
-    RefusalError,
-    UserError,
-)
+from .._exceptions import UserError
 from .._options import ChatOptions, OptionsInput
 from .._stream import ResponseStream
-from .._types import (
-    Attempt,
-    ChatMessage,
-    ChatResponse,
-    ChatResponseUpdate,
-    FinishReason,
-    FunctionCallContent,
-    MessageInput,
-    TextContent,
-    UsageDetails,
-    as_messages,
-)
+from .._types import ChatResponse, MessageInput, as_messages
 from ..schema import OutputSchema
-from ._strategies import MODES, Mode, Plan, Strategy, answer_of, plan_request, reask_messages, strategies_for
+from ._run import INFO_KEY, Run
+from ._strategies import MODES, Mode
 
 __all__ = ["INFO_KEY", "StructuredOutput", "StructuredOutputChatClient", "with_structured_output"]
 
 T = TypeVar("T")
-INFO_KEY = "so_middleware.structured_output"
 
 
 class StructuredOutput(Feature, Generic[T]):
@@ -120,23 +102,8 @@ class StructuredOutputChatClient(DelegatingChatClient):
         self._self_default = default
         self._self_settings = settings
 
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-    ) -> Awaitable[ChatResponse[Any]]: ...
-
-    @overload
-    def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
-    ) -> ChatStream: ...
-
-    def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+    def process(
+        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Like any ChatClient; `output_type=T` is a shortcut for a per-run `StructuredOutput(T)`."""
         chat_options = ChatOptions.coerce(options)
@@ -144,7 +111,7 @@ class StructuredOutputChatClient(DelegatingChatClient):
         if feature is None:
             return self.__wrapped__.get_response(messages, options=options, stream=stream)  # type: ignore[no-any-return]
         others = [f for f in chat_options.features if f is not feature]
-        run = _Run(self.__wrapped__, feature, as_messages(messages), chat_options.with_features(others))
+        run = Run(self.__wrapped__, feature, as_messages(messages), chat_options.with_features(others))
         if stream:
             return ResponseStream(run.stream(), run.final_response)
         return run.respond()
@@ -161,207 +128,6 @@ class StructuredOutputChatClient(DelegatingChatClient):
             return StructuredOutput(output_type, **self._self_settings)
         default = self._self_default
         return default.copy_for_run() if default is not None else None
-
-
-class _Run:
-    """The state of one structured-output run: its attempts, in locals of one object."""
-
-    def __init__(self, inner: ChatClient, feature: StructuredOutput[Any], messages: list[ChatMessage], options: ChatOptions) -> None:
-        self.inner = inner
-        self.feature = feature
-        self.schema = feature.output_schema
-        self.messages = messages
-        self.options = options
-        capabilities = getattr(inner, "capabilities", None)
-        self.capabilities = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
-        self.strategies = strategies_for(feature.mode, self.capabilities)
-        self.attempts: list[Attempt] = []
-        self.final: ChatResponse[Any] | None = None
-
-    # ---------------------------------------------------------------- shared steps
-
-    def _plan(self, strategy: Strategy, messages: list[ChatMessage]) -> Plan:
-        return plan_request(strategy, self.schema, messages, self.options, self.capabilities, description=self.feature.description)
-
-    def _usage(self) -> UsageDetails | None:
-        return UsageDetails.total(a.usage for a in self.attempts)
-
-    def _check(self, plan: Plan, response: ChatResponse[Any]) -> tuple[Any, str, FunctionCallContent | None]:
-        """Validate one answer; returns (value, raw text, tool call) or raises its OutputError."""
-        answer, call = answer_of(plan, response)
-        kwargs: dict[str, Any] = {"response": response}
-        if response.refusal or response.finish_reason == FinishReason.REFUSAL:
-            raise RefusalError(f"the model refused: {response.refusal or '(no reason given)'}", refusal=response.refusal or "", **kwargs)
-        if response.finish_reason == FinishReason.CONTENT_FILTER:
-            raise ContentFilterError("the answer was withheld by the provider's content filter", **kwargs)
-        if response.finish_reason == FinishReason.LENGTH:
-            raise IncompleteOutputError(
-                f"the answer was cut off at the token limit after {len(answer)} characters; raise max_tokens", **kwargs
-            )
-        if self.schema.is_plain_text():
-            return answer, answer, call
-        return self.schema.validate_json(answer, lenient=plan.strategy != "native"), answer, call
-
-    def _record(self, plan: Plan, response: ChatResponse[Any], text: str, error: BaseException | None) -> None:
-        self.attempts.append(
-            Attempt(len(self.attempts), text, error, response.usage, plan.strategy, response.finish_reason)
-        )
-
-    def _next(self, plan: Plan, strategy_index: int, answer: str, call: FunctionCallContent | None, error: Exception) -> tuple[int, Plan]:
-        """The plan of the next attempt: a re-ask, on the next strategy if this one was ignored."""
-        ignored = plan.strategy in ("native", "json_object", "tool") and not answer.lstrip().startswith(("{", "["))
-        if ignored and call is None and strategy_index + 1 < len(self.strategies):
-            strategy_index += 1  # the backend ignored the constraint: a re-ask would not help
-            return strategy_index, self._plan(self.strategies[strategy_index], self.messages)
-        history = reask_messages(plan, answer, call, error, plan.tool_name)
-        return strategy_index, self._plan(plan.strategy, history)
-
-    def _finish(self, plan: Plan, response: ChatResponse[Any], value: Any, answer: str) -> ChatResponse[Any]:
-        info = {"name": self.schema.name(), "strategy": plan.strategy, "attempts": len(self.attempts), "outcome": "valid"}
-        final: ChatResponse[Any] = ChatResponse(
-            ChatMessage("assistant", [TextContent(answer)], raw_representation=response.messages),
-            usage=self._usage(),
-            finish_reason=FinishReason.STOP if response.finish_reason == FinishReason.TOOL_CALLS else response.finish_reason,
-            response_id=response.response_id,
-            model_id=response.model_id,
-            raw_representation=response.raw_representation,
-            additional_properties={**response.additional_properties, INFO_KEY: info},
-            attempts=self.attempts,
-            value=value,
-            response_format=plan.options.response_format,
-        )
-        self.final = self.feature.response = final
-        return final
-
-    def _fail(self, error: OutputError, outcome: str, strategy: str) -> OutputError:
-        error.with_attempts(self.attempts, self._usage())
-        info = {"name": self.schema.name(), "strategy": strategy, "attempts": len(self.attempts), "outcome": outcome}
-        if isinstance(error.response, ChatResponse):
-            error.response.additional_properties[INFO_KEY] = info
-            error.response.attempts = list(self.attempts)
-        return error
-
-    # ---------------------------------------------------------------- non-streaming
-
-    async def respond(self) -> ChatResponse[Any]:
-        strategy_index = 0
-        plan = self._plan(self.strategies[0], self.messages)
-        for attempt in range(self.feature.max_retries + 1):
-            response = await self.inner.get_response(plan.messages, options=plan.options)
-            try:
-                value, answer, call = self._check(plan, response)
-            except ModelBehaviorError as error:
-                answer, call = answer_of(plan, response)
-                self._record(plan, response, answer, error)
-                if attempt == self.feature.max_retries:
-                    raise self._fail(error, "invalid", plan.strategy) from None
-                strategy_index, plan = self._next(plan, strategy_index, answer, call, error)
-                continue
-            except OutputError as error:
-                self._record(plan, response, answer_of(plan, response)[0], error)
-                raise self._fail(error, _outcome(error), plan.strategy) from None
-            self._record(plan, response, answer, None)
-            return self._finish(plan, response, value, answer)
-        raise AssertionError("unreachable")
-
-    # ---------------------------------------------------------------- streaming
-
-    async def stream(self) -> AsyncIterator[ChatResponseUpdate[Any]]:
-        strategy_index = 0
-        plan = self._plan(self.strategies[0], self.messages)
-        for attempt in range(self.feature.max_retries + 1):
-            parser = None if self.schema.is_plain_text() else _Partial(self.schema, lenient=plan.strategy != "native")
-            if plan.prefill:
-                yield self._update(attempt, plan.prefill, parser)
-            inner = self.inner.get_response(plan.messages, options=plan.options, stream=True)
-            async with inner:
-                async for update in inner:
-                    delta = _answer_delta(plan, update)
-                    if delta or update.usage or update.finish_reason:
-                        yield self._update(attempt, delta, parser, update)
-                response = await inner.get_final_response()
-            try:
-                value, answer, call = self._check(plan, response)
-            except ModelBehaviorError as error:
-                answer, call = answer_of(plan, response)
-                self._record(plan, response, answer, error)
-                if attempt == self.feature.max_retries:
-                    raise self._fail(error, "invalid", plan.strategy) from None
-                strategy_index, plan = self._next(plan, strategy_index, answer, call, error)
-                continue
-            except OutputError as error:
-                self._record(plan, response, answer_of(plan, response)[0], error)
-                raise self._fail(error, _outcome(error), plan.strategy) from None
-            self._record(plan, response, answer, None)
-            self._finish(plan, response, value, answer)
-            return
-
-    def _update(
-        self, attempt: int, delta: str, parser: Any, source: ChatResponseUpdate[Any] | None = None
-    ) -> ChatResponseUpdate[Any]:
-        completed: list[Any] = []
-        partial = None
-        if parser is not None and not parser.broken and delta:
-            try:
-                parser.feed(delta)
-                completed = list(parser.pop_completed())
-            except ModelBehaviorError:
-                parser.broken = True  # no partial values for the rest; the final check re-asks
-        if parser is not None and not parser.broken:
-            partial = parser.value
-        return ChatResponseUpdate(
-            [TextContent(delta)] if delta else [],
-            role="assistant",
-            usage=source.usage if source else None,
-            finish_reason=source.finish_reason if source else None,
-            response_id=source.response_id if source else None,
-            model_id=source.model_id if source else None,
-            raw_representation=source.raw_representation if source else None,
-            attempt=attempt,
-            partial_value=partial,
-            completed_items=completed,
-        )
-
-    async def final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
-        if self.final is None:
-            raise UserError("the structured-output stream ended without a final response")
-        return self.final
-
-
-class _Partial:
-    """A partial parser for one attempt, and whether it gave up on this attempt's text."""
-
-    def __init__(self, schema: OutputSchema, *, lenient: bool) -> None:
-        self._parser = schema.partial_parser(lenient=lenient)
-        self.broken = False
-
-    def feed(self, delta: str) -> None:
-        self._parser.feed(delta)
-
-    def pop_completed(self) -> list[Any]:
-        return self._parser.pop_completed()
-
-    @property
-    def value(self) -> Any:
-        return self._parser.value
-
-
-def _answer_delta(plan: Plan, update: ChatResponseUpdate[Any]) -> str:
-    if plan.strategy == "tool":
-        return "".join(
-            c.arguments for c in update.contents if isinstance(c, FunctionCallContent) and c.name in ("", plan.tool_name)
-        )
-    return update.text
-
-
-def _outcome(error: OutputError) -> str:
-    if isinstance(error, RefusalError):
-        return "refusal"
-    if isinstance(error, IncompleteOutputError):
-        return "incomplete"
-    if isinstance(error, ContentFilterError):
-        return "content_filter"
-    return "invalid"
 
 
 def with_structured_output(

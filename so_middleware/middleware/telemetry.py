@@ -36,7 +36,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from importlib import metadata
-from typing import Any, Literal, overload
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -104,23 +104,8 @@ class TelemetryChatClient(DelegatingChatClient):
         else:  # pragma: no cover - exercised in a subprocess without opentelemetry
             _log_telemetry_off()
 
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-    ) -> Awaitable[ChatResponse[Any]]: ...
-
-    @overload
-    def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
-    ) -> ChatStream: ...
-
-    def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+    def process(
+        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Call the inner client inside a `chat` span; see the module docstring."""
         instruments = self._self_instruments

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from so_middleware import (
     ChatAgent,
-    ChatResponse,
-    ChatResponseUpdate,
-    ResponseStream,
     with_retries,
     with_structured_output,
     with_telemetry,
