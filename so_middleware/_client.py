@@ -200,9 +200,9 @@ def as_chat_client(client: ClientInput, **adapter_options: Any) -> ChatClient:
 
         return adapter_for(client, **adapter_options)
     if module == "anthropic":
-        from .providers.anthropic import adapter_for as anthropic_adapter_for  # type: ignore[attr-defined]
+        from .providers.anthropic import adapter_for as anthropic_adapter_for
 
-        return anthropic_adapter_for(client, **adapter_options)  # type: ignore[no-any-return]
+        return anthropic_adapter_for(client, **adapter_options)
     if isinstance(client, ChatClient):
         raise UserError(f"{type(client).__name__} is already a ChatClient; adapter options {sorted(adapter_options)} do not apply")
     raise UserError(

@@ -8,11 +8,17 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib
+import importlib.util
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from ._exceptions import LocalServerError, SOMiddlewareError
+from ._exceptions import LocalServerError, OutputError, SOMiddlewareError, UserError
 
 __all__ = ["main"]
 
@@ -63,6 +69,114 @@ def _chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_type(spec: str) -> Any:
+    """`package.module:Name` or `path/to/file.py:Name` (a dotted name after the colon is followed)."""
+    module_part, _, attribute = spec.rpartition(":")
+    if not module_part or not attribute:
+        raise UserError(f"--type must look like MODULE:TYPE or FILE.py:TYPE, got {spec!r}")
+    if module_part.endswith(".py"):
+        path = Path(module_part)
+        if not path.is_file():
+            raise UserError(f"--type: no such file {path}")
+        spec_obj = importlib.util.spec_from_file_location(path.stem, path)
+        if spec_obj is None or spec_obj.loader is None:
+            raise UserError(f"--type: cannot load {path}")
+        module = importlib.util.module_from_spec(spec_obj)
+        sys.modules[path.stem] = module
+        spec_obj.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as error:
+            raise UserError(f"--type: cannot import {module_part!r}: {error}") from error
+    value: Any = module
+    for name in attribute.split("."):
+        if not hasattr(value, name):
+            raise UserError(f"--type: {module_part} has no attribute {attribute!r}")
+        value = getattr(value, name)
+    return value
+
+
+_KEYS = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_ROUTES = {"openai": "chat", "openai-responses": "responses", "anthropic": "anthropic"}
+_DEFAULT_MODELS = {"openai": "gpt-4o-mini", "openai-responses": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
+
+
+def _hosted_client(provider: str, model: str | None) -> Any:
+    if provider == "anthropic":
+        import anthropic
+
+        from .providers.anthropic import AnthropicChatClient
+
+        return AnthropicChatClient(anthropic.AsyncAnthropic(), model or _DEFAULT_MODELS[provider])
+    import openai
+
+    from .providers.openai import adapter_for
+
+    return adapter_for(openai.AsyncOpenAI(), model=model or _DEFAULT_MODELS[provider], api=_ROUTES[provider])
+
+
+async def _run_extract(client: Any, text: str, output_type: Any, stream: bool, max_tokens: int) -> Any:
+    from .middleware.structured_output import with_structured_output
+
+    structured = with_structured_output(client)
+    options = {"max_tokens": max_tokens, "temperature": 0}
+    if not stream:
+        return await structured.get_response(text, options=options, output_type=output_type)
+    responses = structured.get_response(text, options=options, output_type=output_type, stream=True)
+    attempt, shown = 0, ""
+    async with responses:
+        async for update in responses:
+            if update.attempt != attempt:
+                attempt = update.attempt
+                print(file=sys.stderr)
+                _progress(f"attempt {attempt + 1} (the previous answer did not validate)")
+            if update.partial_value is not None and _json(update.partial_value) != shown:
+                shown = _json(update.partial_value)
+                print(f"\r\033[K  partial: {shown[-150:]}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return await responses.get_final_response()
+
+
+def _json(value: Any) -> str:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Any).dump_json(value).decode()
+
+
+def _extract(args: argparse.Namespace) -> int:
+    output_type = _load_type(args.type)
+    if args.text is not None:
+        text = args.text
+    elif args.file is not None:
+        text = Path(args.file).read_text()
+    else:
+        text = sys.stdin.read()
+    if not text.strip():
+        raise UserError("nothing to extract from: give --text, --file or text on stdin")
+    hosted = not args.local and bool(os.environ.get(_KEYS[args.provider]))
+    started = time.perf_counter()
+    if hosted:
+        _progress(f"using the hosted {args.provider} API")
+        response = asyncio.run(_run_extract(_hosted_client(args.provider, args.model), text, output_type, args.stream, args.max_tokens))
+    else:
+        from .local import LocalModelServer, chat_client
+
+        _progress(f"using the embedded local model on the {_ROUTES[args.provider]} route")
+        with LocalModelServer(on_progress=_progress) as server:
+            client = chat_client(server, route=_ROUTES[args.provider])  # type: ignore[arg-type]
+            response = asyncio.run(_run_extract(client, text, output_type, args.stream, args.max_tokens))
+    print(_json(response.value))
+    usage = response.usage
+    strategies = ",".join(str(a.strategy) for a in response.attempts)
+    _progress(
+        f"valid {getattr(output_type, '__name__', str(output_type))} after {len(response.attempts)} attempt(s) "
+        f"[{strategies}]; tokens in={usage and usage.input_tokens} out={usage and usage.output_tokens}; "
+        f"{time.perf_counter() - started:.1f}s"
+    )
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="so-middleware", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -76,6 +190,17 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--max-tokens", type=int, default=48)
     chat.set_defaults(run=_chat)
 
+    extract = commands.add_parser("extract", help="extract a typed value from text and print it as JSON")
+    extract.add_argument("--type", required=True, help="MODULE:TYPE or FILE.py:TYPE, e.g. examples/people.py:Person")
+    source = extract.add_mutually_exclusive_group()
+    source.add_argument("--text", help="the text to extract from (default: stdin)")
+    source.add_argument("--file", help="a file with the text")
+    extract.add_argument("--provider", choices=sorted(_ROUTES), default="openai", help="the protocol (and hosted API when its key is set)")
+    extract.add_argument("--model", help="the hosted model (default: a small one of the provider)")
+    extract.add_argument("--local", action="store_true", help="use the embedded local model even when an API key is set")
+    extract.add_argument("--stream", action="store_true", help="stream, showing the partial value")
+    extract.add_argument("--max-tokens", type=int, default=256)
+    extract.set_defaults(run=_extract)
     return parser
 
 
@@ -87,6 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LocalServerError as error:
         _progress(f"error: {error}")
         return 2
+    except OutputError as error:
+        _progress(f"error: {type(error).__name__}: {error}")
+        for attempt in error.attempts:
+            _progress(f"  attempt {attempt.index + 1} [{attempt.strategy}]: {attempt.text[:200]!r}")
+        return 1
     except SOMiddlewareError as error:
         _progress(f"error: {type(error).__name__}: {error}")
         return 1

@@ -6,6 +6,7 @@ Example:
         print(server.base_url)   # http://127.0.0.1:PORT/v1
 """
 
+from ._clients import ROUTES, Route, chat_client
 from ._server import LocalModelServer, default_model_path, llama_server_path, local_server
 
-__all__ = ["LocalModelServer", "default_model_path", "llama_server_path", "local_server"]
+__all__ = ["ROUTES", "LocalModelServer", "Route", "chat_client", "default_model_path", "llama_server_path", "local_server"]

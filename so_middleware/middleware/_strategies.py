@@ -13,7 +13,6 @@ strategy is used when an answer shows the backend ignored the constraint (no JSO
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,7 +21,7 @@ from .._exceptions import UserError
 from .._formats import ResponseFormat
 from .._options import ChatOptions, ForcedTool, FunctionTool
 from .._types import ChatMessage, ChatResponse, FunctionCallContent, FunctionResultContent, TextContent
-from ..schema import OutputSchema, SchemaProfile
+from ..schema import OutputSchema, SchemaProfile, shape_hint
 
 __all__ = ["MODES", "Mode", "Plan", "Strategy", "answer_of", "plan_request", "reask_messages", "strategies_for"]
 
@@ -56,25 +55,27 @@ class Plan:
     tool_name: str | None = None
 
 
-def _schema_text(schema: OutputSchema, profile: SchemaProfile) -> str:
-    return json.dumps(schema.json_schema(profile), separators=(",", ":"))
-
-
 def _instructions(options: ChatOptions, schema: OutputSchema, profile: SchemaProfile) -> str:
-    shape = "a JSON object" if not schema.is_wrapped else 'a JSON object with a single key "response"'
+    # A skeleton, not the JSON schema: models prompted with a schema often copy it back
+    # (SmolLM2 did on 2 of 3 extractions; with the skeleton, on none). What the skeleton cannot
+    # show is checked by validation and named in the re-ask.
     asked = (
-        f"Respond with {shape} that matches this JSON schema, and nothing else (no prose, no code fences):\n"
-        f"{_schema_text(schema, profile)}"
+        "Respond with only a JSON object shaped like this, filled in with values taken from the "
+        f"conversation (no prose, no code fences):\n{shape_hint(schema.json_schema(profile))}"
     )
     return f"{options.instructions}\n\n{asked}" if options.instructions else asked
 
 
 def _prefill(schema: OutputSchema, profile: SchemaProfile) -> str:
-    # A JSON prefill up to the first key's colon: small models that ignore instructions still
-    # continue a started object. The first property is the one the schema lists first.
+    # A JSON prefill that starts the first value: small models that ignore instructions (and
+    # copy the schema back) still continue a started object. A string value is opened with its
+    # quote, so the model writes a value rather than another object.
     properties = schema.json_schema(profile).get("properties") or {}
     first = next(iter(properties), None)
-    return '{"' + first + '":' if isinstance(first, str) else "{"
+    if not isinstance(first, str):
+        return "{"
+    opening = '{"' + first + '": '
+    return opening + '"' if properties[first].get("type") == "string" else opening
 
 
 def plan_request(
