@@ -17,8 +17,7 @@ import httpx2
 import pytest
 
 from so_middleware import ChatMessage, FinishReason, ResponseFormat, UserError
-from so_middleware.local import LocalModelServer
-from so_middleware.local._clients import ROUTES, chat_client
+from so_middleware.local import ROUTES, LocalModelServer, chat_client
 from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
 
 pytestmark = pytest.mark.anyio
