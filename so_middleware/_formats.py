@@ -131,6 +131,8 @@ class ResponseFormat:
 
     def to_anthropic(self) -> dict[str, Any] | None:
         """Anthropic `output_config.format` (None: send nothing, or not expressible there)."""
+        if self.raw is not None:
+            return dict(self.raw)
         if self.type != "json_schema" or self.schema is None:
             return None
         return {"type": "json_schema", "schema": copy.deepcopy(dict(self.schema))}

@@ -38,7 +38,8 @@ def local_server() -> Iterator[LocalModelServer]:
 async def local_sdk(local_server: LocalModelServer) -> Any:
     """`local_sdk(kind)` makes an SDK client on the local server and closes it after the test.
 
-    Kinds: "openai" (sync), "async-openai", "anthropic" (sync), "async-anthropic". Closing
+    Kinds: "openai" (sync), "async-openai", "anthropic" (sync), "async-anthropic". The SDK keeps
+    its own retries (a kept-alive connection the server has just closed is retried). Closing
     matters: an async client left to the garbage collector closes its pool on a later test's
     event loop.
     """
@@ -46,7 +47,6 @@ async def local_sdk(local_server: LocalModelServer) -> Any:
 
     def make(kind: str = "async-openai", **kwargs: Any) -> Any:
         kwargs.setdefault("api_key", "local")
-        kwargs.setdefault("max_retries", 0)
         if kind.endswith("openai"):
             import openai
 

@@ -261,3 +261,22 @@ async def test_malformed_sse_raises_typed_error() -> None:
 
 def test_text_content_helper_roundtrip() -> None:
     assert ChatMessage("assistant", [TextContent("a"), TextContent("b")]).text == "ab"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_echoed_prefill_is_removed_on_the_chat_route(local_server: LocalModelServer, local_sdk: Any, stream: bool) -> None:
+    from so_middleware.openai import LLAMA_SERVER_CHAT
+
+    assert LLAMA_SERVER_CHAT.prefill_echoed
+    client = OpenAIChatClient(local_sdk("async-openai"), local_server.model, capabilities=LLAMA_SERVER_CHAT)
+    prefill = '{"name": "'
+    messages = [ChatMessage("user", "John Smith is 35. Give his name and age as JSON."), ChatMessage("assistant", prefill)]
+    options = {"max_tokens": 20, "temperature": 0}
+    if stream:
+        response = await client.get_response(messages, options=options, stream=True).get_final_response()
+    else:
+        response = await client.get_response(messages, options=options)
+    assert response.text and not response.text.startswith(prefill)
+    raw = OpenAIChatClient(local_sdk("async-openai"), local_server.model, capabilities=LLAMA_SERVER_CHAT.replace(prefill_echoed=False))
+    echoed = await raw.get_response(messages, options=options)
+    assert echoed.text == prefill + response.text  # the server really echoes; the adapter removes exactly that

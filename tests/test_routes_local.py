@@ -51,7 +51,7 @@ async def test_same_conversation_on_every_route(local_server: LocalModelServer, 
     answers = {}
     with cassette(f"conversation_{'stream' if stream else 'plain'}"):
         for route in ROUTES:
-            client = chat_client(local_server, route, max_retries=0)
+            client = chat_client(local_server, route)
             options = {"max_tokens": 12, "temperature": 0}
             if stream:
                 response = await client.get_response(CONVERSATION, options=options, stream=True).get_final_response()
@@ -70,7 +70,7 @@ async def test_same_conversation_on_every_route(local_server: LocalModelServer, 
 async def test_where_a_json_schema_format_is_enforced(local_server: LocalModelServer) -> None:
     enforced = {}
     for route in ROUTES:
-        client = chat_client(local_server, route, max_retries=0)
+        client = chat_client(local_server, route)
         options = {"response_format": ZEBRA, "max_tokens": 30, "temperature": 0}
         if client.capabilities.native_json_schema:
             response = await client.get_response("What is 2 + 4?", options=options)
@@ -91,7 +91,7 @@ async def test_cancelling_a_stream_closes_the_connection(local_server: LocalMode
         responses.append(response)
 
     http = httpx2.AsyncClient(event_hooks={"response": [keep]})
-    client = chat_client(local_server, route, http_client=http, max_retries=0)
+    client = chat_client(local_server, route, http_client=http)
     stream = client.get_response("Count from 1 to 200.", options={"max_tokens": 400}, stream=True)
     async for update in stream:
         if update.text:
@@ -103,7 +103,7 @@ async def test_cancelling_a_stream_closes_the_connection(local_server: LocalMode
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_sync_sdk_clients_on_every_route(local_server: LocalModelServer, route: str) -> None:
-    client = chat_client(local_server, route, sync=True, max_retries=0)
+    client = chat_client(local_server, route, sync=True)
     assert not client.is_async  # type: ignore[attr-defined]
     response = client.get_response_sync("Say hello.", options={"max_tokens": 6, "temperature": 0})
     client.sdk_client.close()  # type: ignore[attr-defined]

@@ -93,7 +93,7 @@ async def test_chat_route_types_come_back_first_time(
 
 
 def test_sync_sdk_client_and_sync_entry_point(local_server: LocalModelServer) -> None:
-    with openai.OpenAI(base_url=local_server.base_url, api_key="local", max_retries=0) as sdk:
+    with openai.OpenAI(base_url=local_server.base_url, api_key="local") as sdk:
         client = with_structured_output(chat_client(local_server, sdk))
         response = client.get_response_sync(
             "John Smith is 35.", output_type=Person, options={"max_tokens": 100, "temperature": 0}

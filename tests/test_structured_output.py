@@ -298,3 +298,17 @@ async def test_stream_of_broken_json_is_reasked_not_crashed() -> None:
 def test_sync_entry_point_returns_typed_value() -> None:
     client = with_structured_output(FakeChatClient('{"response": 3}'))
     assert client.get_response_sync("x", output_type=int).value == 3
+
+
+@pytest.mark.parametrize("caps", [JSON_MODE, PROMPT_ONLY], ids=["json_object", "prompted"])
+async def test_cut_off_unconstrained_answer_uses_a_complete_value_only(caps: Capabilities) -> None:
+    rambling = Reply('{"name": "Ada", "age": 36} Ada was a mathematician who', finish_reason=FinishReason.LENGTH)
+    response = await with_structured_output(FakeChatClient(rambling, capabilities=caps)).get_response("x", output_type=Person)
+    assert response.value == Person(name="Ada", age=36)
+    # a truncated tail is never repaired into a value (the age could be 3 of 36): it is re-asked
+    fake = FakeChatClient(
+        [Reply('{"name": "Ada", "age": 3', finish_reason=FinishReason.LENGTH), Reply('{"name": "Ada", "age": 36}')], capabilities=caps
+    )
+    response = await with_structured_output(fake).get_response("x", output_type=Person)
+    assert response.value.age == 36 and len(fake.calls) == 2
+    assert "cut off" in fake.calls[1].messages[-1].text

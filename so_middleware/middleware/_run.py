@@ -30,6 +30,7 @@ from .._types import (
     UsageDetails,
 )
 from ..schema import OutputSchema
+from ..schema._lenient import json_spans
 from ._strategies import Plan, Strategy, answer_of, plan_request, reask_messages, strategies_for
 
 if TYPE_CHECKING:
@@ -72,12 +73,35 @@ class Run:
         if response.finish_reason == FinishReason.CONTENT_FILTER:
             raise ContentFilterError("the answer was withheld by the provider's content filter", **kwargs)
         if response.finish_reason == FinishReason.LENGTH:
-            raise IncompleteOutputError(
-                f"the answer was cut off at the token limit after {len(answer)} characters; raise max_tokens", **kwargs
-            )
+            return self._check_truncated(plan, answer, call, kwargs)
         if self.schema.is_plain_text():
             return answer, answer, call
         return self.schema.validate_json(answer, lenient=plan.strategy != "native"), answer, call
+
+    def _check_truncated(
+        self, plan: Plan, answer: str, call: FunctionCallContent | None, kwargs: dict[str, Any]
+    ) -> tuple[Any, str, FunctionCallContent | None]:
+        """A cut-off answer. Constrained output (native, tool) was on its way to a valid value:
+        the token limit is the problem, so `IncompleteOutputError`. Unconstrained output often
+        holds a complete JSON value followed by rambling: that value counts, but never one
+        repaired from a truncated tail (it could hold a cut number or string); without one, the
+        answer is invalid and re-asked."""
+        if plan.strategy in ("native", "tool") or self.schema.is_plain_text():
+            raise IncompleteOutputError(
+                f"the answer was cut off at the token limit after {len(answer)} characters; raise max_tokens", **kwargs
+            )
+        spans, _, _ = json_spans(answer)
+        for span in reversed(spans):
+            try:
+                return self.schema.validate_json(span, lenient=True), span, call
+            except ModelBehaviorError:
+                continue
+        raise ModelBehaviorError(
+            "the answer was cut off at the token limit before it held a complete, valid JSON value; "
+            "answer with the JSON only",
+            raw_text=answer,
+            **kwargs,
+        )
 
     def _record(self, plan: Plan, response: ChatResponse[Any], text: str, error: BaseException | None) -> None:
         self.attempts.append(

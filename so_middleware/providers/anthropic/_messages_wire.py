@@ -48,6 +48,7 @@ from ..._types import (
     TextContent,
     UsageDetails,
 )
+from .._prefill import EchoFilter, prefill_of, strip_echo
 
 __all__ = ["StreamReader", "build_request", "finish_reason", "message_to_chat", "prefill_of", "strip_echo", "usage_from"]
 
@@ -178,37 +179,6 @@ def _tool_to_wire(tool: FunctionTool | Mapping[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- prefill echo
 
 
-def prefill_of(messages: list[ChatMessage]) -> str:
-    """The assistant prefill: the text of a trailing assistant message ("" when there is none)."""
-    if messages and messages[-1].role == "assistant" and not messages[-1].function_calls:
-        return messages[-1].text
-    return ""
-
-
-def strip_echo(text: str, prefill: str) -> str:
-    """`text` without a leading echo of `prefill` (llama-server repeats it; Anthropic does not)."""
-    return text[len(prefill) :] if prefill and text.startswith(prefill) else text
-
-
-@dataclass
-class _EchoFilter:
-    """Removes an echoed prefill from streamed text pieces, however the pieces are split."""
-
-    pending: str
-    buffer: str = ""
-
-    def feed(self, piece: str) -> str:
-        if not self.pending:
-            return piece
-        self.buffer += piece
-        if self.buffer.startswith(self.pending):
-            rest, self.pending, self.buffer = self.buffer[len(self.pending) :], "", ""
-            return rest
-        if self.pending.startswith(self.buffer):
-            return ""  # could still be the echo: hold it back
-        rest, self.pending, self.buffer = self.buffer, "", ""
-        return rest
-
     def flush(self) -> str:
         rest, self.pending, self.buffer = self.buffer, "", ""
         return rest
@@ -288,10 +258,10 @@ class StreamReader:
     text: list[str] = field(default_factory=list)
     finished: bool = False
     _calls: dict[int, str] = field(default_factory=dict)  # block index -> tool_use id
-    _echo: _EchoFilter | None = None
+    _echo: EchoFilter | None = None
 
     def __post_init__(self) -> None:
-        self._echo = _EchoFilter(self.prefill) if self.prefill else None
+        self._echo = EchoFilter(self.prefill) if self.prefill else None
 
     def _text(self, piece: str) -> list[Content]:
         piece = self._echo.feed(piece) if self._echo else piece

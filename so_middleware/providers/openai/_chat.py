@@ -16,6 +16,7 @@ from ..._exceptions import UserError
 from ..._options import ChatOptions
 from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate, FinishReason, TextContent
 from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
+from .._prefill import EchoFilter, prefill_of
 from ._chat_wire import build_request, chunk_to_update, completion_to_response
 from ._profiles import profile_for
 
@@ -80,7 +81,10 @@ class OpenAIChatClient(BaseChatClient):
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
         completion = await call_sdk(self.is_async, self.sdk_client.chat.completions.create, **request)
-        return completion_to_response(completion)
+        return completion_to_response(completion, prefill=self._echoed_prefill(messages))
+
+    def _echoed_prefill(self, messages: list[ChatMessage]) -> str:
+        return prefill_of(messages) if self.capabilities.prefill_echoed else ""
 
     async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
@@ -92,6 +96,7 @@ class OpenAIChatClient(BaseChatClient):
             stream_options={"include_usage": True},
         )
         call_ids: dict[int, str] = {}
+        echo = EchoFilter(self._echoed_prefill(messages))
         text: list[str] = []
         updates = 0
         finished = refused = False
@@ -99,6 +104,8 @@ class OpenAIChatClient(BaseChatClient):
             try:
                 async for chunk in iterate_sdk_stream(self.is_async, stream):
                     update = chunk_to_update(chunk, call_ids)
+                    if echo.pending:
+                        update.contents = _without_echo(update.contents, echo)
                     refused = refused or any(c.type == "refusal" for c in update.contents)
                     if update.finish_reason is not None:
                         finished = True
@@ -111,6 +118,10 @@ class OpenAIChatClient(BaseChatClient):
                 if not is_stream_break(error):
                     raise
                 raise interrupted(error, "".join(text), updates) from error
+            held = echo.flush()  # text held back as possible echo when the stream ended
+            if held:
+                text.append(held)
+                yield ChatResponseUpdate([TextContent(held)], role="assistant")
             if not finished:
                 raise interrupted(
                     EOFError("the event stream ended without a finish reason"), "".join(text), updates
@@ -121,3 +132,14 @@ class OpenAIChatClient(BaseChatClient):
     def __repr__(self) -> str:
         kind = "AsyncOpenAI" if self.is_async else "OpenAI"
         return f"OpenAIChatClient({kind}(base_url={self.base_url!r}), model={self.model!r})"
+
+
+def _without_echo(contents: list[Any], echo: EchoFilter) -> list[Any]:
+    kept: list[Any] = []
+    for content in contents:
+        if isinstance(content, TextContent):
+            content = TextContent(echo.feed(content.text))
+            if not content.text:
+                continue
+        kept.append(content)
+    return kept

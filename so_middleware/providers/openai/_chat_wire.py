@@ -26,6 +26,7 @@ from ..._types import (
     TextContent,
     UsageDetails,
 )
+from .._prefill import strip_echo
 
 __all__ = ["build_request", "chunk_to_update", "completion_to_response", "finish_reason", "usage_from"]
 
@@ -164,8 +165,8 @@ def _reasoning_text(obj: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def completion_to_response(completion: Any) -> ChatResponse[Any]:
-    """Map a `ChatCompletion` to a `ChatResponse` (first choice)."""
+def completion_to_response(completion: Any, *, prefill: str = "") -> ChatResponse[Any]:
+    """Map a `ChatCompletion` to a `ChatResponse` (first choice); an echoed `prefill` is removed."""
     if not completion.choices:
         raise UserError("the server returned a chat completion without choices")
     choice = completion.choices[0]
@@ -175,7 +176,9 @@ def completion_to_response(completion: Any) -> ChatResponse[Any]:
     if reasoning:
         contents.append(ReasoningContent(reasoning))
     if message.content:
-        contents.append(TextContent(message.content))
+        text = strip_echo(message.content, prefill)
+        if text:
+            contents.append(TextContent(text))
     refusal = getattr(message, "refusal", None)
     if refusal:
         contents.append(RefusalContent(refusal))

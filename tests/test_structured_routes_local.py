@@ -1,0 +1,58 @@
+"""Structured output on the routes of the local server that do not enforce `text.format` or
+`output_config` themselves: Responses (a Chat Completions `response_format` key is passed through
+and honoured) and Anthropic Messages (prompting with a prefill only). Each type comes back typed
+or raises ModelBehaviorError carrying every attempt; never anything else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from so_middleware import ModelBehaviorError, StructuredOutput, with_structured_output
+from so_middleware.local import LocalModelServer, chat_client
+from test_structured_local import CASES
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def route_client(local_server: LocalModelServer, request: pytest.FixtureRequest) -> Any:
+    client = chat_client(local_server, request.param)
+    yield client
+    await client.sdk_client.close()
+
+
+def feature_for(output_type: Any) -> StructuredOutput[Any]:
+    return StructuredOutput(schema=output_type) if isinstance(output_type, dict) else StructuredOutput(output_type)
+
+
+@pytest.mark.parametrize("route_client", ["responses"], indirect=True)
+@pytest.mark.parametrize(("label", "output_type", "prompt", "check"), CASES, ids=[c[0] for c in CASES])
+async def test_responses_route_is_typed_through_the_passthrough(route_client: Any, label: str, output_type: Any, prompt: str, check: Any) -> None:
+    client = with_structured_output(route_client)
+    response = await client.get_response(prompt, options={"features": [feature_for(output_type)], "max_tokens": 120, "temperature": 0})
+    assert check(response.value), response.text
+    assert [a.strategy for a in response.attempts] == ["native"]
+
+
+@pytest.mark.parametrize("route_client", ["anthropic"], indirect=True)
+@pytest.mark.parametrize(("label", "output_type", "prompt", "check"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_anthropic_route_typed_or_every_attempt_reported(
+    route_client: Any, label: str, output_type: Any, prompt: str, check: Any, stream: bool
+) -> None:
+    client = with_structured_output(route_client)
+    options = {"features": [feature_for(output_type)], "max_tokens": 100, "temperature": 0}
+    try:
+        if stream:
+            response = await client.get_response(prompt, options=options, stream=True).get_final_response()
+        else:
+            response = await client.get_response(prompt, options=options)
+    except ModelBehaviorError as error:
+        assert len(error.attempts) == 3 and all(a.text for a in error.attempts)
+        assert all(a.strategy == "prompted" for a in error.attempts)
+        assert error.usage is not None and error.usage.output_tokens
+        return
+    assert check(response.value), response.text
+    assert all(a.strategy == "prompted" for a in response.attempts)
