@@ -129,12 +129,17 @@ async def _run_extract(client: Any, text: str, output_type: Any, stream: bool, m
         async for update in responses:
             if update.attempt != attempt:
                 attempt = update.attempt
-                print(file=sys.stderr)
+                if sys.stderr.isatty():
+                    print(file=sys.stderr)
                 _progress(f"attempt {attempt + 1} (the previous answer did not validate)")
             if update.partial_value is not None and _json(update.partial_value) != shown:
                 shown = _json(update.partial_value)
-                print(f"\r\033[K  partial: {shown[-150:]}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
+                if sys.stderr.isatty():  # redraw one line; a log gets one line per change
+                    print(f"\r\033[K  partial: {shown[-150:]}", end="", file=sys.stderr, flush=True)
+                else:
+                    print(f"  partial: {shown[-150:]}", file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     return await responses.get_final_response()
 
 
