@@ -20,26 +20,26 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import anthropic
 
-from ..._client import BaseChatClient, Capabilities
+from ..._client import Capabilities
 from ..._exceptions import UserError
 from ..._options import ChatOptions
 from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from .._sdk_client import SDKChatClient
 from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
-from ._messages_wire import StreamReader, build_request, message_to_chat, prefill_of
+from ._messages_wire import StreamReader, build_request, message_to_chat
 from ._profiles import profile_for
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatClient"]
 
-K = TypeVar("K")
 
 DEFAULT_MAX_TOKENS = 1024
 
 
-class AnthropicChatClient(BaseChatClient):
+class AnthropicChatClient(SDKChatClient):
     """A ChatClient over an `anthropic.Anthropic` or `anthropic.AsyncAnthropic` client (Messages API).
 
     `max_tokens` (default 1024) is sent when a call does not set `max_tokens`: the API requires
@@ -53,6 +53,8 @@ class AnthropicChatClient(BaseChatClient):
     """
 
     provider_name: ClassVar[str] = "anthropic"
+    sdk_types: ClassVar[tuple[type, ...]] = (anthropic.Anthropic, anthropic.AsyncAnthropic)
+    async_sdk_types: ClassVar[tuple[type, ...]] = (anthropic.AsyncAnthropic,)
 
     def __init__(
         self,
@@ -62,50 +64,29 @@ class AnthropicChatClient(BaseChatClient):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         capabilities: Capabilities | None = None,
     ) -> None:
-        if not isinstance(sdk_client, (anthropic.Anthropic, anthropic.AsyncAnthropic)):
-            raise UserError(
-                f"AnthropicChatClient needs an anthropic.Anthropic or anthropic.AsyncAnthropic client, not {type(sdk_client).__name__}"
-            )
         if max_tokens < 1:
             raise UserError(f"max_tokens must be at least 1, not {max_tokens}")
-        self.sdk_client = sdk_client
-        self.model = model
         self.max_tokens = max_tokens
-        self.base_url = str(sdk_client.base_url)
-        self.capabilities = capabilities or profile_for(self.base_url, model)
+        super().__init__(sdk_client, model, capabilities)
 
-    @property
-    def is_async(self) -> bool:
-        """True over an `AsyncAnthropic` client."""
-        return isinstance(self.sdk_client, anthropic.AsyncAnthropic)
-
-    def disable_sdk_retries(self) -> None:
-        """Let a retry layer above do the retrying: the SDK client gets `max_retries=0`."""
-        self.sdk_client = self.sdk_client.with_options(max_retries=0)
-
-    def get_service(self, kind: type[K]) -> K | None:
-        """This adapter, or its SDK client when `kind` is the SDK client's type."""
-        if isinstance(self.sdk_client, kind):
-            return self.sdk_client
-        return super().get_service(kind)
+    def default_profile(self, base_url: str, model: str | None) -> Capabilities:
+        """The profile for this base URL and model."""
+        return profile_for(base_url, model)
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
         _warn_if_not_enforced(options, self.capabilities)
         return build_request(messages, options, model=self.model, max_tokens=self.max_tokens)
 
-    def _prefill(self, messages: list[ChatMessage]) -> str:
-        return prefill_of(messages) if self.capabilities.prefill_echoed else ""
-
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
         message = await call_sdk(self.is_async, self.sdk_client.messages.create, **request)
-        return message_to_chat(message, prefill=self._prefill(messages))
+        return message_to_chat(message, prefill=self.echoed_prefill(messages))
 
     async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
         stream = await call_sdk(self.is_async, self.sdk_client.messages.create, **request, stream=True)
-        reader = StreamReader(prefill=self._prefill(messages))
+        reader = StreamReader(prefill=self.echoed_prefill(messages))
         updates = 0
         try:
             try:

@@ -7,25 +7,24 @@ buffer on every chunk; validation and partial parsing are the structured-output 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import openai
 
-from ..._client import BaseChatClient, Capabilities
-from ..._exceptions import UserError
+from ..._client import Capabilities
 from ..._options import ChatOptions
 from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate, FinishReason, TextContent
+from .._sdk_client import SDKChatClient
 from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
-from .._prefill import EchoFilter, prefill_of
+from .._prefill import EchoFilter
 from ._chat_wire import build_request, chunk_to_update, completion_to_response
 from ._profiles import profile_for
 
 __all__ = ["OpenAIChatClient"]
 
-K = TypeVar("K")
 
 
-class OpenAIChatClient(BaseChatClient):
+class OpenAIChatClient(SDKChatClient):
     """A ChatClient over an `openai.OpenAI` or `openai.AsyncOpenAI` client (Chat Completions).
 
     Works with any OpenAI-compatible `base_url` (vLLM, llama.cpp, Ollama). The capability
@@ -38,6 +37,8 @@ class OpenAIChatClient(BaseChatClient):
     """
 
     provider_name: ClassVar[str] = "openai"
+    sdk_types: ClassVar[tuple[type, ...]] = (openai.OpenAI, openai.AsyncOpenAI)
+    async_sdk_types: ClassVar[tuple[type, ...]] = (openai.AsyncOpenAI,)
 
     def __init__(
         self,
@@ -47,32 +48,16 @@ class OpenAIChatClient(BaseChatClient):
         capabilities: Capabilities | None = None,
         max_tokens_field: str | None = None,
     ) -> None:
-        if not isinstance(sdk_client, (openai.OpenAI, openai.AsyncOpenAI)):
-            raise UserError(f"OpenAIChatClient needs an openai.OpenAI or openai.AsyncOpenAI client, not {type(sdk_client).__name__}")
-        self.sdk_client = sdk_client
-        self.model = model
-        self.base_url = str(sdk_client.base_url)
-        self.capabilities = capabilities or profile_for(self.base_url, model, route="chat")
+        super().__init__(sdk_client, model, capabilities)
         # api.openai.com wants max_completion_tokens (max_tokens is refused by reasoning models);
         # compatible servers know max_tokens.
         self._max_tokens_field = max_tokens_field or (
             "max_completion_tokens" if self.capabilities.name == "openai" else "max_tokens"
         )
 
-    @property
-    def is_async(self) -> bool:
-        """True over an `AsyncOpenAI` client."""
-        return isinstance(self.sdk_client, openai.AsyncOpenAI)
-
-    def disable_sdk_retries(self) -> None:
-        """Let a retry layer above do the retrying: the SDK client gets `max_retries=0`."""
-        self.sdk_client = self.sdk_client.with_options(max_retries=0)
-
-    def get_service(self, kind: type[K]) -> K | None:
-        """This adapter, or its SDK client when `kind` is the SDK client's type."""
-        if isinstance(self.sdk_client, kind):
-            return self.sdk_client
-        return super().get_service(kind)
+    def default_profile(self, base_url: str, model: str | None) -> Capabilities:
+        """The profile for this base URL and model."""
+        return profile_for(base_url, model, route="chat")
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
@@ -81,10 +66,7 @@ class OpenAIChatClient(BaseChatClient):
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
         completion = await call_sdk(self.is_async, self.sdk_client.chat.completions.create, **request)
-        return completion_to_response(completion, prefill=self._echoed_prefill(messages))
-
-    def _echoed_prefill(self, messages: list[ChatMessage]) -> str:
-        return prefill_of(messages) if self.capabilities.prefill_echoed else ""
+        return completion_to_response(completion, prefill=self.echoed_prefill(messages))
 
     async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
@@ -96,7 +78,7 @@ class OpenAIChatClient(BaseChatClient):
             stream_options={"include_usage": True},
         )
         call_ids: dict[int, str] = {}
-        echo = EchoFilter(self._echoed_prefill(messages))
+        echo = EchoFilter(self.echoed_prefill(messages))
         text: list[str] = []
         updates = 0
         finished = refused = False

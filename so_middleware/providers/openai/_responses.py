@@ -13,25 +13,24 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import httpx2
 import openai
 
-from ..._client import BaseChatClient, Capabilities
-from ..._exceptions import UserError
+from ..._client import Capabilities
 from ..._options import ChatOptions
 from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from .._sdk_client import SDKChatClient
 from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
 from ._profiles import profile_for
-from ._responses_wire import StreamFailed, StreamReader, build_request, failure_message, prefill_of, response_to_chat
+from ._responses_wire import StreamFailed, StreamReader, build_request, failure_message, response_to_chat
 
 __all__ = ["OpenAIResponsesClient"]
 
-K = TypeVar("K")
 
 
-class OpenAIResponsesClient(BaseChatClient):
+class OpenAIResponsesClient(SDKChatClient):
     """A ChatClient over an `openai.OpenAI` or `openai.AsyncOpenAI` client (Responses API).
 
     The capability profile is picked from the base URL and can be overridden: with
@@ -46,6 +45,8 @@ class OpenAIResponsesClient(BaseChatClient):
     """
 
     provider_name: ClassVar[str] = "openai"
+    sdk_types: ClassVar[tuple[type, ...]] = (openai.OpenAI, openai.AsyncOpenAI)
+    async_sdk_types: ClassVar[tuple[type, ...]] = (openai.AsyncOpenAI,)
 
     def __init__(
         self,
@@ -54,37 +55,16 @@ class OpenAIResponsesClient(BaseChatClient):
         *,
         capabilities: Capabilities | None = None,
     ) -> None:
-        if not isinstance(sdk_client, (openai.OpenAI, openai.AsyncOpenAI)):
-            raise UserError(
-                f"OpenAIResponsesClient needs an openai.OpenAI or openai.AsyncOpenAI client, not {type(sdk_client).__name__}"
-            )
-        self.sdk_client = sdk_client
-        self.model = model
-        self.base_url = str(sdk_client.base_url)
-        self.capabilities = capabilities or profile_for(self.base_url, model, route="responses")
+        super().__init__(sdk_client, model, capabilities)
 
-    @property
-    def is_async(self) -> bool:
-        """True over an `AsyncOpenAI` client."""
-        return isinstance(self.sdk_client, openai.AsyncOpenAI)
-
-    def disable_sdk_retries(self) -> None:
-        """Let a retry layer above do the retrying: the SDK client gets `max_retries=0`."""
-        self.sdk_client = self.sdk_client.with_options(max_retries=0)
-
-    def get_service(self, kind: type[K]) -> K | None:
-        """This adapter, or its SDK client when `kind` is the SDK client's type."""
-        if isinstance(self.sdk_client, kind):
-            return self.sdk_client
-        return super().get_service(kind)
+    def default_profile(self, base_url: str, model: str | None) -> Capabilities:
+        """The profile for this base URL and model."""
+        return profile_for(base_url, model, route="responses")
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
         _warn_if_not_enforced(options, self.capabilities)
         return build_request(messages, options, model=self.model, capabilities=self.capabilities)
-
-    def _prefill(self, messages: list[ChatMessage]) -> str:
-        return prefill_of(messages) if self.capabilities.prefill_echoed else ""
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
@@ -92,12 +72,12 @@ class OpenAIResponsesClient(BaseChatClient):
         failure = failure_message(response)
         if failure:
             raise openai.APIError(failure, request=_request_of(str(self.sdk_client.base_url)), body=getattr(response, "error", None))
-        return response_to_chat(response, prefill=self._prefill(messages))
+        return response_to_chat(response, prefill=self.echoed_prefill(messages))
 
     async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
         stream = await call_sdk(self.is_async, self.sdk_client.responses.create, **request, stream=True)
-        reader = StreamReader(prefill=self._prefill(messages))
+        reader = StreamReader(prefill=self.echoed_prefill(messages))
         updates = 0
         try:
             try:

@@ -1,0 +1,58 @@
+"""`SDKChatClient`: what every adapter over an official SDK client shares.
+
+The SDK client, sync or async; the model; the capability profile; turning the SDK's own retries
+off for a retry layer; handing the SDK client out through `get_service`; the echoed prefill.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+from .._client import BaseChatClient, Capabilities
+from .._exceptions import UserError
+from .._types import ChatMessage
+from ._prefill import prefill_of
+
+__all__ = ["SDKChatClient"]
+
+K = TypeVar("K")
+
+
+class SDKChatClient(BaseChatClient):
+    """Base of the adapters: subclasses name their SDK's client types and default profile."""
+
+    sdk_types: ClassVar[tuple[type, ...]] = ()  # every accepted SDK client type
+    async_sdk_types: ClassVar[tuple[type, ...]] = ()  # the async ones among them
+    sdk_client: Any
+
+    def __init__(self, sdk_client: Any, model: str | None, capabilities: Capabilities | None) -> None:
+        if not isinstance(sdk_client, self.sdk_types):  # narrows to object: keep the Any below
+            accepted = " or ".join(f"{t.__module__.split('.')[0]}.{t.__name__}" for t in self.sdk_types)
+            raise UserError(f"{type(self).__name__} needs an {accepted} client, not {type(sdk_client).__name__}")
+        self.sdk_client = sdk_client
+        self.model = model
+        self.base_url = str(self.sdk_client.base_url)
+        self.capabilities = capabilities or self.default_profile(self.base_url, model)
+
+    def default_profile(self, base_url: str, model: str | None) -> Capabilities:
+        """The profile when none is given: from the base URL (and model)."""
+        raise NotImplementedError
+
+    @property
+    def is_async(self) -> bool:
+        """True over an async SDK client (`AsyncOpenAI`, `AsyncAnthropic`)."""
+        return isinstance(self.sdk_client, self.async_sdk_types)
+
+    def disable_sdk_retries(self) -> None:
+        """Let a retry layer above do the retrying: the SDK client gets `max_retries=0`."""
+        self.sdk_client = self.sdk_client.with_options(max_retries=0)
+
+    def get_service(self, kind: type[K]) -> K | None:
+        """This adapter, or its SDK client when `kind` is the SDK client's type."""
+        if isinstance(self.sdk_client, kind):
+            return self.sdk_client
+        return super().get_service(kind)
+
+    def echoed_prefill(self, messages: list[ChatMessage]) -> str:
+        """The prefill this backend will echo back ("" when it does not echo, or there is none)."""
+        return prefill_of(messages) if self.capabilities.prefill_echoed else ""
