@@ -34,8 +34,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"OpenAI base_url:    {server.base_url}", flush=True)
         print(f"Anthropic base_url: {server.root_url}", flush=True)
         print(f"model:              {server.model}", flush=True)
-        _progress("serving; press Ctrl-C to stop")
         try:
+            _progress("serving; press Ctrl-C to stop")
             while server.running:
                 time.sleep(0.5)
         except KeyboardInterrupt:
