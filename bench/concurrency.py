@@ -1,0 +1,202 @@
+"""Concurrency: 200 structured calls in flight at once against a loopback HTTP server.
+
+The server is a tiny asyncio HTTP/1.1 server in its own process on 127.0.0.1 that answers every
+request with the recorded llama-server body (the model itself is far too slow for 200 calls).
+Each contender runs in its own process, so memory figures are its own:
+
+- throughput: 200 calls started together with `asyncio.gather`, calls per wall-clock second,
+  median over several rounds (after a warm-up round);
+- tracemalloc peak: Python allocations at the peak of one more round, above what was allocated
+  before it (tracemalloc slows calls, so this round is not timed);
+- RSS: the process's peak resident set (VmHWM) after all rounds, minus its resident set after
+  the warm-up round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from _common import CHAT_FIXTURE, MODEL_ALIAS, PROMPT, Fixture, Person, async_sdk, full_chain, log, median, \
+    otel_providers
+
+CONCURRENT = 200
+CONTENDERS = ("raw SDK `create`", "so_middleware full chain", "instructor JSON_SCHEMA")
+
+
+# ---------------------------------------------------------------------------- the loopback server
+
+
+async def _serve(body: bytes, content_type: str) -> None:
+    head = (f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n"
+            "connection: keep-alive\r\n\r\n").encode()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                headers = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in headers.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                if length:
+                    await reader.readexactly(length)
+                writer.write(head + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+    port = server.sockets[0].getsockname()[1]
+    print(port, flush=True)
+    async with server:
+        # stop by itself after an hour at most, or as soon as the parent closes our stdin
+        loop = asyncio.get_running_loop()
+        stdin_closed = loop.run_in_executor(None, sys.stdin.read)
+        try:
+            await asyncio.wait_for(stdin_closed, timeout=3600)
+        except TimeoutError:
+            os._exit(0)  # the stdin reader thread would keep the process alive
+
+
+class LoopbackServer:
+    """The server process; a context manager that gives its port."""
+
+    def __init__(self, fixture: Fixture) -> None:
+        self.fixture = fixture
+        self.process: subprocess.Popen[str] | None = None
+        self.port = 0
+
+    def __enter__(self) -> LoopbackServer:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(CHAT_FIXTURE)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        assert self.process.stdout is not None
+        self.port = int(self.process.stdout.readline())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.process is not None
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+# ---------------------------------------------------------------------------- one contender
+
+
+def _rss_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, Any]:
+    import instructor
+
+    from so_middleware import StructuredOutput
+
+    fixture = Fixture.load(CHAT_FIXTURE)
+    sdk = async_sdk(base_url=f"http://127.0.0.1:{port}/v1", timeout=120)
+    messages = [{"role": "user", "content": PROMPT}]
+    response_format = fixture.request["response_format"]
+    options = {"temperature": 0, "seed": 7}
+    if contender == "raw SDK `create`":
+        async def call() -> Any:
+            completion = await sdk.chat.completions.create(model=MODEL_ALIAS, messages=messages,
+                                                           response_format=response_format, **options)
+            return completion.choices[0].message.content
+    elif contender == "so_middleware full chain":
+        tracer_provider, meter_provider, exporter = otel_providers()
+        chain = full_chain(sdk, tracer_provider=tracer_provider, meter_provider=meter_provider)
+
+        async def call() -> Any:
+            feature = StructuredOutput(Person, mode="native")
+            return (await chain.get_response(PROMPT, options={**options, "features": [feature]})).value
+    elif contender == "instructor JSON_SCHEMA":
+        patched = instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)
+
+        async def call() -> Any:
+            return await patched.create(model=MODEL_ALIAS, messages=messages, response_model=Person, max_retries=2,
+                                        **options)
+    else:
+        raise ValueError(contender)
+
+    async def one_round() -> float:
+        start = time.perf_counter()
+        results = await asyncio.gather(*(call() for _ in range(CONCURRENT)))
+        elapsed = time.perf_counter() - start
+        assert all(result for result in results)
+        return elapsed
+
+    await one_round()  # warm-up: connections opened, code paths imported
+    rss_before = _rss_kib("VmRSS")
+    rounds_s = [await one_round() for _ in range(rounds)]
+    rss_peak = _rss_kib("VmHWM")
+    tracemalloc.start()
+    baseline, _ = tracemalloc.get_traced_memory()
+    tracemalloc.reset_peak()
+    await one_round()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {
+        "rounds_s": rounds_s,
+        "calls_per_s": CONCURRENT / median(rounds_s),
+        "tracemalloc_peak_kib": (peak - baseline) / 1024,
+        "rss_after_warmup_kib": rss_before,
+        "rss_peak_kib": rss_peak,
+        "rss_growth_kib": rss_peak - rss_before,
+    }
+
+
+def _measure(contender: str, port: int, rounds: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--contender", contender, str(port), str(rounds)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def run(*, quick: bool) -> dict[str, Any]:
+    """Each contender in its own process against one loopback server."""
+    rounds = 2 if quick else 7
+    rows = []
+    with LoopbackServer(Fixture.load(CHAT_FIXTURE)) as server:
+        for contender in CONTENDERS:
+            log(f"concurrency: {contender}, {rounds} rounds of {CONCURRENT} concurrent calls")
+            rows.append({"contender": contender, **_measure(contender, server.port, rounds)})
+    base = rows[0]
+    for row in rows:
+        if "calls_per_s" in row and "calls_per_s" in base:
+            row["throughput_ratio_to_raw"] = row["calls_per_s"] / base["calls_per_s"]
+            row["tracemalloc_ratio_to_raw"] = row["tracemalloc_peak_kib"] / base["tracemalloc_peak_kib"]
+    return {"concurrent_calls": CONCURRENT, "rounds": rounds, "rows": rows}
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--serve", metavar="FIXTURE")
+    parser.add_argument("--contender", nargs=3, metavar=("NAME", "PORT", "ROUNDS"))
+    args = parser.parse_args()
+    if args.serve:
+        loaded = Fixture.load(Path(args.serve))
+        asyncio.run(_serve(loaded.body, loaded.content_type))
+    elif args.contender:
+        name, port_text, rounds_text = args.contender
+        print(json.dumps(asyncio.run(_contender_run(name, int(port_text), int(rounds_text)))))

@@ -1,0 +1,223 @@
+"""Quality on a real model: the task set against the local llama-server (SmolLM2-135M-Instruct).
+
+For each route whose adapter exists (chat, responses, anthropic) every one of our strategies
+(`StructuredOutput(T, mode=...)`: native, tool, json_object, prompted) runs every task; on the
+chat route instructor runs them too in its comparable modes (JSON_SCHEMA, MD_JSON, TOOLS). All
+calls use temperature 0, seed 7, max 160 output tokens and at most 2 re-asks (3 attempts).
+
+Per configuration: share of tasks that returned a valid typed value, share exactly correct
+(`Task.is_exact`), attempts per task, total tokens per task (all attempts) and wall seconds per
+task. `IN_FLIGHT` tasks of one configuration run at once (the server has as many slots), so the
+seconds are latency under that load, the same for every configuration. `--quick` runs five tasks
+on the chat route with our `native` strategy and instructor's JSON_SCHEMA only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from _common import MODEL_ALIAS, log
+from tasks import QUICK, TASKS, Task
+
+STRATEGIES = ("native", "tool", "json_object", "prompted")
+INSTRUCTOR_MODES = ("JSON_SCHEMA", "MD_JSON", "TOOLS")
+SEED = 7
+MAX_TOKENS = 160
+IN_FLIGHT = 4
+THREADS = 1  # one llama.cpp thread: two spin-waiting threads collapse when another process takes a core
+MAX_RETRIES = 2
+
+
+@dataclass
+class Outcome:
+    """One task's result under one configuration."""
+
+    task: str
+    valid: bool
+    exact: bool
+    attempts: int
+    tokens: int
+    seconds: float
+    error: str | None = None
+    value: Any = None
+
+
+@dataclass
+class Config:
+    library: str
+    route: str
+    mode: str
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.outcomes) or 1
+        errors: dict[str, int] = {}
+        for outcome in self.outcomes:
+            if outcome.error:
+                errors[outcome.error] = errors.get(outcome.error, 0) + 1
+        return {
+            "library": self.library, "route": self.route, "mode": self.mode, "tasks": len(self.outcomes),
+            "valid_share": sum(o.valid for o in self.outcomes) / n,
+            "exact_share": sum(o.exact for o in self.outcomes) / n,
+            "attempts_per_task": sum(o.attempts for o in self.outcomes) / n,
+            "tokens_per_task": sum(o.tokens for o in self.outcomes) / n,
+            "seconds_per_task": sum(o.seconds for o in self.outcomes) / n,
+            "errors": errors,
+        }
+
+
+def available_routes() -> tuple[list[str], dict[str, str]]:
+    """The routes whose adapters can be built here, and why the others cannot."""
+    routes, missing = [], {}
+    for route, module, name in (("chat", "so_middleware.openai", "OpenAIChatClient"),
+                                ("responses", "so_middleware.openai", "OpenAIResponsesClient"),
+                                ("anthropic", "so_middleware.anthropic", "AnthropicChatClient")):
+        try:
+            getattr(__import__(module, fromlist=[name]), name)
+        except (ImportError, AttributeError) as error:
+            missing[route] = f"{module}.{name} not available ({type(error).__name__})"
+            continue
+        routes.append(route)
+    return routes, missing
+
+
+def _route_client(server: Any, route: str) -> Any:
+    """The route's adapter on `server`: the `chat_client` helper when present, else built here."""
+    try:
+        from so_middleware.local._clients import chat_client
+    except ImportError:
+        chat_client = None
+    if chat_client is not None:
+        return chat_client(server, route, max_retries=0, timeout=300)
+    import openai
+
+    from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient
+    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
+    if route == "chat":
+        return OpenAIChatClient(sdk, server.model, capabilities=LLAMA_SERVER)
+    if route == "responses":
+        from so_middleware.openai import OpenAIResponsesClient
+        return OpenAIResponsesClient(sdk, server.model, capabilities=LLAMA_SERVER)
+    import anthropic
+
+    from so_middleware.anthropic import AnthropicChatClient
+    return AnthropicChatClient(anthropic.AsyncAnthropic(base_url=server.root_url, api_key="local", max_retries=0),
+                               server.model)
+
+
+async def _ours(client: Any, task: Task, mode: str) -> Outcome:
+    from so_middleware import OutputError, StructuredOutput
+
+    feature = StructuredOutput(task.output_type, mode=mode, max_retries=MAX_RETRIES)
+    options = {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS, "features": [feature]}
+    start = time.perf_counter()
+    try:
+        response = await client.get_response(task.prompt(), options=options)
+    except OutputError as error:
+        usage = error.usage.total_tokens if error.usage and error.usage.total_tokens else 0
+        return Outcome(task.name, False, False, len(error.attempts) or 1, usage, time.perf_counter() - start,
+                       type(error).__name__)
+    except Exception as error:  # an API error from the server: reported, not hidden
+        return Outcome(task.name, False, False, 1, 0, time.perf_counter() - start, type(error).__name__)
+    seconds = time.perf_counter() - start
+    value = response.value
+    tokens = response.usage.total_tokens if response.usage and response.usage.total_tokens else 0
+    valid = isinstance(value, task.output_type)
+    return Outcome(task.name, valid, task.is_exact(value), len(response.attempts) or 1, tokens, seconds,
+                   None if valid else "wrong type", value.model_dump(mode="json") if valid else None)
+
+
+async def _instructor(patched: Any, task: Task) -> Outcome:
+    from instructor.v2.core.hooks import Hooks
+
+    counted = {"attempts": 0, "tokens": 0}
+    hooks = Hooks()
+
+    def on_kwargs(*args: Any, **kwargs: Any) -> None:
+        counted["attempts"] += 1
+
+    def on_response(response: Any) -> None:
+        usage = getattr(response, "usage", None)
+        counted["tokens"] += getattr(usage, "total_tokens", 0) or 0
+
+    hooks.on("completion:kwargs", on_kwargs)
+    hooks.on("completion:response", on_response)
+    start = time.perf_counter()
+    try:
+        value = await patched.create(model=MODEL_ALIAS, messages=[{"role": "user", "content": task.prompt()}],
+                                     response_model=task.output_type, max_retries=MAX_RETRIES, hooks=hooks,
+                                     temperature=0, seed=SEED, max_tokens=MAX_TOKENS)
+    except Exception as error:
+        return Outcome(task.name, False, False, max(counted["attempts"], 1), counted["tokens"],
+                       time.perf_counter() - start, type(error).__name__)
+    seconds = time.perf_counter() - start
+    valid = isinstance(value, task.output_type)
+    return Outcome(task.name, valid, task.is_exact(value), max(counted["attempts"], 1), counted["tokens"], seconds,
+                   None if valid else "wrong type", value.model_dump(mode="json") if valid else None)
+
+
+def run(*, quick: bool) -> dict[str, Any]:
+    """Start the local server and run every configuration; returns the JSON-ready result."""
+    import instructor
+    import openai
+
+    from so_middleware import with_structured_output
+    from so_middleware.local import LocalModelServer
+
+    tasks = [t for t in TASKS if t.name in QUICK] if quick else TASKS
+    routes, missing = available_routes()
+    if quick:
+        routes = routes[:1]
+    configs: list[Config] = []
+
+    strategies = ("native",) if quick else STRATEGIES
+    instructor_modes = ("JSON_SCHEMA",) if quick else INSTRUCTOR_MODES
+
+    async def all_tasks(config: Config, one: Any) -> None:
+        slots = asyncio.Semaphore(IN_FLIGHT)
+
+        async def guarded(task: Task) -> Outcome:
+            async with slots:
+                outcome: Outcome = await one(task)
+                return outcome
+
+        config.outcomes.extend(await asyncio.gather(*(guarded(task) for task in tasks)))
+
+    async def go(server: Any) -> None:
+        warm = with_structured_output(_route_client(server, "chat"))
+        for task in tasks[:IN_FLIGHT]:  # untimed: the server's first requests are slower
+            await _ours(warm, task, "native")
+        for route in routes:
+            client = with_structured_output(_route_client(server, route))
+            for mode in strategies:
+                config = Config("so_middleware", route, mode)
+                log(f"quality: so_middleware {route} {mode}, {len(tasks)} tasks")
+                await all_tasks(config, lambda task, mode=mode: _ours(client, task, mode))
+                configs.append(config)
+            if route == "chat":
+                for mode_name in instructor_modes:
+                    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
+                    patched = instructor.from_openai(sdk, mode=getattr(instructor.Mode, mode_name))
+                    config = Config("instructor", route, mode_name)
+                    log(f"quality: instructor {route} {mode_name}, {len(tasks)} tasks")
+                    await all_tasks(config, lambda task, patched=patched: _instructor(patched, task))
+                    configs.append(config)
+
+    started = time.perf_counter()
+    with LocalModelServer(threads=THREADS, parallel=IN_FLIGHT, extra_args=["--alias", MODEL_ALIAS]) as server:
+        asyncio.run(go(server))
+    return {
+        "model": MODEL_ALIAS,
+        "tasks": len(tasks),
+        "task_categories": sorted({t.category for t in tasks}),
+        "routes": routes,
+        "routes_missing": missing,
+        "settings": {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS, "max_retries": MAX_RETRIES,
+                     "in_flight": IN_FLIGHT, "server_threads": THREADS},
+        "seconds_total": time.perf_counter() - started,
+        "summary": [c.summary() for c in configs],
+        "outcomes": {f"{c.library}/{c.route}/{c.mode}": [o.__dict__ for o in c.outcomes] for c in configs},
+    }

@@ -1,0 +1,323 @@
+"""The benchmark suite's one entry point: runs every benchmark, writes the results and BENCHMARKS.md.
+
+    python bench/run.py            # the full run (about 20 minutes on 2 cores); writes BENCHMARKS.md
+    python bench/run.py --quick    # a smoke run; results under bench/results/quick/, BENCHMARKS.md untouched
+    python bench/run.py --only overhead streaming   # some sections (BENCHMARKS.md keeps the others)
+    python bench/run.py --record   # record the llama-server fixtures again first
+    python bench/run.py --report   # only regenerate BENCHMARKS.md and the plot from bench/results/*.json
+
+Sections: overhead (per-call cost over a mock transport), streaming (partial parsing of large
+answers), concurrency (200 calls in flight against a loopback server), quality (the task set
+against the real local model). Each writes `bench/results/<section>.json`; BENCHMARKS.md and the
+plot are generated from those files, never edited by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common  # noqa: E402
+from _common import CHAT_FIXTURE, MODEL_ALIAS, RESULTS, ROOT, STREAM_FIXTURE, log  # noqa: E402
+
+SECTIONS = ("overhead", "streaming", "concurrency", "quality")
+PLOT = "streaming_cpu.png"
+
+
+def ensure_fixtures(force: bool) -> None:
+    """Record the llama-server bodies the mock transports replay, unless they exist already."""
+    if not force and CHAT_FIXTURE.exists() and STREAM_FIXTURE.exists():
+        return
+    import overhead
+
+    from so_middleware.local import LocalModelServer
+
+    log("recording fixtures from the local llama-server")
+    with LocalModelServer(extra_args=["--alias", MODEL_ALIAS]) as server:
+        overhead.record_fixtures(server.base_url)
+
+
+def run_section(name: str, *, quick: bool) -> dict[str, Any]:
+    module = __import__(name)
+    started = time.perf_counter()
+    result: dict[str, Any] = module.run(quick=quick)
+    result["section_seconds"] = time.perf_counter() - started
+    return result
+
+
+# ---------------------------------------------------------------------------- the plot
+
+
+def plot_streaming(streaming: dict[str, Any], path: Path) -> None:
+    """CPU seconds against document size, log-log, one line per library; capped points marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    figure, axes = plt.subplots(figsize=(8, 5.5), dpi=110)
+    markers = ["o", "s", "^", "D", "v"]
+    for (contender, rows), marker in zip(streaming["rows"].items(), markers):
+        measured = [(r["size"] / 1024, r["cpu_s"]) for r in rows if "cpu_s" in r]
+        capped = [(r["size"] / 1024, r["budget_s"]) for r in rows if r.get("over_budget") and not r.get("skipped")]
+        slope = streaming["slopes"][contender]["slope_measured"]
+        label = contender + (f" (slope {slope:.2f})" if slope is not None else "")
+        line = None
+        if measured:
+            (line,) = axes.plot(*zip(*measured), marker=marker, linewidth=2, label=label)
+        if capped:
+            color = line.get_color() if line is not None else None
+            points = measured[-1:] + capped
+            axes.plot(*zip(*points), linestyle=":", color=color, linewidth=2)
+            axes.plot(*zip(*capped), marker="^", markersize=12, linestyle="none", color=color,
+                      label=f"{contender}: over the {capped[0][1]:.0f} s budget")
+    sizes = [s / 1024 for s in streaming["sizes"]]
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xticks(sizes)
+    axes.set_xticklabels([f"{int(s)} KB" if s < 1024 else f"{s / 1024:g} MB" for s in sizes])
+    axes.minorticks_off()
+    axes.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g} s"))
+    axes.set_xlabel(f"JSON document size, streamed in {streaming['chunk_bytes']}-byte SSE chunks")
+    axes.set_ylabel("CPU seconds for the whole stream (process_time)")
+    axes.set_title("Streaming partial parsing: CPU time against size (log-log)")
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+# ---------------------------------------------------------------------------- the report
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def _kb(size: int) -> str:
+    return f"{size // 1024} KB" if size < 1024 * 1024 else f"{size / 1024 / 1024:g} MB"
+
+
+def overhead_tables(data: dict[str, Any]) -> list[str]:
+    lines = [
+        f"Median of {data['runs']} runs × {data['calls_per_run']} sequential calls per contender (after "
+        f"{data['warmup_calls']} warm-up calls), runs interleaved across contenders. The non-streaming body is "
+        f"{data['chat_body_bytes']} bytes; the stream has {data['stream_events']} SSE events. Type: "
+        "`Person(name, age, city)`.",
+        "",
+    ]
+    for mode, rows in data["modes"].items():
+        lines += [f"**{mode}**", "", "| contender | µs per call | calls/s | overhead vs raw SDK (µs) | ratio to raw SDK |",
+                  "|---|---:|---:|---:|---:|"]
+        for row in rows:
+            lines.append(f"| {row['contender']} | {_f(row['median_us_per_call'], 0)} | {_f(row['calls_per_s'], 0)} | "
+                         f"{_f(row['overhead_us_vs_raw'], 0)} | {_f(row['ratio_to_raw'])}× |")
+        lines.append("")
+    return lines
+
+
+def streaming_table(data: dict[str, Any]) -> list[str]:
+    sizes = data["sizes"]
+    head = "| contender | " + " | ".join(_kb(s) for s in sizes) + " | growth exponent (log-log slope) |"
+    lines = [head, "|---|" + "---:|" * len(sizes) + "---|"]
+    for contender, rows in data["rows"].items():
+        cells = []
+        for row in rows:
+            if "cpu_s" in row:
+                runs = len(row["runs_s"])
+                cells.append(f"{row['cpu_s']:.2f} s" + ("" if runs == data["max_runs"] else f" ({runs} run)"))
+            elif row.get("skipped"):
+                cells.append(f"not run (> {row['budget_s']:.0f} s at a smaller size)")
+            elif row.get("over_budget"):
+                reached = row.get("reached_chars")
+                where = f", stopped at {100 * reached / row['document_chars']:.0f}% of the document" \
+                    if reached and reached > 0 and row.get("document_chars") else ""
+                cells.append(f"> {row['budget_s']:.0f} s{where}")
+            else:
+                cells.append(f"error: {row.get('error')}")
+        slope = data["slopes"][contender]
+        text = _f(slope["slope_measured"])
+        if slope["slope_at_least"] is not None:
+            text += f" over the measured sizes; ≥ {slope['slope_at_least']:.2f} up to the capped size"
+        lines.append(f"| {contender} | " + " | ".join(cells) + f" | {text} |")
+    return lines
+
+
+def concurrency_table(data: dict[str, Any]) -> list[str]:
+    lines = ["| contender | calls/s (median) | vs raw SDK | tracemalloc peak (MiB) | vs raw SDK | "
+             "RSS after warm-up (MiB) | RSS peak growth (MiB) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for row in data["rows"]:
+        if "error" in row:
+            lines.append(f"| {row['contender']} | error: {row['error']} | | | | | |")
+            continue
+        lines.append(
+            f"| {row['contender']} | {_f(row['calls_per_s'], 0)} | {_f(row['throughput_ratio_to_raw'])}× | "
+            f"{_f(row['tracemalloc_peak_kib'] / 1024, 1)} | {_f(row['tracemalloc_ratio_to_raw'])}× | "
+            f"{_f(row['rss_after_warmup_kib'] / 1024, 1)} | {_f(row['rss_growth_kib'] / 1024, 1)} |")
+    return lines
+
+
+def quality_table(data: dict[str, Any]) -> list[str]:
+    lines = ["| library | route | strategy / mode | valid typed value | exactly correct | attempts per task | "
+             "tokens per task | seconds per task | failures |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for row in data["summary"]:
+        errors = ", ".join(f"{name} ×{count}" for name, count in sorted(row["errors"].items())) or "–"
+        lines.append(
+            f"| {row['library']} | {row['route']} | {row['mode']} | {100 * row['valid_share']:.0f}% | "
+            f"{100 * row['exact_share']:.0f}% | {row['attempts_per_task']:.2f} | {row['tokens_per_task']:.0f} | "
+            f"{row['seconds_per_task']:.2f} | {errors} |")
+    return lines
+
+
+def quality_by_category(data: dict[str, Any]) -> list[str]:
+    import tasks as task_set
+
+    category = {t.name: t.category for t in task_set.TASKS}
+    categories = data["task_categories"]
+    lines = ["| library | route | strategy / mode | " + " | ".join(categories) + " |",
+             "|---|---|---|" + "---:|" * len(categories)]
+    for key, outcomes in data["outcomes"].items():
+        library, route, mode = key.split("/")
+        cells = []
+        for name in categories:
+            mine = [o for o in outcomes if category.get(o["task"]) == name]
+            cells.append(f"{sum(o['exact'] for o in mine)}/{len(mine)}")
+        lines.append(f"| {library} | {route} | {mode} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path: Path, plot: str | None) -> None:
+    m = meta["machine_start"]
+    v = meta["versions"]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Generated by `bench/run.py` (`make bench`); do not edit by hand, run it again. Raw results are in "
+        "`bench/results/*.json`.",
+        "",
+        "## Machine and versions",
+        "",
+        f"- date: {meta['date']}; the run took {meta['total_seconds'] / 60:.1f} minutes"
+        + (" (only: " + ", ".join(meta["only"]) + ")" if meta.get("only") else ""),
+        f"- CPU: {m['cpu_model']}, `nproc` = {m['nproc']}; memory {m['memory_gib']} GiB; Python {m['python']} "
+        f"({m['platform']})",
+        f"- load average (1, 5, 15 min) at the start {m['load_average']}, at the end "
+        f"{meta['machine_end']['load_average']}: the machine is shared, other processes ran during the run",
+        "- packages: " + ", ".join(f"{name} {version}" for name, version in v.items()),
+        "",
+    ]
+    if "overhead" in results:
+        lines += ["## 1. Per-call overhead (mock transport, recorded llama-server body)", "",
+                  "Every contender uses `openai.AsyncOpenAI(http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(...)))` "
+                  "serving the same body, recorded from the real llama-server by `bench/overhead.py` "
+                  f"(`bench/results/fixtures/`). The full chain is `with_telemetry(with_retries(with_structured_output("
+                  "OpenAIChatClient(sdk, model))))` with an OTel SDK tracer provider (in-memory span exporter) and meter "
+                  "provider (in-memory reader), so spans and metrics are really recorded. instructor is "
+                  "`instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)` on the same SDK client class.", ""]
+        lines += overhead_tables(results["overhead"])
+    if "streaming" in results:
+        s = results["streaming"]
+        lines += ["## 2. Streaming partial parsing", "",
+                  f"The same JSON document (`Orders`: orders with nested address, line items and ~1 KB notes) is cut into "
+                  f"{s['chunk_bytes']}-byte pieces, each sent as one Chat Completions SSE event (`delta.content`) through "
+                  "`httpx2.MockTransport`; all contenders read the same bytes. CPU seconds (`time.process_time`) for the whole "
+                  f"stream, median of up to {s['max_runs']} runs (fewer when a run is long: the count is shown), each "
+                  "(contender, size) in a fresh process after a warm-up stream. Contenders: raw SDK `create(stream=True)` "
+                  "concatenating deltas (the floor every library pays); so_middleware's full chain, `get_response(..., "
+                  "stream=True)` with `StructuredOutput(Orders)`, reading `update.partial_value` on every update; instructor "
+                  "`create_partial(response_model=Orders)` (JSON_SCHEMA), taking every partial; the OpenAI SDK's "
+                  "`chat.completions.stream(response_format=Orders)` helper, taking every event. A contender past the "
+                  f"{s['cpu_budget_s']:.0f} s CPU budget is stopped and reported as \"> budget\".", ""]
+        lines += streaming_table(s)
+        if plot:
+            lines += ["", f"![CPU time against size, log-log]({plot})", ""]
+    if "concurrency" in results:
+        c = results["concurrency"]
+        lines += ["## 3. Concurrency", "",
+                  f"{c['concurrent_calls']} structured calls started at once (`asyncio.gather`) against a loopback asyncio "
+                  "HTTP/1.1 server (its own process on 127.0.0.1) that answers with the recorded llama-server body. Each "
+                  "contender runs in its own process: calls/s is the median over "
+                  f"{c['rounds']} rounds after a warm-up round; tracemalloc peak is the Python allocation peak of one "
+                  "more round above the allocations before it; RSS peak growth is VmHWM after the rounds minus VmRSS "
+                  "after the warm-up round.", ""]
+        lines += concurrency_table(c)
+        lines.append("")
+    if "quality" in results:
+        q = results["quality"]
+        st = q["settings"]
+        missing = "; ".join(f"{route}: {why}" for route, why in q["routes_missing"].items()) or "none"
+        lines += ["## 4. Quality on a real model", "",
+                  f"{q['tasks']} extraction tasks (`bench/tasks.py`: {', '.join(q['task_categories'])}) against the local "
+                  f"llama-server with {q['model']} (135M parameters, Q4_1) on routes: {', '.join(q['routes'])} "
+                  f"(missing: {missing}). temperature {st['temperature']}, seed {st['seed']}, max_tokens "
+                  f"{st['max_tokens']}, max_retries {st['max_retries']} (3 attempts at most; instructor 1.17 counts "
+                  f"retries the same way). {st['in_flight']} tasks of a configuration in flight at once, so seconds "
+                  "are latency under that load. \"Valid\" = a value of the requested type came back; \"exactly correct\" "
+                  "= equal to the expected value (strings stripped and case-folded, floats to 2 decimals). Tokens are "
+                  "input + output over all attempts. Failures name the exception of each failed task.", ""]
+        lines += quality_table(q)
+        lines += ["", "Exactly correct, by task category:", ""]
+        lines += quality_by_category(q)
+        lines += ["", f"The quality section took {q['seconds_total'] / 60:.1f} minutes.", ""]
+    path.write_text("\n".join(lines).rstrip() + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run in seconds; writes under bench/results/quick/")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run only these sections")
+    parser.add_argument("--record", action="store_true", help="record the llama-server fixtures again")
+    parser.add_argument("--report", action="store_true", help="only write the report and plot from the saved results")
+    args = parser.parse_args()
+
+    out = RESULTS / "quick" if args.quick else RESULTS
+    if args.report:
+        saved = {name: json.loads((out / f"{name}.json").read_text()) for name in SECTIONS
+                 if (out / f"{name}.json").exists()}
+        finish(saved, json.loads((out / "meta.json").read_text()), out, quick=args.quick)
+        return
+    started = time.perf_counter()
+    meta: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                            "machine_start": _common.machine(), "versions": _common.versions(), "quick": args.quick,
+                            "only": args.only}
+    ensure_fixtures(args.record)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, Any]] = {}
+    for name in SECTIONS:
+        if args.only and name not in args.only:
+            previous = out / f"{name}.json"
+            if previous.exists():
+                results[name] = json.loads(previous.read_text())
+            continue
+        log(f"section {name}")
+        results[name] = run_section(name, quick=args.quick)
+        (out / f"{name}.json").write_text(json.dumps(results[name], indent=2, default=str) + "\n")
+    meta["machine_end"] = _common.machine()
+    meta["total_seconds"] = time.perf_counter() - started
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    finish(results, meta, out, quick=args.quick)
+
+
+def finish(results: dict[str, dict[str, Any]], meta: dict[str, Any], out: Path, *, quick: bool) -> None:
+    """Draw the plot and write the report from the results."""
+    plot = None
+    if "streaming" in results:
+        plot_streaming(results["streaming"], out / PLOT)
+        plot = PLOT if quick else f"bench/results/{PLOT}"
+    report = out / "BENCHMARKS.md" if quick else ROOT / "BENCHMARKS.md"
+    write_report(results, meta, report, plot)
+    log(f"wrote {report.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
