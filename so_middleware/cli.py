@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import importlib.util
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -27,8 +28,20 @@ def _progress(message: str) -> None:
     print(f"[so-middleware] {message}", file=sys.stderr, flush=True)
 
 
+def _stop_on_signals() -> None:
+    # Ctrl-C and SIGTERM both end `serve` cleanly, even when started from a shell that ignores
+    # SIGINT for background jobs (the process would otherwise never stop on Ctrl-C).
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from .local import LocalModelServer
+
+    _stop_on_signals()
 
     with LocalModelServer(port=args.port, on_progress=_progress) as server:
         print(f"OpenAI base_url:    {server.base_url}", flush=True)

@@ -70,10 +70,14 @@ def test_stopped_on_error_inside_the_block() -> None:
         server.base_url
 
 
-def test_serve_command_stops_its_server_on_ctrl_c() -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_serve_command_stops_its_server_on_ctrl_c(stop_signal: signal.Signals) -> None:
+    def ignore_sigint() -> None:  # as a shell does for background jobs: serve must stop anyway
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     process = subprocess.Popen(
         [sys.executable, "-m", "so_middleware.cli", "serve"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint,
     )  # fmt: skip
     try:
         line = process.stdout.readline()  # type: ignore[union-attr]
@@ -83,7 +87,7 @@ def test_serve_command_stops_its_server_on_ctrl_c() -> None:
             pass
         while "press Ctrl-C" not in process.stderr.readline():  # type: ignore[union-attr]
             pass  # Ctrl-C during start-up is a different case (exit 130): wait until it serves
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop_signal)
         assert process.wait(timeout=30) == 0
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
