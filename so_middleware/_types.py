@@ -373,12 +373,16 @@ class ChatResponse(Generic[T]):
     def parse(self, output_type: type[U] | Any) -> U:
         """Validate this response's text as `output_type` (wrapped types are unwrapped).
 
-        Raises `ModelBehaviorError` carrying the raw text when it does not validate.
+        Raises `ModelBehaviorError` carrying the raw text when it does not validate. Text is
+        read leniently (code fences, prose around the JSON); a cut-off response (finish reason
+        `length`) counts only through a complete JSON value in it.
         """
         from .schema import OutputSchema  # schema sits above core; imported on use only
 
         schema = OutputSchema(output_type, strict=False)  # strictness is a request concern, not a parsing one
         try:
+            if self.finish_reason == FinishReason.LENGTH:  # cut off: never a value repaired from the tail
+                return cast(U, schema.validate_complete_json(self.text))
             return cast(U, schema.validate_json(self.text, lenient=True))
         except ModelBehaviorError as error:
             raise error.with_attempts(self.attempts or _single_attempt(self), self.usage) from None

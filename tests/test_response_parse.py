@@ -15,3 +15,13 @@ def test_parse_and_try_parse_types_chosen_later() -> None:
         response.parse(bool)
     assert caught.value.raw_texts == ['{"response": [1, 2, 3]}']
     assert caught.value.usage == UsageDetails(1, 2, 3)
+
+
+def test_parse_of_a_cut_off_response_never_repairs_the_tail() -> None:
+    from so_middleware import FinishReason
+
+    cut = ChatResponse(ChatMessage("assistant", '{"response": [1, 2, 3]} and {"response": [4, 5'), finish_reason=FinishReason.LENGTH)
+    assert cut.parse(list[int]) == [1, 2, 3]  # the complete value, not the repaired [4, 5]
+    only_tail = ChatResponse(ChatMessage("assistant", '{"response": [4, 5'), finish_reason=FinishReason.LENGTH)
+    assert only_tail.try_parse(list[int]) is None
+    assert ChatResponse(ChatMessage("assistant", '{"response": [4, 5')).parse(list[int]) == [4, 5]  # not cut: lenient

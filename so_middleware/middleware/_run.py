@@ -30,7 +30,6 @@ from .._types import (
     UsageDetails,
 )
 from ..schema import OutputSchema
-from ..schema._lenient import json_spans
 from ._strategies import Plan, Strategy, answer_of, plan_request, reask_messages, strategies_for
 
 if TYPE_CHECKING:
@@ -90,18 +89,11 @@ class Run:
             raise IncompleteOutputError(
                 f"the answer was cut off at the token limit after {len(answer)} characters; raise max_tokens", **kwargs
             )
-        spans, _, _ = json_spans(answer)
-        for span in reversed(spans):
-            try:
-                return self.schema.validate_json(span, lenient=True), span, call
-            except ModelBehaviorError:
-                continue
-        raise ModelBehaviorError(
-            "the answer was cut off at the token limit before it held a complete, valid JSON value; "
-            "answer with the JSON only",
-            raw_text=answer,
-            **kwargs,
-        )
+        try:
+            return self.schema.validate_complete_json(answer), answer, call
+        except ModelBehaviorError as error:
+            error.response = kwargs["response"]
+            raise
 
     def _record(self, plan: Plan, response: ChatResponse[Any], text: str, error: BaseException | None) -> None:
         self.attempts.append(

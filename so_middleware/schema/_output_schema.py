@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from .._exceptions import ModelBehaviorError, UserError
-from ._lenient import lenient_validate
+from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser
 from ._plan import EnvelopePlan, Plan, plan_for
 from ._profiles import PROFILES, SchemaProfile, render_profile
@@ -194,6 +194,23 @@ class OutputSchema:
         if lenient:
             return lenient_validate(text, self._compiled.validator)
         return self._compiled.validator.validate_json(text)
+
+    def validate_complete_json(self, text: str) -> Any:
+        """Read a cut-off answer: only a complete JSON value in it counts (the last that
+        validates), never one repaired from the truncated tail, which could hold a cut number or
+        string. Raises `ModelBehaviorError` when there is none."""
+        if self._compiled is None:
+            return text
+        spans, _, _ = json_spans(text)
+        for span in reversed(spans):
+            try:
+                return lenient_validate(span, self._compiled.validator)
+            except ModelBehaviorError:
+                continue
+        raise ModelBehaviorError(
+            "the answer was cut off before it held a complete, valid JSON value; answer with the JSON only",
+            raw_text=text[:2000],
+        )
 
     def validate_python(self, obj: Any) -> Any:
         """Validate an already-parsed wire value (e.g. tool-call arguments); return the value."""
