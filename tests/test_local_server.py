@@ -102,3 +102,26 @@ def test_serve_command_stops_its_server_on_ctrl_c(stop_signal: signal.Signals) -
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_server_dies_with_a_killed_parent() -> None:
+    code = (
+        "import sys, time\n"
+        "from so_middleware.local import LocalModelServer\n"
+        "server = LocalModelServer().start()\n"
+        "print(server._process.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid = int(parent.stdout.readline())  # type: ignore[union-attr]
+        assert _alive(server_pid)
+        parent.kill()  # SIGKILL: no cleanup code of the parent runs
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while _alive(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(server_pid), "llama-server outlived its killed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import importlib.util
 import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -81,6 +84,26 @@ def default_model_path() -> Path:
         if candidate.is_file():
             return candidate
     raise LocalServerError(_INSTALL_MODEL)
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """On Linux, a pre-exec hook that has the kernel send SIGTERM to llama-server when the
+    process that started it dies, even by SIGKILL, so no server is left behind.
+
+    Only used from the main thread: the kernel ties it to the starting thread, and a worker
+    thread's exit would stop the server."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    return hook
 
 
 def _free_port(host: str) -> int:
@@ -173,8 +196,9 @@ class LocalModelServer:
         ]  # fmt: skip
         self._progress(f"starting llama-server on {self.host}:{port} with {self.model_path.name}")
         self._process = subprocess.Popen(
-            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
+            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=_die_with_parent() if threading.current_thread() is threading.main_thread() else None,
+        )  # fmt: skip
         _running.add(self)
         try:
             self._wait_healthy()
