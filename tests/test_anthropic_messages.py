@@ -39,6 +39,7 @@ from so_middleware.anthropic import (
     AnthropicChatClient,
 )
 from so_middleware.local import LocalModelServer
+from so_middleware.testing import HttpRecorder
 
 pytestmark = pytest.mark.anyio
 
@@ -46,32 +47,7 @@ PREFILL = '{"name": "'
 PERSON_PROMPT = "John Smith is 35. Give JSON."
 
 
-class Recorder:
-    """httpx2 event hooks keeping every request body and response object."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.responses: list[httpx2.Response] = []
-
-    def request(self, request: httpx2.Request) -> None:
-        self.bodies.append(json.loads(request.content))
-
-    async def arequest(self, request: httpx2.Request) -> None:
-        self.request(request)
-
-    def response(self, response: httpx2.Response) -> None:
-        self.responses.append(response)
-
-    async def aresponse(self, response: httpx2.Response) -> None:
-        self.response(response)
-
-    def hooks(self, is_async: bool) -> dict[str, Any]:
-        if is_async:
-            return {"request": [self.arequest], "response": [self.aresponse]}
-        return {"request": [self.request], "response": [self.response]}
-
-
-def local_client(server: LocalModelServer, local_sdk: Any, recorder: Recorder, *, is_async: bool = True) -> AnthropicChatClient:
+def local_client(server: LocalModelServer, local_sdk: Any, recorder: HttpRecorder, *, is_async: bool = True) -> AnthropicChatClient:
     http: Any = (httpx2.AsyncClient if is_async else httpx2.Client)(event_hooks=recorder.hooks(is_async))
     sdk = local_sdk("async-anthropic" if is_async else "anthropic", http_client=http)
     return AnthropicChatClient(sdk, server.model, capabilities=LLAMA_SERVER_MESSAGES)
@@ -83,7 +59,7 @@ def local_client(server: LocalModelServer, local_sdk: Any, recorder: Recorder, *
 @pytest.mark.parametrize("is_async", [True, False], ids=["AsyncAnthropic", "Anthropic"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 async def test_real_server_messages(local_server: LocalModelServer, local_sdk: Any, is_async: bool, stream: bool) -> None:
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder, is_async=is_async)
     options = {"max_tokens": 8, "temperature": 0, "instructions": "Be brief.", "features": [object()]}
     messages = [ChatMessage("system", "You are polite."), ChatMessage("user", "Say hello.")]
@@ -110,7 +86,7 @@ async def test_real_server_messages(local_server: LocalModelServer, local_sdk: A
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 async def test_echoed_prefill_is_removed(local_server: LocalModelServer, local_sdk: Any, stream: bool) -> None:
-    client = local_client(local_server, local_sdk, Recorder())
+    client = local_client(local_server, local_sdk, HttpRecorder())
     messages = [ChatMessage("user", PERSON_PROMPT), ChatMessage("assistant", PREFILL)]
     options = {"max_tokens": 8, "temperature": 0}
     if stream:
@@ -123,7 +99,7 @@ async def test_echoed_prefill_is_removed(local_server: LocalModelServer, local_s
 
 async def test_prefill_stream_replayed_from_cassette(local_server: LocalModelServer, local_sdk: Any, cassette: Any) -> None:
     """Recorded once from the real server: its text starts with the prefill; ours does not."""
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder)
     messages = [ChatMessage("user", PERSON_PROMPT), ChatMessage("assistant", PREFILL)]
     with cassette("prefill_stream"):
@@ -136,7 +112,7 @@ async def test_prefill_stream_replayed_from_cassette(local_server: LocalModelSer
 
 
 async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalModelServer, local_sdk: Any) -> None:
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder)
     stream = client.get_response("Count from 1 to 200.", options={"max_tokens": 400}, stream=True)
     async for update in stream:

@@ -16,9 +16,19 @@ import httpx2
 import openai
 import pytest
 
-from so_middleware import ResponseFormat, chat_format_to_responses, responses_format_to_chat
+from so_middleware import (
+    ResponseFormat,
+    chat_format_to_responses,
+    responses_format_to_chat,
+)
 from so_middleware.anthropic import ANTHROPIC_API, AnthropicChatClient
-from so_middleware.openai import LLAMA_SERVER_RESPONSES, OPENAI_API, OpenAIChatClient, OpenAIResponsesClient
+from so_middleware.openai import (
+    LLAMA_SERVER_RESPONSES,
+    OPENAI_API,
+    OpenAIChatClient,
+    OpenAIResponsesClient,
+)
+from so_middleware.testing import HttpRecorder
 
 pytestmark = pytest.mark.anyio
 
@@ -97,16 +107,6 @@ def test_unknown_type_is_forwarded_unchanged_with_a_warning() -> None:
 # --------------------------------------------------------------- on the wire, every route
 
 
-class Recorder:
-    """Async httpx2 event hook keeping every request body."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-
-    async def __call__(self, request: httpx2.Request) -> None:
-        self.bodies.append(json.loads(request.content))
-
-
 CHAT_COMPLETION = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{}"}}]}  # fmt: skip
 CHAT_STREAM = (
@@ -140,7 +140,7 @@ def answer(request: httpx2.Request) -> httpx2.Response:
     return httpx2.Response(200, json=body)
 
 
-def route_client(route: str, recorder: Recorder) -> Any:
+def route_client(route: str, recorder: HttpRecorder) -> Any:
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer), event_hooks={"request": [recorder]})
     if route == "anthropic":
         return AnthropicChatClient(anthropic.AsyncAnthropic(api_key="x", base_url="http://mock", http_client=http), "m", capabilities=ANTHROPIC_API)
@@ -166,7 +166,7 @@ def format_fields(body: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_streaming_sends_the_same_format_as_non_streaming(route: str, fmt: ResponseFormat) -> None:
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = route_client(route, recorder)
     options = {"response_format": fmt, "max_tokens": 5}
     if route == "anthropic" and fmt.type == "json_object":
@@ -197,7 +197,7 @@ async def test_streaming_sends_the_same_format_as_non_streaming(route: str, fmt:
 
 @pytest.mark.parametrize("route", ["chat", "responses", "responses-llama-server"])
 async def test_unknown_type_reaches_the_wire_unchanged(route: str) -> None:
-    recorder = Recorder()
+    recorder = HttpRecorder()
     grammar = {"type": "grammar", "grammar": 'root ::= "yes"'}
     with pytest.warns(UserWarning, match="unknown response format type 'grammar'"):
         await route_client(route, recorder).get_response("x", options={"response_format": grammar})

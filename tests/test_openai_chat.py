@@ -28,32 +28,12 @@ from so_middleware import (
 )
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import OpenAIChatClient
-from so_middleware.testing import FakeChatClient
+from so_middleware.testing import FakeChatClient, HttpRecorder
 
 pytestmark = pytest.mark.anyio
 
 
-class Recorder:
-    """httpx2 event hooks keeping every request body and response object."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.responses: list[httpx2.Response] = []
-
-    def request(self, request: httpx2.Request) -> None:
-        self.bodies.append(json.loads(request.content))
-
-    async def arequest(self, request: httpx2.Request) -> None:
-        self.request(request)
-
-    def response(self, response: httpx2.Response) -> None:
-        self.responses.append(response)
-
-    async def aresponse(self, response: httpx2.Response) -> None:
-        self.response(response)
-
-
-def make_client(server: LocalModelServer, local_sdk: Any, recorder: Recorder, *, is_async: bool) -> OpenAIChatClient:
+def make_client(server: LocalModelServer, local_sdk: Any, recorder: HttpRecorder, *, is_async: bool) -> OpenAIChatClient:
     if is_async:
         http: Any = httpx2.AsyncClient(event_hooks={"request": [recorder.arequest], "response": [recorder.aresponse]})
         sdk = local_sdk("async-openai", http_client=http)
@@ -70,7 +50,7 @@ class Tag:
 @pytest.mark.parametrize("is_async", [True, False], ids=["AsyncOpenAI", "OpenAI"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 async def test_real_server_chat(local_server: LocalModelServer, local_sdk: Any, is_async: bool, stream: bool) -> None:
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = make_client(local_server, local_sdk, recorder, is_async=is_async)
     options = {"max_tokens": 12, "temperature": 0, "seed": 1, "features": [Tag()], "instructions": "Be brief."}
     if stream:
@@ -96,14 +76,14 @@ async def test_real_server_chat(local_server: LocalModelServer, local_sdk: Any, 
 
 
 async def test_length_finish_reason_is_mapped(local_server: LocalModelServer, local_sdk: Any) -> None:
-    client = make_client(local_server, local_sdk, Recorder(), is_async=True)
+    client = make_client(local_server, local_sdk, HttpRecorder(), is_async=True)
     response = await client.get_response("Write a long story about a dragon.", options={"max_tokens": 3})
     assert response.finish_reason == FinishReason.LENGTH
     assert response.usage is not None and response.usage.output_tokens == 3
 
 
 async def test_response_format_passed_through_as_given_and_enforced(local_server: LocalModelServer, local_sdk: Any) -> None:
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = make_client(local_server, local_sdk, recorder, is_async=True)
     schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
     wire = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": schema, "strict": True}}
@@ -115,7 +95,7 @@ async def test_response_format_passed_through_as_given_and_enforced(local_server
 
 
 async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalModelServer, local_sdk: Any) -> None:
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = make_client(local_server, local_sdk, recorder, is_async=True)
     stream = client.get_response("Count from 1 to 200.", options={"max_tokens": 400}, stream=True)
     async with stream:
@@ -126,7 +106,7 @@ async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalM
 
 
 async def test_sdk_client_reachable_and_retries_can_be_disabled(local_server: LocalModelServer, local_sdk: Any) -> None:
-    client = make_client(local_server, local_sdk, Recorder(), is_async=True)
+    client = make_client(local_server, local_sdk, HttpRecorder(), is_async=True)
     assert client.get_service(openai.AsyncOpenAI) is client.sdk_client
     client.disable_sdk_retries()
     assert client.sdk_client.max_retries == 0

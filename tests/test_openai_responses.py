@@ -32,39 +32,20 @@ from so_middleware import (
     as_chat_client,
 )
 from so_middleware.local import LocalModelServer
-from so_middleware.openai import LLAMA_SERVER_RESPONSES, OPENAI_API, OpenAIChatClient, OpenAIResponsesClient
+from so_middleware.openai import (
+    LLAMA_SERVER_RESPONSES,
+    OPENAI_API,
+    OpenAIChatClient,
+    OpenAIResponsesClient,
+)
+from so_middleware.testing import HttpRecorder
 
 pytestmark = pytest.mark.anyio
 
 ZEBRA = {"type": "object", "properties": {"zebra_count": {"type": "integer"}}, "required": ["zebra_count"]}
 
 
-class Recorder:
-    """httpx2 event hooks keeping every request body and response object."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.responses: list[httpx2.Response] = []
-
-    def request(self, request: httpx2.Request) -> None:
-        self.bodies.append(json.loads(request.content))
-
-    async def arequest(self, request: httpx2.Request) -> None:
-        self.request(request)
-
-    def response(self, response: httpx2.Response) -> None:
-        self.responses.append(response)
-
-    async def aresponse(self, response: httpx2.Response) -> None:
-        self.response(response)
-
-    def hooks(self, is_async: bool) -> dict[str, Any]:
-        if is_async:
-            return {"request": [self.arequest], "response": [self.aresponse]}
-        return {"request": [self.request], "response": [self.response]}
-
-
-def local_client(server: LocalModelServer, local_sdk: Any, recorder: Recorder, *, is_async: bool = True) -> OpenAIResponsesClient:
+def local_client(server: LocalModelServer, local_sdk: Any, recorder: HttpRecorder, *, is_async: bool = True) -> OpenAIResponsesClient:
     http: Any = (httpx2.AsyncClient if is_async else httpx2.Client)(event_hooks=recorder.hooks(is_async))
     sdk = local_sdk("async-openai" if is_async else "openai", http_client=http)
     return OpenAIResponsesClient(sdk, server.model, capabilities=LLAMA_SERVER_RESPONSES)
@@ -80,7 +61,7 @@ class Tag:
 @pytest.mark.parametrize("is_async", [True, False], ids=["AsyncOpenAI", "OpenAI"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 async def test_real_server_responses(local_server: LocalModelServer, local_sdk: Any, is_async: bool, stream: bool) -> None:
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder, is_async=is_async)
     options = {"max_tokens": 8, "temperature": 0, "features": [Tag()], "instructions": "Be brief."}
     messages = [ChatMessage("system", "You are polite."), ChatMessage("user", "Say hello.")]
@@ -107,7 +88,7 @@ async def test_real_server_responses(local_server: LocalModelServer, local_sdk: 
 
 async def test_json_schema_stream_replayed_from_cassette(local_server: LocalModelServer, local_sdk: Any, cassette: Any) -> None:
     """Recorded once from the real server: text.format plus the passthrough key, enforced."""
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder)
     fmt = ResponseFormat.json_schema(ZEBRA, name="Zebras", strict=True)
     with cassette("json_schema_stream"):
@@ -121,7 +102,7 @@ async def test_json_schema_stream_replayed_from_cassette(local_server: LocalMode
 
 
 async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalModelServer, local_sdk: Any) -> None:
-    recorder = Recorder()
+    recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder)
     stream = client.get_response("Count from 1 to 200.", options={"max_tokens": 400}, stream=True)
     async for update in stream:
@@ -132,7 +113,7 @@ async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalM
 
 
 async def test_sdk_client_reachable_and_retries_can_be_disabled(local_server: LocalModelServer, local_sdk: Any) -> None:
-    client = local_client(local_server, local_sdk, Recorder())
+    client = local_client(local_server, local_sdk, HttpRecorder())
     assert client.get_service(openai.AsyncOpenAI) is client.sdk_client
     assert client.get_service(OpenAIResponsesClient) is client
     client.disable_sdk_retries()

@@ -8,5 +8,6 @@ Example:
 """
 
 from ._fake import FakeCall, FakeChatClient, Reply
+from ._http import HttpRecorder
 
-__all__ = ["FakeCall", "FakeChatClient", "Reply"]
+__all__ = ["FakeCall", "FakeChatClient", "HttpRecorder", "Reply"]
