@@ -6,16 +6,28 @@ off for a retry layer; handing the SDK client out through `get_service`; the ech
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from collections.abc import AsyncGenerator
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from .._client import BaseChatClient, Capabilities
 from .._exceptions import UserError
-from .._types import ChatMessage
+from .._types import ChatMessage, ChatResponseUpdate
+from ._bridge import close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
 from ._prefill import prefill_of
 
-__all__ = ["SDKChatClient"]
+__all__ = ["EventReader", "SDKChatClient"]
 
 K = TypeVar("K")
+
+
+class EventReader(Protocol):
+    """Turns one SDK stream event into an update (or None), keeping the text and whether the
+    terminal event came."""
+
+    text: list[str]
+    finished: bool
+
+    def read(self, event: Any) -> ChatResponseUpdate[Any] | None: ...
 
 
 class SDKChatClient(BaseChatClient):
@@ -56,3 +68,28 @@ class SDKChatClient(BaseChatClient):
     def echoed_prefill(self, messages: list[ChatMessage]) -> str:
         """The prefill this backend will echo back ("" when it does not echo, or there is none)."""
         return prefill_of(messages) if self.capabilities.prefill_echoed else ""
+
+    async def read_events(
+        self, stream: Any, reader: EventReader, *, ending: str, failures: tuple[type[BaseException], ...] = ()
+    ) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        """Yield the updates of an SDK event stream, and close it however iteration ends.
+
+        A broken stream (cut connection, malformed events, one of `failures`, or no terminal
+        event, named by `ending`) raises `StreamInterruptedError` with the text received so far.
+        """
+        updates = 0
+        try:
+            try:
+                async for event in iterate_sdk_stream(self.is_async, stream):
+                    update = reader.read(event)
+                    if update is not None:
+                        updates += 1
+                        yield update
+            except Exception as error:
+                if not (isinstance(error, failures) or is_stream_break(error)):
+                    raise
+                raise interrupted(error, "".join(reader.text), updates) from error
+            if not reader.finished:
+                raise interrupted(EOFError(f"the event stream ended without {ending}"), "".join(reader.text), updates)
+        finally:
+            await close_sdk_stream(self.is_async, stream)

@@ -18,6 +18,7 @@ continuation only on both backends.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -28,8 +29,8 @@ from ..._client import Capabilities
 from ..._exceptions import UserError
 from ..._options import ChatOptions
 from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from .._bridge import call_sdk
 from .._sdk_client import SDKChatClient
-from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
 from ._messages_wire import StreamReader, build_request, message_to_chat
 from ._profiles import profile_for
 
@@ -87,23 +88,10 @@ class AnthropicChatClient(SDKChatClient):
         request = self.request_for(messages, options)
         stream = await call_sdk(self.is_async, self.sdk_client.messages.create, **request, stream=True)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
-        updates = 0
-        try:
-            try:
-                async for event in iterate_sdk_stream(self.is_async, stream):
-                    update = reader.read(event)
-                    if update is None:
-                        continue
-                    updates += 1
-                    yield update
-            except Exception as error:
-                if not is_stream_break(error):
-                    raise
-                raise interrupted(error, "".join(reader.text), updates) from error
-            if not reader.finished:
-                raise interrupted(EOFError("the event stream ended without message_stop"), "".join(reader.text), updates)
-        finally:
-            await close_sdk_stream(self.is_async, stream)
+        events = self.read_events(stream, reader, ending="message_stop")
+        async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
+            async for update in events:
+                yield update
 
     def __repr__(self) -> str:
         kind = "AsyncAnthropic" if self.is_async else "Anthropic"

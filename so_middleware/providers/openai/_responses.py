@@ -11,6 +11,7 @@ triggers the warning itself).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -21,10 +22,16 @@ import openai
 from ..._client import Capabilities
 from ..._options import ChatOptions
 from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from .._bridge import call_sdk
 from .._sdk_client import SDKChatClient
-from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
 from ._profiles import profile_for
-from ._responses_wire import StreamFailed, StreamReader, build_request, failure_message, response_to_chat
+from ._responses_wire import (
+    StreamFailed,
+    StreamReader,
+    build_request,
+    failure_message,
+    response_to_chat,
+)
 
 __all__ = ["OpenAIResponsesClient"]
 
@@ -78,29 +85,10 @@ class OpenAIResponsesClient(SDKChatClient):
         request = self.request_for(messages, options)
         stream = await call_sdk(self.is_async, self.sdk_client.responses.create, **request, stream=True)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
-        updates = 0
-        try:
-            try:
-                async for event in iterate_sdk_stream(self.is_async, stream):
-                    update = reader.read(event)
-                    if update is None:
-                        continue
-                    updates += 1
-                    yield update
-            except StreamFailed as error:
-                raise interrupted(error, "".join(reader.text), updates) from error
-            except Exception as error:
-                if not is_stream_break(error):
-                    raise
-                raise interrupted(error, "".join(reader.text), updates) from error
-            if not reader.finished:
-                raise interrupted(
-                    EOFError("the event stream ended without response.completed or response.incomplete"),
-                    "".join(reader.text),
-                    updates,
-                )
-        finally:
-            await close_sdk_stream(self.is_async, stream)
+        events = self.read_events(stream, reader, ending="response.completed or response.incomplete", failures=(StreamFailed,))
+        async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
+            async for update in events:
+                yield update
 
     def __repr__(self) -> str:
         kind = "AsyncOpenAI" if self.is_async else "OpenAI"
