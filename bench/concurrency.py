@@ -25,8 +25,18 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from _common import CHAT_FIXTURE, MODEL_ALIAS, PROMPT, Fixture, Person, async_sdk, full_chain, log, median, \
-    otel_providers
+from _common import (
+    CHAT_FIXTURE,
+    MODEL_ALIAS,
+    PROMPT,
+    Fixture,
+    Person,
+    async_sdk,
+    full_chain,
+    log,
+    median,
+    otel_providers,
+)
 
 CONCURRENT = 200
 CONTENDERS = ("raw SDK `create`", "so_middleware full chain", "instructor JSON_SCHEMA")
@@ -36,8 +46,10 @@ CONTENDERS = ("raw SDK `create`", "so_middleware full chain", "instructor JSON_S
 
 
 async def _serve(body: bytes, content_type: str) -> None:
-    head = (f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n"
-            "connection: keep-alive\r\n\r\n").encode()
+    head = (
+        f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n"
+        "connection: keep-alive\r\n\r\n"
+    ).encode()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -80,7 +92,9 @@ class LoopbackServer:
     def __enter__(self) -> LoopbackServer:
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--serve", str(CHAT_FIXTURE)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert self.process.stdout is not None
         self.port = int(self.process.stdout.readline())
@@ -118,9 +132,11 @@ async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, An
     response_format = fixture.request["response_format"]
     options = {"temperature": 0, "seed": 7}
     if contender == "raw SDK `create`":
+
         async def call() -> Any:
-            completion = await sdk.chat.completions.create(model=MODEL_ALIAS, messages=messages,
-                                                           response_format=response_format, **options)
+            completion = await sdk.chat.completions.create(
+                model=MODEL_ALIAS, messages=messages, response_format=response_format, **options
+            )
             return completion.choices[0].message.content
     elif contender == "so_middleware full chain":
         tracer_provider, meter_provider, exporter = otel_providers()
@@ -133,8 +149,9 @@ async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, An
         patched = instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)
 
         async def call() -> Any:
-            return await patched.create(model=MODEL_ALIAS, messages=messages, response_model=Person, max_retries=2,
-                                        **options)
+            return await patched.create(
+                model=MODEL_ALIAS, messages=messages, response_model=Person, max_retries=2, **options
+            )
     else:
         raise ValueError(contender)
 

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx2
-
 from _common import (
     CHAT_FIXTURE,
     MODEL_ALIAS,
@@ -58,7 +57,12 @@ def record_fixtures(base_url: str) -> None:
     async def record() -> None:
         transport = _RecordingTransport()
         client = full_chain(async_sdk(transport, base_url=base_url))
-        options = {"temperature": 0, "seed": 7, "max_tokens": 128, "features": [StructuredOutput(Person, mode="native")]}
+        options = {
+            "temperature": 0,
+            "seed": 7,
+            "max_tokens": 128,
+            "features": [StructuredOutput(Person, mode="native")],
+        }
         await client.get_response(PROMPT, options=options)
         request, content_type, body = transport.exchanges[-1]
         note = "recorded by bench/overhead.py from the local llama-server (SmolLM2-135M), native strategy"
@@ -109,13 +113,16 @@ def _contenders(stream: bool) -> dict[str, Call]:
         return {**options, "features": [StructuredOutput(Person, mode="native")]}
 
     if not stream:
+
         async def raw_call() -> Any:
-            return await raw.chat.completions.create(model=MODEL_ALIAS, messages=messages, response_format=response_format,
-                                                     **options)
+            return await raw.chat.completions.create(
+                model=MODEL_ALIAS, messages=messages, response_format=response_format, **options
+            )
 
         async def raw_validated_call() -> Any:
             completion = await raw_validated.chat.completions.create(
-                model=MODEL_ALIAS, messages=messages, response_format=response_format, **options)
+                model=MODEL_ALIAS, messages=messages, response_format=response_format, **options
+            )
             return Person.model_validate_json(completion.choices[0].message.content)
 
         async def chain_call() -> Any:
@@ -126,8 +133,9 @@ def _contenders(stream: bool) -> dict[str, Call]:
             return (await structured_only.get_response(PROMPT, options=ours_options())).value
 
         async def instructor_call() -> Any:
-            return await patched.create(model=MODEL_ALIAS, messages=messages, response_model=Person, max_retries=2,
-                                        **options)
+            return await patched.create(
+                model=MODEL_ALIAS, messages=messages, response_model=Person, max_retries=2, **options
+            )
 
         return {
             "raw SDK `create`": raw_call,
@@ -138,8 +146,9 @@ def _contenders(stream: bool) -> dict[str, Call]:
         }
 
     async def raw_stream() -> Any:
-        events = await raw.chat.completions.create(model=MODEL_ALIAS, messages=messages, response_format=response_format,
-                                                   stream=True, **options)
+        events = await raw.chat.completions.create(
+            model=MODEL_ALIAS, messages=messages, response_format=response_format, stream=True, **options
+        )
         count = 0
         async for _ in events:
             count += 1
@@ -147,7 +156,8 @@ def _contenders(stream: bool) -> dict[str, Call]:
 
     async def raw_validated_stream() -> Any:
         events = await raw_validated.chat.completions.create(
-            model=MODEL_ALIAS, messages=messages, response_format=response_format, stream=True, **options)
+            model=MODEL_ALIAS, messages=messages, response_format=response_format, stream=True, **options
+        )
         text = []
         async for chunk in events:
             if chunk.choices and chunk.choices[0].delta.content:
@@ -169,14 +179,16 @@ def _contenders(stream: bool) -> dict[str, Call]:
 
     async def instructor_stream() -> Any:
         last = None
-        async for partial in patched.create_partial(model=MODEL_ALIAS, messages=messages, response_model=Person,
-                                                    max_retries=2, **options):
+        async for partial in patched.create_partial(
+            model=MODEL_ALIAS, messages=messages, response_model=Person, max_retries=2, **options
+        ):
             last = partial
         return last
 
     async def helper_stream() -> Any:
-        async with helper.chat.completions.stream(model=MODEL_ALIAS, messages=messages, response_format=Person,
-                                                  **options) as events:
+        async with helper.chat.completions.stream(
+            model=MODEL_ALIAS, messages=messages, response_format=Person, **options
+        ) as events:
             async for _ in events:
                 pass
             final = await events.get_final_completion()
@@ -222,14 +234,16 @@ def run(*, quick: bool) -> dict[str, Any]:
         rows = []
         for name in names:
             per_call = median(timings[name])
-            rows.append({
-                "contender": name,
-                "median_us_per_call": per_call * 1e6,
-                "calls_per_s": 1.0 / per_call,
-                "overhead_us_vs_raw": (per_call - base) * 1e6,
-                "ratio_to_raw": per_call / base,
-                "runs_us_per_call": [t * 1e6 for t in timings[name]],
-            })
+            rows.append(
+                {
+                    "contender": name,
+                    "median_us_per_call": per_call * 1e6,
+                    "calls_per_s": 1.0 / per_call,
+                    "overhead_us_vs_raw": (per_call - base) * 1e6,
+                    "ratio_to_raw": per_call / base,
+                    "runs_us_per_call": [t * 1e6 for t in timings[name]],
+                }
+            )
         result["modes"][mode] = rows
     fixture = Fixture.load(STREAM_FIXTURE)
     result["stream_events"] = fixture.body.decode().count("data: ")

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from so_middleware.schema import OutputSchema  # noqa: E402
+from so_middleware.schema import OutputSchema
 
 CHUNK = 16
 SIZES = (64 * 1024, 256 * 1024, 1024 * 1024)
@@ -149,13 +149,17 @@ def main() -> None:
             runs = 1 if predicted is not None and predicted > ONE_RUN_BUDGET_S / RUNS else RUNS
             baseline_runs = cpu_time(run_baseline, chunks, runs)
             note = "median of 3 runs" if runs == RUNS else "measured once (one run predicted over 20 s)"
-            row.update(baseline_cpu_s=statistics.median(baseline_runs), baseline_runs_s=baseline_runs, baseline_note=note)
+            row.update(
+                baseline_cpu_s=statistics.median(baseline_runs), baseline_runs_s=baseline_runs, baseline_note=note
+            )
         row["ratio_baseline_over_ours"] = float(str(row["baseline_cpu_s"])) / float(str(row["ours_cpu_s"]))
         if previous is not None:
-            row["ours_exponent"] = exponent(SIZES[len(rows) - 1], float(str(previous["ours_cpu_s"])),
-                                            size, float(str(row["ours_cpu_s"])))
-            row["baseline_exponent"] = exponent(SIZES[len(rows) - 1], float(str(previous["baseline_cpu_s"])),
-                                                size, float(str(row["baseline_cpu_s"])))
+            row["ours_exponent"] = exponent(
+                SIZES[len(rows) - 1], float(str(previous["ours_cpu_s"])), size, float(str(row["ours_cpu_s"]))
+            )
+            row["baseline_exponent"] = exponent(
+                SIZES[len(rows) - 1], float(str(previous["baseline_cpu_s"])), size, float(str(row["baseline_cpu_s"]))
+            )
         else:
             row["ours_exponent"] = row["baseline_exponent"] = None
         rows.append(row)
@@ -164,13 +168,19 @@ def main() -> None:
     print(f"\nStreaming a wrapped list[Order] in {CHUNK}-byte chunks; CPU seconds (time.process_time)\n")
     print(f"{'size':>8} {'chunks':>7} {'ours':>9} {'baseline':>10} {'ratio':>8} {'ours exp':>9} {'base exp':>9}  note")
     for row in rows:
+
         def fmt(value: object) -> str:
             return "-" if value is None else f"{float(str(value)):.2f}"
-        print(f"{int(str(row['size_bytes'])) // 1024:>6}KB {row['chunks']:>7} {float(str(row['ours_cpu_s'])):>9.3f} "
-              f"{float(str(row['baseline_cpu_s'])):>10.3f} {float(str(row['ratio_baseline_over_ours'])):>7.1f}x "
-              f"{fmt(row['ours_exponent']):>9} {fmt(row['baseline_exponent']):>9}  {row['baseline_note']}")
-    print("\nexp = growth exponent, the log-log slope of CPU time against size from the previous row "
-          "(1 = linear, 2 = quadratic). ours = median of 3 runs.")
+
+        print(
+            f"{int(str(row['size_bytes'])) // 1024:>6}KB {row['chunks']:>7} {float(str(row['ours_cpu_s'])):>9.3f} "
+            f"{float(str(row['baseline_cpu_s'])):>10.3f} {float(str(row['ratio_baseline_over_ours'])):>7.1f}x "
+            f"{fmt(row['ours_exponent']):>9} {fmt(row['baseline_exponent']):>9}  {row['baseline_note']}"
+        )
+    print(
+        "\nexp = growth exponent, the log-log slope of CPU time against size from the previous row "
+        "(1 = linear, 2 = quadratic). ours = median of 3 runs."
+    )
 
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -59,7 +59,10 @@ class Config:
             if outcome.error:
                 errors[outcome.error] = errors.get(outcome.error, 0) + 1
         return {
-            "library": self.library, "route": self.route, "mode": self.mode, "tasks": len(self.outcomes),
+            "library": self.library,
+            "route": self.route,
+            "mode": self.mode,
+            "tasks": len(self.outcomes),
             "valid_share": sum(o.valid for o in self.outcomes) / n,
             "exact_share": sum(o.exact for o in self.outcomes) / n,
             "attempts_per_task": sum(o.attempts for o in self.outcomes) / n,
@@ -72,9 +75,11 @@ class Config:
 def available_routes() -> tuple[list[str], dict[str, str]]:
     """The routes whose adapters can be built here, and why the others cannot."""
     routes, missing = [], {}
-    for route, module, name in (("chat", "so_middleware.openai", "OpenAIChatClient"),
-                                ("responses", "so_middleware.openai", "OpenAIResponsesClient"),
-                                ("anthropic", "so_middleware.anthropic", "AnthropicChatClient")):
+    for route, module, name in (
+        ("chat", "so_middleware.openai", "OpenAIChatClient"),
+        ("responses", "so_middleware.openai", "OpenAIResponsesClient"),
+        ("anthropic", "so_middleware.anthropic", "AnthropicChatClient"),
+    ):
         try:
             getattr(__import__(module, fromlist=[name]), name)
         except (ImportError, AttributeError) as error:
@@ -95,17 +100,21 @@ def _route_client(server: Any, route: str) -> Any:
     import openai
 
     from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient
+
     sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
     if route == "chat":
         return OpenAIChatClient(sdk, server.model, capabilities=LLAMA_SERVER)
     if route == "responses":
         from so_middleware.openai import OpenAIResponsesClient
+
         return OpenAIResponsesClient(sdk, server.model, capabilities=LLAMA_SERVER)
     import anthropic
 
     from so_middleware.anthropic import AnthropicChatClient
-    return AnthropicChatClient(anthropic.AsyncAnthropic(base_url=server.root_url, api_key="local", max_retries=0),
-                               server.model)
+
+    return AnthropicChatClient(
+        anthropic.AsyncAnthropic(base_url=server.root_url, api_key="local", max_retries=0), server.model
+    )
 
 
 async def _ours(client: Any, task: Task, mode: str) -> Outcome:
@@ -118,16 +127,25 @@ async def _ours(client: Any, task: Task, mode: str) -> Outcome:
         response = await client.get_response(task.prompt(), options=options)
     except OutputError as error:
         usage = error.usage.total_tokens if error.usage and error.usage.total_tokens else 0
-        return Outcome(task.name, False, False, len(error.attempts) or 1, usage, time.perf_counter() - start,
-                       type(error).__name__)
+        return Outcome(
+            task.name, False, False, len(error.attempts) or 1, usage, time.perf_counter() - start, type(error).__name__
+        )
     except Exception as error:  # an API error from the server: reported, not hidden
         return Outcome(task.name, False, False, 1, 0, time.perf_counter() - start, type(error).__name__)
     seconds = time.perf_counter() - start
     value = response.value
     tokens = response.usage.total_tokens if response.usage and response.usage.total_tokens else 0
     valid = isinstance(value, task.output_type)
-    return Outcome(task.name, valid, task.is_exact(value), len(response.attempts) or 1, tokens, seconds,
-                   None if valid else "wrong type", value.model_dump(mode="json") if valid else None)
+    return Outcome(
+        task.name,
+        valid,
+        task.is_exact(value),
+        len(response.attempts) or 1,
+        tokens,
+        seconds,
+        None if valid else "wrong type",
+        value.model_dump(mode="json") if valid else None,
+    )
 
 
 async def _instructor(patched: Any, task: Task) -> Outcome:
@@ -147,16 +165,38 @@ async def _instructor(patched: Any, task: Task) -> Outcome:
     hooks.on("completion:response", on_response)
     start = time.perf_counter()
     try:
-        value = await patched.create(model=MODEL_ALIAS, messages=[{"role": "user", "content": task.prompt()}],
-                                     response_model=task.output_type, max_retries=MAX_RETRIES, hooks=hooks,
-                                     temperature=0, seed=SEED, max_tokens=MAX_TOKENS)
+        value = await patched.create(
+            model=MODEL_ALIAS,
+            messages=[{"role": "user", "content": task.prompt()}],
+            response_model=task.output_type,
+            max_retries=MAX_RETRIES,
+            hooks=hooks,
+            temperature=0,
+            seed=SEED,
+            max_tokens=MAX_TOKENS,
+        )
     except Exception as error:
-        return Outcome(task.name, False, False, max(counted["attempts"], 1), counted["tokens"],
-                       time.perf_counter() - start, type(error).__name__)
+        return Outcome(
+            task.name,
+            False,
+            False,
+            max(counted["attempts"], 1),
+            counted["tokens"],
+            time.perf_counter() - start,
+            type(error).__name__,
+        )
     seconds = time.perf_counter() - start
     valid = isinstance(value, task.output_type)
-    return Outcome(task.name, valid, task.is_exact(value), max(counted["attempts"], 1), counted["tokens"], seconds,
-                   None if valid else "wrong type", value.model_dump(mode="json") if valid else None)
+    return Outcome(
+        task.name,
+        valid,
+        task.is_exact(value),
+        max(counted["attempts"], 1),
+        counted["tokens"],
+        seconds,
+        None if valid else "wrong type",
+        value.model_dump(mode="json") if valid else None,
+    )
 
 
 def run(*, quick: bool) -> dict[str, Any]:
@@ -215,8 +255,14 @@ def run(*, quick: bool) -> dict[str, Any]:
         "task_categories": sorted({t.category for t in tasks}),
         "routes": routes,
         "routes_missing": missing,
-        "settings": {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS, "max_retries": MAX_RETRIES,
-                     "in_flight": IN_FLIGHT, "server_threads": THREADS},
+        "settings": {
+            "temperature": 0,
+            "seed": SEED,
+            "max_tokens": MAX_TOKENS,
+            "max_retries": MAX_RETRIES,
+            "in_flight": IN_FLIGHT,
+            "server_threads": THREADS,
+        },
         "seconds_total": time.perf_counter() - started,
         "summary": [c.summary() for c in configs],
         "outcomes": {f"{c.library}/{c.route}/{c.mode}": [o.__dict__ for o in c.outcomes] for c in configs},

@@ -24,8 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _common  # noqa: E402
-from _common import CHAT_FIXTURE, MODEL_ALIAS, RESULTS, ROOT, STREAM_FIXTURE, log  # noqa: E402
+import _common
+from _common import CHAT_FIXTURE, MODEL_ALIAS, RESULTS, ROOT, STREAM_FIXTURE, log
 
 SECTIONS = ("overhead", "streaming", "concurrency", "quality")
 PLOT = "streaming_cpu.png"
@@ -77,8 +77,14 @@ def plot_streaming(streaming: dict[str, Any], path: Path) -> None:
             color = line.get_color() if line is not None else None
             points = measured[-1:] + capped
             axes.plot(*zip(*points), linestyle=":", color=color, linewidth=2)
-            axes.plot(*zip(*capped), marker="^", markersize=12, linestyle="none", color=color,
-                      label=f"{contender}: over the {capped[0][1]:.0f} s budget")
+            axes.plot(
+                *zip(*capped),
+                marker="^",
+                markersize=12,
+                linestyle="none",
+                color=color,
+                label=f"{contender}: over the {capped[0][1]:.0f} s budget",
+            )
     sizes = [s / 1024 for s in streaming["sizes"]]
     axes.set_xscale("log")
     axes.set_yscale("log")
@@ -117,11 +123,17 @@ def overhead_tables(data: dict[str, Any]) -> list[str]:
         "",
     ]
     for mode, rows in data["modes"].items():
-        lines += [f"**{mode}**", "", "| contender | µs per call | calls/s | overhead vs raw SDK (µs) | ratio to raw SDK |",
-                  "|---|---:|---:|---:|---:|"]
+        lines += [
+            f"**{mode}**",
+            "",
+            "| contender | µs per call | calls/s | overhead vs raw SDK (µs) | ratio to raw SDK |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for row in rows:
-            lines.append(f"| {row['contender']} | {_f(row['median_us_per_call'], 0)} | {_f(row['calls_per_s'], 0)} | "
-                         f"{_f(row['overhead_us_vs_raw'], 0)} | {_f(row['ratio_to_raw'])}× |")
+            lines.append(
+                f"| {row['contender']} | {_f(row['median_us_per_call'], 0)} | {_f(row['calls_per_s'], 0)} | "
+                f"{_f(row['overhead_us_vs_raw'], 0)} | {_f(row['ratio_to_raw'])}× |"
+            )
         lines.append("")
     return lines
 
@@ -140,8 +152,11 @@ def streaming_table(data: dict[str, Any]) -> list[str]:
                 cells.append(f"not run (> {row['budget_s']:.0f} s at a smaller size)")
             elif row.get("over_budget"):
                 reached = row.get("reached_chars")
-                where = f", stopped at {100 * reached / row['document_chars']:.0f}% of the document" \
-                    if reached and reached > 0 and row.get("document_chars") else ""
+                where = (
+                    f", stopped at {100 * reached / row['document_chars']:.0f}% of the document"
+                    if reached and reached > 0 and row.get("document_chars")
+                    else ""
+                )
                 cells.append(f"> {row['budget_s']:.0f} s{where}")
             else:
                 cells.append(f"error: {row.get('error')}")
@@ -154,8 +169,11 @@ def streaming_table(data: dict[str, Any]) -> list[str]:
 
 
 def concurrency_table(data: dict[str, Any]) -> list[str]:
-    lines = ["| contender | calls/s (median) | vs raw SDK | tracemalloc peak (MiB) | vs raw SDK | "
-             "RSS after warm-up (MiB) | RSS peak growth (MiB) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| contender | calls/s (median) | vs raw SDK | tracemalloc peak (MiB) | vs raw SDK | "
+        "RSS after warm-up (MiB) | RSS peak growth (MiB) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in data["rows"]:
         if "error" in row:
             lines.append(f"| {row['contender']} | error: {row['error']} | | | | | |")
@@ -163,19 +181,24 @@ def concurrency_table(data: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {row['contender']} | {_f(row['calls_per_s'], 0)} | {_f(row['throughput_ratio_to_raw'])}× | "
             f"{_f(row['tracemalloc_peak_kib'] / 1024, 1)} | {_f(row['tracemalloc_ratio_to_raw'])}× | "
-            f"{_f(row['rss_after_warmup_kib'] / 1024, 1)} | {_f(row['rss_growth_kib'] / 1024, 1)} |")
+            f"{_f(row['rss_after_warmup_kib'] / 1024, 1)} | {_f(row['rss_growth_kib'] / 1024, 1)} |"
+        )
     return lines
 
 
 def quality_table(data: dict[str, Any]) -> list[str]:
-    lines = ["| library | route | strategy / mode | valid typed value | exactly correct | attempts per task | "
-             "tokens per task | seconds per task | failures |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| library | route | strategy / mode | valid typed value | exactly correct | attempts per task | "
+        "tokens per task | seconds per task | failures |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     for row in data["summary"]:
         errors = ", ".join(f"{name} ×{count}" for name, count in sorted(row["errors"].items())) or "–"
         lines.append(
             f"| {row['library']} | {row['route']} | {row['mode']} | {100 * row['valid_share']:.0f}% | "
             f"{100 * row['exact_share']:.0f}% | {row['attempts_per_task']:.2f} | {row['tokens_per_task']:.0f} | "
-            f"{row['seconds_per_task']:.2f} | {errors} |")
+            f"{row['seconds_per_task']:.2f} | {errors} |"
+        )
     return lines
 
 
@@ -184,8 +207,10 @@ def quality_by_category(data: dict[str, Any]) -> list[str]:
 
     category = {t.name: t.category for t in task_set.TASKS}
     categories = data["task_categories"]
-    lines = ["| library | route | strategy / mode | " + " | ".join(categories) + " |",
-             "|---|---|---|" + "---:|" * len(categories)]
+    lines = [
+        "| library | route | strategy / mode | " + " | ".join(categories) + " |",
+        "|---|---|---|" + "---:|" * len(categories),
+    ]
     for key, outcomes in data["outcomes"].items():
         library, route, mode = key.split("/")
         cells = []
@@ -217,54 +242,70 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
         "",
     ]
     if "overhead" in results:
-        lines += ["## 1. Per-call overhead (mock transport, recorded llama-server body)", "",
-                  "Every contender uses `openai.AsyncOpenAI(http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(...)))` "
-                  "serving the same body, recorded from the real llama-server by `bench/overhead.py` "
-                  f"(`bench/results/fixtures/`). The full chain is `with_telemetry(with_retries(with_structured_output("
-                  "OpenAIChatClient(sdk, model))))` with an OTel SDK tracer provider (in-memory span exporter) and meter "
-                  "provider (in-memory reader), so spans and metrics are really recorded. instructor is "
-                  "`instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)` on the same SDK client class.", ""]
+        lines += [
+            "## 1. Per-call overhead (mock transport, recorded llama-server body)",
+            "",
+            "Every contender uses `openai.AsyncOpenAI(http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(...)))` "
+            "serving the same body, recorded from the real llama-server by `bench/overhead.py` "
+            "(`bench/results/fixtures/`). The full chain is `with_telemetry(with_retries(with_structured_output("
+            "OpenAIChatClient(sdk, model))))` with an OTel SDK tracer provider (in-memory span exporter) and meter "
+            "provider (in-memory reader), so spans and metrics are really recorded. instructor is "
+            "`instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)` on the same SDK client class.",
+            "",
+        ]
         lines += overhead_tables(results["overhead"])
     if "streaming" in results:
         s = results["streaming"]
-        lines += ["## 2. Streaming partial parsing", "",
-                  f"The same JSON document (`Orders`: orders with nested address, line items and ~1 KB notes) is cut into "
-                  f"{s['chunk_bytes']}-byte pieces, each sent as one Chat Completions SSE event (`delta.content`) through "
-                  "`httpx2.MockTransport`; all contenders read the same bytes. CPU seconds (`time.process_time`) for the whole "
-                  f"stream, median of up to {s['max_runs']} runs (fewer when a run is long: the count is shown), each "
-                  "(contender, size) in a fresh process after a warm-up stream. Contenders: raw SDK `create(stream=True)` "
-                  "concatenating deltas (the floor every library pays); so_middleware's full chain, `get_response(..., "
-                  "stream=True)` with `StructuredOutput(Orders)`, reading `update.partial_value` on every update; instructor "
-                  "`create_partial(response_model=Orders)` (JSON_SCHEMA), taking every partial; the OpenAI SDK's "
-                  "`chat.completions.stream(response_format=Orders)` helper, taking every event. A contender past the "
-                  f"{s['cpu_budget_s']:.0f} s CPU budget is stopped and reported as \"> budget\".", ""]
+        lines += [
+            "## 2. Streaming partial parsing",
+            "",
+            f"The same JSON document (`Orders`: orders with nested address, line items and ~1 KB notes) is cut into "
+            f"{s['chunk_bytes']}-byte pieces, each sent as one Chat Completions SSE event (`delta.content`) through "
+            "`httpx2.MockTransport`; all contenders read the same bytes. CPU seconds (`time.process_time`) for the whole "
+            f"stream, median of up to {s['max_runs']} runs (fewer when a run is long: the count is shown), each "
+            "(contender, size) in a fresh process after a warm-up stream. Contenders: raw SDK `create(stream=True)` "
+            "concatenating deltas (the floor every library pays); so_middleware's full chain, `get_response(..., "
+            "stream=True)` with `StructuredOutput(Orders)`, reading `update.partial_value` on every update; instructor "
+            "`create_partial(response_model=Orders)` (JSON_SCHEMA), taking every partial; the OpenAI SDK's "
+            "`chat.completions.stream(response_format=Orders)` helper, taking every event. A contender past the "
+            f'{s["cpu_budget_s"]:.0f} s CPU budget is stopped and reported as "> budget".',
+            "",
+        ]
         lines += streaming_table(s)
         if plot:
             lines += ["", f"![CPU time against size, log-log]({plot})", ""]
     if "concurrency" in results:
         c = results["concurrency"]
-        lines += ["## 3. Concurrency", "",
-                  f"{c['concurrent_calls']} structured calls started at once (`asyncio.gather`) against a loopback asyncio "
-                  "HTTP/1.1 server (its own process on 127.0.0.1) that answers with the recorded llama-server body. Each "
-                  "contender runs in its own process: calls/s is the median over "
-                  f"{c['rounds']} rounds after a warm-up round; tracemalloc peak is the Python allocation peak of one "
-                  "more round above the allocations before it; RSS peak growth is VmHWM after the rounds minus VmRSS "
-                  "after the warm-up round.", ""]
+        lines += [
+            "## 3. Concurrency",
+            "",
+            f"{c['concurrent_calls']} structured calls started at once (`asyncio.gather`) against a loopback asyncio "
+            "HTTP/1.1 server (its own process on 127.0.0.1) that answers with the recorded llama-server body. Each "
+            "contender runs in its own process: calls/s is the median over "
+            f"{c['rounds']} rounds after a warm-up round; tracemalloc peak is the Python allocation peak of one "
+            "more round above the allocations before it; RSS peak growth is VmHWM after the rounds minus VmRSS "
+            "after the warm-up round.",
+            "",
+        ]
         lines += concurrency_table(c)
         lines.append("")
     if "quality" in results:
         q = results["quality"]
         st = q["settings"]
         missing = "; ".join(f"{route}: {why}" for route, why in q["routes_missing"].items()) or "none"
-        lines += ["## 4. Quality on a real model", "",
-                  f"{q['tasks']} extraction tasks (`bench/tasks.py`: {', '.join(q['task_categories'])}) against the local "
-                  f"llama-server with {q['model']} (135M parameters, Q4_1) on routes: {', '.join(q['routes'])} "
-                  f"(missing: {missing}). temperature {st['temperature']}, seed {st['seed']}, max_tokens "
-                  f"{st['max_tokens']}, max_retries {st['max_retries']} (3 attempts at most; instructor 1.17 counts "
-                  f"retries the same way). {st['in_flight']} tasks of a configuration in flight at once, so seconds "
-                  "are latency under that load. \"Valid\" = a value of the requested type came back; \"exactly correct\" "
-                  "= equal to the expected value (strings stripped and case-folded, floats to 2 decimals). Tokens are "
-                  "input + output over all attempts. Failures name the exception of each failed task.", ""]
+        lines += [
+            "## 4. Quality on a real model",
+            "",
+            f"{q['tasks']} extraction tasks (`bench/tasks.py`: {', '.join(q['task_categories'])}) against the local "
+            f"llama-server with {q['model']} (135M parameters, Q4_1) on routes: {', '.join(q['routes'])} "
+            f"(missing: {missing}). temperature {st['temperature']}, seed {st['seed']}, max_tokens "
+            f"{st['max_tokens']}, max_retries {st['max_retries']} (3 attempts at most; instructor 1.17 counts "
+            f"retries the same way). {st['in_flight']} tasks of a configuration in flight at once, so seconds "
+            'are latency under that load. "Valid" = a value of the requested type came back; "exactly correct" '
+            "= equal to the expected value (strings stripped and case-folded, floats to 2 decimals). Tokens are "
+            "input + output over all attempts. Failures name the exception of each failed task.",
+            "",
+        ]
         lines += quality_table(q)
         lines += ["", "Exactly correct, by task category:", ""]
         lines += quality_by_category(q)
@@ -274,7 +315,9 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke run in seconds; writes under bench/results/quick/")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run in seconds; writes under bench/results/quick/"
+    )
     parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run only these sections")
     parser.add_argument("--record", action="store_true", help="record the llama-server fixtures again")
     parser.add_argument("--report", action="store_true", help="only write the report and plot from the saved results")
@@ -282,14 +325,19 @@ def main() -> None:
 
     out = RESULTS / "quick" if args.quick else RESULTS
     if args.report:
-        saved = {name: json.loads((out / f"{name}.json").read_text()) for name in SECTIONS
-                 if (out / f"{name}.json").exists()}
+        saved = {
+            name: json.loads((out / f"{name}.json").read_text()) for name in SECTIONS if (out / f"{name}.json").exists()
+        }
         finish(saved, json.loads((out / "meta.json").read_text()), out, quick=args.quick)
         return
     started = time.perf_counter()
-    meta: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                            "machine_start": _common.machine(), "versions": _common.versions(), "quick": args.quick,
-                            "only": args.only}
+    meta: dict[str, Any] = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine_start": _common.machine(),
+        "versions": _common.versions(),
+        "quick": args.quick,
+        "only": args.only,
+    }
     ensure_fixtures(args.record)
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, Any]] = {}

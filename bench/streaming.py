@@ -26,10 +26,22 @@ import sys
 import time
 from typing import Any
 
+from _common import (
+    MODEL_ALIAS,
+    STREAM_FIXTURE,
+    Fixture,
+    async_sdk,
+    chunks,
+    first_stream_chunk,
+    full_chain,
+    log,
+    loglog_slope,
+    median,
+    mock_transport,
+    otel_providers,
+    sse_body,
+)
 from pydantic import BaseModel
-
-from _common import MODEL_ALIAS, STREAM_FIXTURE, Fixture, async_sdk, chunks, first_stream_chunk, full_chain, log, sse_body, \
-    loglog_slope, median, mock_transport, otel_providers
 
 CHUNK = 16
 SIZES = (64 * 1024, 256 * 1024, 1024 * 1024)
@@ -118,7 +130,9 @@ async def _stream_once(contender: str, body: bytes, document_size: int, budget: 
     if contender == "so_middleware":
         tracer_provider, meter_provider, _ = otel_providers()
         client = full_chain(sdk, tracer_provider=tracer_provider, meter_provider=meter_provider)
-        updates = client.get_response(PROMPT, options={"features": [StructuredOutput(Orders, mode="native")]}, stream=True)
+        updates = client.get_response(
+            PROMPT, options={"features": [StructuredOutput(Orders, mode="native")]}, stream=True
+        )
         async for update in updates:
             update.partial_value  # noqa: B018 - what a streaming caller reads
             seen += len(update.text)
@@ -127,8 +141,9 @@ async def _stream_once(contender: str, body: bytes, document_size: int, budget: 
     if contender == "instructor create_partial":
         patched = instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)
         last: Any = None
-        async for partial in patched.create_partial(model=MODEL_ALIAS, messages=messages, response_model=Orders,
-                                                    max_retries=0):
+        async for partial in patched.create_partial(
+            model=MODEL_ALIAS, messages=messages, response_model=Orders, max_retries=0
+        ):
             last = partial
             check(-1)
         return len(last.orders or [])
@@ -159,12 +174,23 @@ def _one(contender: str, size: int, budget: float) -> dict[str, Any]:
         try:
             count = asyncio.run(_stream_once(contender, body, len(document), budget))
         except _OverBudget as over:
-            return {"over_budget": True, "budget_s": budget, "reached_chars": over.reached,
-                    "document_chars": len(document), "runs_s": runs}
+            return {
+                "over_budget": True,
+                "budget_s": budget,
+                "reached_chars": over.reached,
+                "document_chars": len(document),
+                "runs_s": runs,
+            }
         runs.append(time.process_time() - start)
         assert count == expected, f"{contender} returned {count} orders, expected {expected}"
-    return {"over_budget": False, "cpu_s": median(runs), "runs_s": runs, "document_chars": len(document),
-            "events": len(document) // CHUNK + 1, "sse_bytes": len(body)}
+    return {
+        "over_budget": False,
+        "cpu_s": median(runs),
+        "runs_s": runs,
+        "document_chars": len(document),
+        "events": len(document) // CHUNK + 1,
+        "sse_bytes": len(body),
+    }
 
 
 def _measure(contender: str, size: int, budget: float) -> dict[str, Any]:
@@ -203,8 +229,14 @@ def run(*, quick: bool) -> dict[str, Any]:
             # the time at the capped size is > budget, so the slope from the last measured size is at least this
             lower = loglog_slope([done[-1]["size"], over["size"]], [done[-1]["cpu_s"], over["budget_s"]])
         slopes[contender] = {"slope_measured": slope, "slope_at_least": lower, "points": len(done)}
-    return {"chunk_bytes": CHUNK, "sizes": list(sizes), "cpu_budget_s": budget, "max_runs": MAX_RUNS,
-            "rows": rows, "slopes": slopes}
+    return {
+        "chunk_bytes": CHUNK,
+        "sizes": list(sizes),
+        "cpu_budget_s": budget,
+        "max_runs": MAX_RUNS,
+        "rows": rows,
+        "slopes": slopes,
+    }
 
 
 if __name__ == "__main__":

@@ -218,8 +218,10 @@ class Task:
     def is_exact(self, value: Any) -> bool:
         if not isinstance(value, self.output_type):
             return False
-        return bool(normalize(value.model_dump(mode="json")) == normalize(self.output_type.model_validate(self.expected)
-                                                                            .model_dump(mode="json")))
+        return bool(
+            normalize(value.model_dump(mode="json"))
+            == normalize(self.output_type.model_validate(self.expected).model_dump(mode="json"))
+        )
 
 
 def normalize(value: Any) -> Any:
@@ -243,59 +245,154 @@ TASKS: list[Task] = [
     Task("age", "simple", Age, "Maria is 29 years old.", {"name": "Maria", "age": 29}),
     Task("price", "simple", Price, "The blue kettle costs 24.50 dollars.", {"product": "blue kettle", "price": 24.5}),
     Task("bool", "simple", Flag, "Sorry, the shop is closed today.", {"is_open": False}),
-    Task("book", "simple", Book, "Moby-Dick was written by Herman Melville in 1851.",
-         {"title": "Moby-Dick", "author": "Herman Melville", "year": 1851}),
+    Task(
+        "book",
+        "simple",
+        Book,
+        "Moby-Dick was written by Herman Melville in 1851.",
+        {"title": "Moby-Dick", "author": "Herman Melville", "year": 1851},
+    ),
     Task("temperature", "simple", Temperature, "It was 21.5 degrees Celsius at noon.", {"celsius": 21.5}),
     # nested
-    Task("employee", "nested", Employee, "Tom Baker lives at 12 Elm Street, Leeds, England.",
-         {"name": "Tom Baker", "address": {"street": "12 Elm Street", "city": "Leeds", "country": "England"}}),
-    Task("segment", "nested", Segment, "Draw a line from point (1, 2) to point (5, 9).",
-         {"start": {"x": 1, "y": 2}, "end": {"x": 5, "y": 9}}),
-    Task("company", "nested", Company, "Acme was founded in 1990. Its CEO, Jane Roe, is 52.",
-         {"name": "Acme", "founded": 1990, "ceo": {"name": "Jane Roe", "age": 52}}),
-    Task("country", "nested", Country, "France's capital is Paris, and people there speak French.",
-         {"name": "France", "capital": "Paris", "languages": ["French"]}),
+    Task(
+        "employee",
+        "nested",
+        Employee,
+        "Tom Baker lives at 12 Elm Street, Leeds, England.",
+        {"name": "Tom Baker", "address": {"street": "12 Elm Street", "city": "Leeds", "country": "England"}},
+    ),
+    Task(
+        "segment",
+        "nested",
+        Segment,
+        "Draw a line from point (1, 2) to point (5, 9).",
+        {"start": {"x": 1, "y": 2}, "end": {"x": 5, "y": 9}},
+    ),
+    Task(
+        "company",
+        "nested",
+        Company,
+        "Acme was founded in 1990. Its CEO, Jane Roe, is 52.",
+        {"name": "Acme", "founded": 1990, "ceo": {"name": "Jane Roe", "age": 52}},
+    ),
+    Task(
+        "country",
+        "nested",
+        Country,
+        "France's capital is Paris, and people there speak French.",
+        {"name": "France", "capital": "Paris", "languages": ["French"]},
+    ),
     # lists
     Task("colors", "list", Colors, "The flag is red, white and blue.", {"colors": ["red", "white", "blue"]}),
     Task("numbers", "list", Numbers, "The winning numbers were 4, 8 and 15.", {"numbers": [4, 8, 15]}),
-    Task("shopping", "list", ShoppingList, "Buy 2 apples and 3 pears.",
-         {"items": [{"name": "apples", "quantity": 2}, {"name": "pears", "quantity": 3}]}),
-    Task("team", "list", Team, "Team Red has Ann, 31, and Bob, 45.",
-         {"team": "Red", "members": [{"name": "Ann", "age": 31}, {"name": "Bob", "age": 45}]}),
-    Task("recipe", "list", Recipe, "Pancakes take 20 minutes and need flour, milk and eggs.",
-         {"name": "Pancakes", "ingredients": ["flour", "milk", "eggs"], "minutes": 20}),
-    Task("order", "list", Order, "Order 1042 for Sam: 1 lamp and 4 bulbs, express delivery.",
-         {"order_id": 1042, "customer": "Sam", "items": [{"name": "lamp", "quantity": 1},
-                                                         {"name": "bulbs", "quantity": 4}], "express": True}),
+    Task(
+        "shopping",
+        "list",
+        ShoppingList,
+        "Buy 2 apples and 3 pears.",
+        {"items": [{"name": "apples", "quantity": 2}, {"name": "pears", "quantity": 3}]},
+    ),
+    Task(
+        "team",
+        "list",
+        Team,
+        "Team Red has Ann, 31, and Bob, 45.",
+        {"team": "Red", "members": [{"name": "Ann", "age": 31}, {"name": "Bob", "age": 45}]},
+    ),
+    Task(
+        "recipe",
+        "list",
+        Recipe,
+        "Pancakes take 20 minutes and need flour, milk and eggs.",
+        {"name": "Pancakes", "ingredients": ["flour", "milk", "eggs"], "minutes": 20},
+    ),
+    Task(
+        "order",
+        "list",
+        Order,
+        "Order 1042 for Sam: 1 lamp and 4 bulbs, express delivery.",
+        {
+            "order_id": 1042,
+            "customer": "Sam",
+            "items": [{"name": "lamp", "quantity": 1}, {"name": "bulbs", "quantity": 4}],
+            "express": True,
+        },
+    ),
     # enums and literals
     Task("sentiment_pos", "enum", Review, "I loved this phone, it is wonderful!", {"sentiment": "positive"}),
     Task("sentiment_neg", "enum", Review, "Terrible service, I hated every minute.", {"sentiment": "negative"}),
-    Task("ticket", "enum", Ticket, "Urgent: the login page is down for everyone. High priority.",
-         {"title": "login page is down", "priority": "high"}),
+    Task(
+        "ticket",
+        "enum",
+        Ticket,
+        "Urgent: the login page is down for everyone. High priority.",
+        {"title": "login page is down", "priority": "high"},
+    ),
     Task("weekday", "enum", Weekday, "Let's meet on Friday.", {"day": "friday"}),
     Task("unit", "enum", Unit, "The parcel weighs 3 kg.", {"value": 3, "unit": "kg"}),
-    Task("movie", "enum", Movie, "Alien is a horror film; I rate it 9.",
-         {"title": "Alien", "genre": "horror", "rating": 9}),
-    Task("meeting", "enum", Meeting, "Budget review on Tuesday with Ann and Raj.",
-         {"topic": "Budget review", "day": "tuesday", "attendees": ["Ann", "Raj"]}),
+    Task(
+        "movie",
+        "enum",
+        Movie,
+        "Alien is a horror film; I rate it 9.",
+        {"title": "Alien", "genre": "horror", "rating": 9},
+    ),
+    Task(
+        "meeting",
+        "enum",
+        Meeting,
+        "Budget review on Tuesday with Ann and Raj.",
+        {"topic": "Budget review", "day": "tuesday", "attendees": ["Ann", "Raj"]},
+    ),
     # unions
-    Task("contact_email", "union", Contact, "Write to me at ann@example.com.",
-         {"contact": {"kind": "email", "address": "ann@example.com"}}),
-    Task("contact_phone", "union", Contact, "Call me on 555-0134.",
-         {"contact": {"kind": "phone", "number": "555-0134"}}),
+    Task(
+        "contact_email",
+        "union",
+        Contact,
+        "Write to me at ann@example.com.",
+        {"contact": {"kind": "email", "address": "ann@example.com"}},
+    ),
+    Task(
+        "contact_phone", "union", Contact, "Call me on 555-0134.", {"contact": {"kind": "phone", "number": "555-0134"}}
+    ),
     Task("id_int", "union", IdValue, "The record id is 7781.", {"id": 7781}),
     Task("id_str", "union", IdValue, "The record id is AB-12.", {"id": "AB-12"}),
-    Task("contacts", "union", Contacts, "Reach Li at li@example.org or on 555-0199.",
-         {"contacts": [{"kind": "email", "address": "li@example.org"}, {"kind": "phone", "number": "555-0199"}]}),
+    Task(
+        "contacts",
+        "union",
+        Contacts,
+        "Reach Li at li@example.org or on 555-0199.",
+        {"contacts": [{"kind": "email", "address": "li@example.org"}, {"kind": "phone", "number": "555-0199"}]},
+    ),
     # optional fields
-    Task("middle_present", "optional", MaybeMiddle, "Her full name is Mary Ann Smith.",
-         {"first_name": "Mary", "middle_name": "Ann", "last_name": "Smith"}),
-    Task("middle_absent", "optional", MaybeMiddle, "His name is John Brown.",
-         {"first_name": "John", "middle_name": None, "last_name": "Brown"}),
-    Task("phone_absent", "optional", MaybePhone, "Contact: Eva Green (no phone number given).",
-         {"name": "Eva Green", "phone": None}),
-    Task("event", "optional", Event, "The Olympics were held in 2012.",
-         {"name": "Olympics", "year": 2012, "location": None}),
+    Task(
+        "middle_present",
+        "optional",
+        MaybeMiddle,
+        "Her full name is Mary Ann Smith.",
+        {"first_name": "Mary", "middle_name": "Ann", "last_name": "Smith"},
+    ),
+    Task(
+        "middle_absent",
+        "optional",
+        MaybeMiddle,
+        "His name is John Brown.",
+        {"first_name": "John", "middle_name": None, "last_name": "Brown"},
+    ),
+    Task(
+        "phone_absent",
+        "optional",
+        MaybePhone,
+        "Contact: Eva Green (no phone number given).",
+        {"name": "Eva Green", "phone": None},
+    ),
+    Task(
+        "event",
+        "optional",
+        Event,
+        "The Olympics were held in 2012.",
+        {"name": "Olympics", "year": 2012, "location": None},
+    ),
 ]
 
 # The --quick subset: one task of five different kinds.

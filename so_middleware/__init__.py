@@ -30,19 +30,6 @@ from ._formats import ResponseFormat, chat_format_to_responses, responses_format
 from ._options import ChatOptions, ForcedTool, FunctionTool, ToolChoice, find_feature
 from ._stream import ResponseStream
 from ._sync import run_sync
-from .agents import (
-    AgentResponse,
-    AgentResponseUpdate,
-    AgentThread,
-    ChatAgent,
-    DelegatingAgent,
-    SecondaryOutput,
-    StructuredOutputAgent,
-)
-from .middleware.retries import RetryingChatClient, with_retries
-from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
-from .middleware.telemetry import TelemetryChatClient, with_telemetry
-from .schema import OutputSchema
 from ._types import (
     Attempt,
     ChatMessage,
@@ -59,6 +46,19 @@ from ._types import (
     UsageDetails,
     as_messages,
 )
+from .agents import (
+    AgentResponse,
+    AgentResponseUpdate,
+    AgentThread,
+    ChatAgent,
+    DelegatingAgent,
+    SecondaryOutput,
+    StructuredOutputAgent,
+)
+from .middleware.retries import RetryingChatClient, with_retries
+from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
+from .middleware.telemetry import TelemetryChatClient, with_telemetry
+from .schema import OutputSchema
 
 __all__ = [
     "AgentResponse",

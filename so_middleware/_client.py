@@ -109,7 +109,7 @@ class BaseChatClient:
 
         Adapters over an SDK client replace it with `sdk.with_options(max_retries=0)`.
         """
-        return None
+        return
 
     @overload
     def get_response(
@@ -204,7 +204,9 @@ def as_chat_client(client: ClientInput, **adapter_options: Any) -> ChatClient:
 
         return anthropic_adapter_for(client, **adapter_options)
     if isinstance(client, ChatClient):
-        raise UserError(f"{type(client).__name__} is already a ChatClient; adapter options {sorted(adapter_options)} do not apply")
+        raise UserError(
+            f"{type(client).__name__} is already a ChatClient; adapter options {sorted(adapter_options)} do not apply"
+        )
     raise UserError(
         f"expected a ChatClient or an openai/anthropic SDK client, got {type(client).__module__}.{type(client).__qualname__}"
     )

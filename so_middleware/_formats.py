@@ -90,9 +90,7 @@ class ResponseFormat:
         if not isinstance(kind, str):
             raise UserError(f"response_format needs a string 'type', got {value!r:.200}")
         if kind not in _KNOWN_TYPES:
-            warnings.warn(
-                f"unknown response format type {kind!r} is forwarded unchanged", UserWarning, stacklevel=3
-            )
+            warnings.warn(f"unknown response format type {kind!r} is forwarded unchanged", UserWarning, stacklevel=3)
             return cls(kind, raw=value)
         if kind != "json_schema":
             return cls(kind)

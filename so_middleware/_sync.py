@@ -58,4 +58,3 @@ def run_sync(make_awaitable: Callable[[], Awaitable[T]]) -> T:
     except BaseException:
         future.cancel()
         raise
-

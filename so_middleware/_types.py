@@ -122,9 +122,7 @@ class RefusalContent:
     type: Literal["refusal"] = "refusal"
 
 
-Content = Union[
-    TextContent, DataContent, FunctionCallContent, FunctionResultContent, ReasoningContent, RefusalContent
-]
+Content = Union[TextContent, DataContent, FunctionCallContent, FunctionResultContent, ReasoningContent, RefusalContent]
 
 
 # ---------------------------------------------------------------- messages
@@ -184,7 +182,7 @@ class ChatMessage:
         return [c for c in self.contents if isinstance(c, FunctionCallContent)]
 
 
-MessageInput = Union[str, ChatMessage, Sequence[Union[str, ChatMessage]]]
+MessageInput = Union[str, ChatMessage, Sequence[str | ChatMessage]]
 
 
 def as_messages(messages: MessageInput | None) -> list[ChatMessage]:

@@ -4,4 +4,4 @@ Needs the extra: `pip install so-middleware[anthropic]`.
 """
 
 from .providers.anthropic import *  # noqa: F403
-from .providers.anthropic import __all__ as __all__  # noqa: F401
+from .providers.anthropic import __all__ as __all__

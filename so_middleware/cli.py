@@ -1,8 +1,8 @@
 """The `so-middleware` command: `serve` the embedded model, `chat` with it, `extract` typed data.
 
-    so-middleware serve                      # llama-server + SmolLM2 on loopback until Ctrl-C
-    so-middleware chat "Say hello"           # one chat call through the middleware chain
-    so-middleware extract --type mymod:Person --text "Ada Lovelace, 36"
+so-middleware serve                      # llama-server + SmolLM2 on loopback until Ctrl-C
+so-middleware chat "Say hello"           # one chat call through the middleware chain
+so-middleware extract --type mymod:Person --text "Ada Lovelace, 36"
 """
 
 from __future__ import annotations
@@ -176,7 +176,9 @@ def _extract(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if hosted:
         _progress(f"using the hosted {args.provider} API")
-        response = asyncio.run(_run_extract(_hosted_client(args.provider, args.model), text, output_type, args.stream, args.max_tokens))
+        response = asyncio.run(
+            _run_extract(_hosted_client(args.provider, args.model), text, output_type, args.stream, args.max_tokens)
+        )
     else:
         from .local import LocalModelServer, chat_client
 
@@ -196,7 +198,9 @@ def _extract(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="so-middleware", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="so-middleware", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the embedded local model server until Ctrl-C")
@@ -213,9 +217,16 @@ def _parser() -> argparse.ArgumentParser:
     source = extract.add_mutually_exclusive_group()
     source.add_argument("--text", help="the text to extract from (default: stdin)")
     source.add_argument("--file", help="a file with the text")
-    extract.add_argument("--provider", choices=sorted(_ROUTES), default="openai", help="the protocol (and hosted API when its key is set)")
+    extract.add_argument(
+        "--provider",
+        choices=sorted(_ROUTES),
+        default="openai",
+        help="the protocol (and hosted API when its key is set)",
+    )
     extract.add_argument("--model", help="the hosted model (default: a small one of the provider)")
-    extract.add_argument("--local", action="store_true", help="use the embedded local model even when an API key is set")
+    extract.add_argument(
+        "--local", action="store_true", help="use the embedded local model even when an API key is set"
+    )
     extract.add_argument("--stream", action="store_true", help="stream, showing the partial value")
     extract.add_argument("--max-tokens", type=int, default=256)
     extract.set_defaults(run=_extract)

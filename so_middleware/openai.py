@@ -4,4 +4,4 @@ Needs the extra: `pip install so-middleware[openai]`.
 """
 
 from .providers.openai import *  # noqa: F403
-from .providers.openai import __all__ as __all__  # noqa: F401
+from .providers.openai import __all__ as __all__

@@ -45,7 +45,9 @@ async def test_reasoning_is_secondary_output() -> None:
     class Thinking(FakeChatClient):
         async def _respond(self, messages: Any, options: Any) -> Any:
             await super()._respond(messages, options)
-            return ChatResponse(ChatMessage("assistant", [ReasoningContent("hmm"), TextContent("42")]), finish_reason=FinishReason.STOP)
+            return ChatResponse(
+                ChatMessage("assistant", [ReasoningContent("hmm"), TextContent("42")]), finish_reason=FinishReason.STOP
+            )
 
     response = await ChatAgent(Thinking("")).run("question")
     assert response.text == "42"
@@ -108,7 +110,9 @@ class PlainAgent:
         self.answer = answer
         self.received: list[Any] = []
 
-    async def run(self, input: Any = None, *, thread: Any = None, options: Any = None, stream: bool = False) -> AgentResponse[Any]:
+    async def run(
+        self, input: Any = None, *, thread: Any = None, options: Any = None, stream: bool = False
+    ) -> AgentResponse[Any]:
         self.received.append(options)
         return await ChatAgent(FakeChatClient(self.answer)).run(input)
 

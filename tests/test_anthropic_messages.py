@@ -47,7 +47,9 @@ PREFILL = '{"name": "'
 PERSON_PROMPT = "John Smith is 35. Give JSON."
 
 
-def local_client(server: LocalModelServer, local_sdk: Any, recorder: HttpRecorder, *, is_async: bool = True) -> AnthropicChatClient:
+def local_client(
+    server: LocalModelServer, local_sdk: Any, recorder: HttpRecorder, *, is_async: bool = True
+) -> AnthropicChatClient:
     http: Any = (httpx2.AsyncClient if is_async else httpx2.Client)(event_hooks=recorder.hooks(is_async))
     sdk = local_sdk("async-anthropic" if is_async else "anthropic", http_client=http)
     return AnthropicChatClient(sdk, server.model, capabilities=LLAMA_SERVER_MESSAGES)
@@ -58,7 +60,9 @@ def local_client(server: LocalModelServer, local_sdk: Any, recorder: HttpRecorde
 
 @pytest.mark.parametrize("is_async", [True, False], ids=["AsyncAnthropic", "Anthropic"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-async def test_real_server_messages(local_server: LocalModelServer, local_sdk: Any, is_async: bool, stream: bool) -> None:
+async def test_real_server_messages(
+    local_server: LocalModelServer, local_sdk: Any, is_async: bool, stream: bool
+) -> None:
     recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder, is_async=is_async)
     options = {"max_tokens": 8, "temperature": 0, "instructions": "Be brief.", "features": [object()]}
@@ -97,7 +101,9 @@ async def test_echoed_prefill_is_removed(local_server: LocalModelServer, local_s
     assert (PREFILL + response.text).startswith('{"name": "John')
 
 
-async def test_prefill_stream_replayed_from_cassette(local_server: LocalModelServer, local_sdk: Any, cassette: Any) -> None:
+async def test_prefill_stream_replayed_from_cassette(
+    local_server: LocalModelServer, local_sdk: Any, cassette: Any
+) -> None:
     """Recorded once from the real server: its text starts with the prefill; ours does not."""
     recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder)
@@ -105,7 +111,9 @@ async def test_prefill_stream_replayed_from_cassette(local_server: LocalModelSer
     with cassette("prefill_stream"):
         stream = client.get_response(messages, options={"max_tokens": 12, "temperature": 0}, stream=True)
         response = await stream.get_final_response()
-    raw_text = "".join(e.delta.text for e in response.raw_representation if getattr(e, "type", "") == "content_block_delta")
+    raw_text = "".join(
+        e.delta.text for e in response.raw_representation if getattr(e, "type", "") == "content_block_delta"
+    )
     assert raw_text.startswith(PREFILL)
     assert response.text == raw_text[len(PREFILL) :]
     assert recorder.bodies[0]["messages"][-1] == {"role": "assistant", "content": PREFILL}
@@ -129,7 +137,9 @@ def test_raw_sdk_clients_become_adapters() -> None:
     assert adapter.max_tokens == DEFAULT_MAX_TOKENS == 1024
     assert isinstance(DelegatingChatClient(anthropic.Anthropic(api_key="x")).__wrapped__, AnthropicChatClient)
     local = as_chat_client(anthropic.Anthropic(api_key="x", base_url="http://127.0.0.1:9"), model="m", max_tokens=64)
-    assert isinstance(local, AnthropicChatClient) and local.max_tokens == 64 and local.capabilities == ANTHROPIC_COMPATIBLE
+    assert (
+        isinstance(local, AnthropicChatClient) and local.max_tokens == 64 and local.capabilities == ANTHROPIC_COMPATIBLE
+    )
     assert local.get_service(anthropic.Anthropic) is local.sdk_client
     local.disable_sdk_retries()
     assert local.sdk_client.max_retries == 0
@@ -159,7 +169,9 @@ def test_request_mapping_of_blocks_tools_and_results() -> None:
         ChatMessage("tool", [FunctionResultContent("t2", "boom", is_error=True)]),
     ]  # fmt: skip
     tool = FunctionTool("weather", {"type": "object"}, "Weather", strict=True)
-    request = request_for(messages, {"tools": [tool], "tool_choice": {"name": "weather"}, "stop": "END", "seed": 3, "top_p": 0.5})
+    request = request_for(
+        messages, {"tools": [tool], "tool_choice": {"name": "weather"}, "stop": "END", "seed": 3, "top_p": 0.5}
+    )
     assert request["system"] == "Rules."
     assert request["messages"] == [
         {"role": "user", "content": "weather in Oslo and Rome?"},
@@ -173,13 +185,17 @@ def test_request_mapping_of_blocks_tools_and_results() -> None:
             {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": True},
         ]},
     ]  # fmt: skip
-    assert request["tools"] == [{"name": "weather", "input_schema": {"type": "object"}, "description": "Weather", "strict": True}]
+    assert request["tools"] == [
+        {"name": "weather", "input_schema": {"type": "object"}, "description": "Weather", "strict": True}
+    ]
     assert request["tool_choice"] == {"type": "tool", "name": "weather"}
     assert request["stop_sequences"] == ["END"] and request["max_tokens"] == 1024
     assert request["extra_body"] == {"top_p": 0.5} and "seed" not in json.dumps(request)
 
 
-@pytest.mark.parametrize(("choice", "wire"), [("auto", {"type": "auto"}), ("required", {"type": "any"}), ("none", {"type": "none"})])
+@pytest.mark.parametrize(
+    ("choice", "wire"), [("auto", {"type": "auto"}), ("required", {"type": "any"}), ("none", {"type": "none"})]
+)
 def test_tool_choice_modes(choice: str, wire: dict[str, Any]) -> None:
     assert request_for([ChatMessage("user", "x")], {"tool_choice": choice})["tool_choice"] == wire
 
@@ -191,9 +207,16 @@ def test_forced_tool_becomes_auto_with_thinking() -> None:
 
 
 def test_json_schema_goes_to_output_config_merged_with_the_callers() -> None:
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
     fmt = ResponseFormat.json_schema(schema, name="A", strict=True)
-    request = request_for([ChatMessage("user", "x")], {"response_format": fmt, "extra_body": {"output_config": {"effort": "low"}}})
+    request = request_for(
+        [ChatMessage("user", "x")], {"response_format": fmt, "extra_body": {"output_config": {"effort": "low"}}}
+    )
     assert request["output_config"] == {"effort": "low", "format": {"type": "json_schema", "schema": schema}}
     assert "extra_body" not in request
 
@@ -204,7 +227,9 @@ def test_formats_the_backend_does_not_enforce_warn() -> None:
     assert "output_config" not in request
     schema_format = ResponseFormat.json_schema({"type": "object"})
     with pytest.warns(UserWarning, match="not enforced by 'llama-server-messages'"):
-        request = request_for([ChatMessage("user", "x")], {"response_format": schema_format}, capabilities=LLAMA_SERVER_MESSAGES)
+        request = request_for(
+            [ChatMessage("user", "x")], {"response_format": schema_format}, capabilities=LLAMA_SERVER_MESSAGES
+        )
     assert request["output_config"]["format"]["type"] == "json_schema"  # sent anyway: harmless, and honest in logs
 
 
@@ -233,7 +258,10 @@ def streaming(body: bytes | Any) -> Any:
     return lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
 
-START = {"type": "message_start", "message": {**MESSAGE, "content": [], "stop_reason": None, "usage": {"input_tokens": 5, "output_tokens": 1}}}
+START = {
+    "type": "message_start",
+    "message": {**MESSAGE, "content": [], "stop_reason": None, "usage": {"input_tokens": 5, "output_tokens": 1}},
+}
 TEXT_START = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
 
 
@@ -264,7 +292,9 @@ async def test_usage_counts_cache_reads_and_writes_as_input() -> None:
 )  # fmt: skip
 async def test_stop_reasons_are_mapped(stop_reason: str, expected: FinishReason) -> None:
     body = {**MESSAGE, "stop_reason": stop_reason}
-    assert (await mock_client(lambda request: httpx2.Response(200, json=body)).get_response("x")).finish_reason == expected
+    assert (
+        await mock_client(lambda request: httpx2.Response(200, json=body)).get_response("x")
+    ).finish_reason == expected
     stream_body = sse(START, TEXT_START, text_delta("hi"), message_delta(stop_reason), STOP)
     streamed = await mock_client(streaming(stream_body)).get_response("x", stream=True).get_final_response()
     assert streamed.finish_reason == expected
@@ -284,11 +314,19 @@ async def test_refusal_with_stop_details() -> None:
 async def test_tool_use_and_thinking_streamed() -> None:
     body = sse(
         START,
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
         {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Need the tool."}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}},
         {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "emit", "input": {}}},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "emit", "input": {}},
+        },
         {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"a"'}},
         {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ": 1}"}},
         {"type": "content_block_stop", "index": 1},
@@ -299,13 +337,20 @@ async def test_tool_use_and_thinking_streamed() -> None:
     assert response.messages[0].function_calls == [FunctionCallContent("toolu_1", "emit", '{"a": 1}')]
     assert response.text == "" and response.finish_reason == FinishReason.TOOL_CALLS
     assert [c.text for c in response.messages[0].contents if isinstance(c, ReasoningContent)] == ["Need the tool."]
-    plain = {**MESSAGE, "stop_reason": "tool_use", "content": [{"type": "tool_use", "id": "toolu_1", "name": "emit", "input": {"a": 1}}]}
+    plain = {
+        **MESSAGE,
+        "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "emit", "input": {"a": 1}}],
+    }
     called = await mock_client(lambda request: httpx2.Response(200, json=plain)).get_response("x")
     assert called.messages[0].function_calls[0].parsed_arguments() == {"a": 1}
 
 
 async def test_rate_limit_with_retry_after_is_the_sdk_error() -> None:
-    error = {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of requests has exceeded your rate limit."}}
+    error = {
+        "type": "error",
+        "error": {"type": "rate_limit_error", "message": "Number of requests has exceeded your rate limit."},
+    }
     client = mock_client(lambda request: httpx2.Response(429, json=error, headers={"retry-after": "7"}))
     for stream in (False, True):
         with pytest.raises(anthropic.RateLimitError) as caught:
@@ -327,7 +372,9 @@ async def test_rate_limit_with_retry_after_is_the_sdk_error() -> None:
     ids=["no-terminal-event", "no-message-stop", "malformed", "error-event"],
 )
 async def test_broken_streams_raise_with_partial_text(tail: bytes) -> None:
-    stream = mock_client(streaming(sse(START, TEXT_START, text_delta('{"name": "Jo')) + tail)).get_response("x", stream=True)
+    stream = mock_client(streaming(sse(START, TEXT_START, text_delta('{"name": "Jo')) + tail)).get_response(
+        "x", stream=True
+    )
     with pytest.raises(StreamInterruptedError) as caught:
         async for _ in stream:
             pass

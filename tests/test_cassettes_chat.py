@@ -18,7 +18,15 @@ from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient
 pytestmark = pytest.mark.anyio
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes" / "test_cassettes_chat"
-FORBIDDEN_HEADERS = {"authorization", "x-api-key", "api-key", "openai-organization", "openai-project", "cookie", "set-cookie"}
+FORBIDDEN_HEADERS = {
+    "authorization",
+    "x-api-key",
+    "api-key",
+    "openai-organization",
+    "openai-project",
+    "cookie",
+    "set-cookie",
+}
 
 
 def recorded(name: str) -> list[dict[str, Any]]:
@@ -30,7 +38,9 @@ def client_for(server: LocalModelServer, local_sdk: Any) -> OpenAIChatClient:
     return OpenAIChatClient(local_sdk("async-openai"), server.model, capabilities=LLAMA_SERVER)
 
 
-async def test_plain_completion_maps_the_recorded_body(local_server: LocalModelServer, local_sdk: Any, cassette: Any) -> None:
+async def test_plain_completion_maps_the_recorded_body(
+    local_server: LocalModelServer, local_sdk: Any, cassette: Any
+) -> None:
     with cassette("plain"):
         response = await client_for(local_server, local_sdk).get_response(
             "Name a fruit.", options={"max_tokens": 16, "temperature": 0, "seed": 3}
@@ -44,7 +54,9 @@ async def test_plain_completion_maps_the_recorded_body(local_server: LocalModelS
     assert response.response_id == body["id"]
 
 
-async def test_streamed_completion_maps_the_recorded_events(local_server: LocalModelServer, local_sdk: Any, cassette: Any) -> None:
+async def test_streamed_completion_maps_the_recorded_events(
+    local_server: LocalModelServer, local_sdk: Any, cassette: Any
+) -> None:
     with cassette("stream"):
         stream = client_for(local_server, local_sdk).get_response(
             "Name a color.", options={"max_tokens": 16, "temperature": 0, "seed": 3}, stream=True
@@ -52,7 +64,7 @@ async def test_streamed_completion_maps_the_recorded_events(local_server: LocalM
         deltas = [update.text async for update in stream]
         response = await stream.get_final_response()
     events = [
-        json.loads(line[len("data: "):])
+        json.loads(line[len("data: ") :])
         for line in recorded("stream")[0]["response"]["body"]["string"].splitlines()
         if line.startswith("data: {")
     ]
@@ -71,11 +83,15 @@ async def test_structured_answer_replayed(local_server: LocalModelServer, local_
 
     with cassette("structured"):
         client = with_structured_output(client_for(local_server, local_sdk))
-        response = await client.get_response("Paris is in France.", output_type=City, options={"max_tokens": 60, "temperature": 0})
+        response = await client.get_response(
+            "Paris is in France.", output_type=City, options={"max_tokens": 60, "temperature": 0}
+        )
     request = json.loads(recorded("structured")[0]["request"]["body"])
     assert request["response_format"]["type"] == "json_schema"
     assert request["response_format"]["json_schema"]["name"] == "City"
-    assert response.value == City.model_validate_json(json.loads(recorded("structured")[0]["response"]["body"]["string"])["choices"][0]["message"]["content"])
+    assert response.value == City.model_validate_json(
+        json.loads(recorded("structured")[0]["response"]["body"]["string"])["choices"][0]["message"]["content"]
+    )
 
 
 def test_cassettes_hold_no_secrets() -> None:

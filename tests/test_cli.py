@@ -35,13 +35,22 @@ def test_extract_prints_validated_json(stream: bool) -> None:
 
 
 def test_extract_reads_stdin_and_a_module_type() -> None:
-    result = cli("extract", "--type", "so_middleware.testing:Reply", stdin="", )
+    result = cli(
+        "extract",
+        "--type",
+        "so_middleware.testing:Reply",
+        stdin="",
+    )
     assert result.returncode == 1 and "nothing to extract from" in result.stderr
 
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [("nocolon", "MODULE:TYPE"), ("examples/missing.py:X", "no such file"), ("examples/people.py:Nope", "no attribute")],
+    [
+        ("nocolon", "MODULE:TYPE"),
+        ("examples/missing.py:X", "no such file"),
+        ("examples/people.py:Nope", "no attribute"),
+    ],
 )
 def test_bad_type_is_named(spec: str, message: str) -> None:
     result = cli("extract", "--type", spec, "--text", "x")

@@ -108,7 +108,9 @@ def test_merged_over_defaults_run_wins() -> None:
 
 
 def test_tool_choice_spellings() -> None:
-    assert ChatOptions.coerce({"tool_choice": {"type": "function", "function": {"name": "f"}}}).tool_choice == ForcedTool("f")
+    assert ChatOptions.coerce(
+        {"tool_choice": {"type": "function", "function": {"name": "f"}}}
+    ).tool_choice == ForcedTool("f")
     assert ChatOptions.coerce({"tool_choice": "required"}).tool_choice == "required"
     with pytest.raises(UserError, match="tool_choice"):
         ChatOptions.coerce({"tool_choice": "sometimes"})

@@ -150,7 +150,9 @@ async def test_client_errors_fail_fast(streaming: bool, code: int, serve: Any, a
 async def test_retry_after_ms_is_read_and_deadline_refuses_a_long_wait(
     streaming: bool, serve: Any, async_sdk: Any, waits: Waits
 ) -> None:
-    server = serve([status(429, headers={"retry-after-ms": "1500"}), status(429, headers={"retry-after": "30"}), answer(streaming)])
+    server = serve(
+        [status(429, headers={"retry-after-ms": "1500"}), status(429, headers={"retry-after": "30"}), answer(streaming)]
+    )
     client = with_retries(OpenAIChatClient(async_sdk(server), model="m"), max_attempts=5, deadline=10, sleep=waits)
 
     with pytest.raises(openai.RateLimitError):
@@ -238,9 +240,8 @@ async def test_telemetry_outside_retries_over_the_real_sdk(
 def test_fault_server_records_requests_and_repeats_its_last_entry() -> None:
     import httpx2
 
-    with FaultServer([status(500), completion("x")]) as server:
-        with httpx2.Client() as http:
-            codes = [http.post(f"{server.base_url}/chat/completions", json={"n": n}).status_code for n in range(3)]
+    with FaultServer([status(500), completion("x")]) as server, httpx2.Client() as http:
+        codes = [http.post(f"{server.base_url}/chat/completions", json={"n": n}).status_code for n in range(3)]
     assert codes == [500, 200, 200]
     assert [request.body for request in server.requests] == [{"n": 0}, {"n": 1}, {"n": 2}]
     assert server.requests[0].path == "/v1/chat/completions"

@@ -35,7 +35,12 @@ pytestmark = pytest.mark.anyio
 NESTED = {
     "type": "object",
     "$defs": {
-        "Address": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False},
+        "Address": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
         "Tag": {"anyOf": [{"type": "string", "pattern": "^[a-z]+$"}, {"type": "null"}]},
     },
     "properties": {
@@ -57,7 +62,10 @@ PAIRS = [
         id="json_schema-strict-nested-defs",
     ),
     pytest.param(
-        {"type": "json_schema", "json_schema": {"name": "P", "schema": {"type": "object"}, "strict": False, "description": "A person."}},
+        {
+            "type": "json_schema",
+            "json_schema": {"name": "P", "schema": {"type": "object"}, "strict": False, "description": "A person."},
+        },
         {"type": "json_schema", "name": "P", "schema": {"type": "object"}, "strict": False, "description": "A person."},
         id="json_schema-not-strict-description",
     ),
@@ -87,7 +95,7 @@ def test_schema_is_carried_unchanged_never_reinterpreted() -> None:
     assert carried == original
     assert json.dumps(carried) == json.dumps(original)  # same keys in the same order
     carried["properties"]["name"]["type"] = "integer"  # the copy is the caller's own
-    assert NESTED == original
+    assert original == NESTED
 
 
 def test_text_or_no_format_sends_nothing() -> None:
@@ -97,7 +105,7 @@ def test_text_or_no_format_sends_nothing() -> None:
 
 
 def test_unknown_type_is_forwarded_unchanged_with_a_warning() -> None:
-    grammar = {"type": "grammar", "grammar": "root ::= \"yes\" | \"no\"", "x": [1, 2]}
+    grammar = {"type": "grammar", "grammar": 'root ::= "yes" | "no"', "x": [1, 2]}
     with pytest.warns(UserWarning, match="unknown response format type 'grammar'"):
         assert responses_format_to_chat(grammar) == grammar
     with pytest.warns(UserWarning, match="unknown response format type 'grammar'"):
@@ -124,7 +132,11 @@ MESSAGE_STREAM = "".join(
     f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
     for e in (
         {"type": "message_start", "message": {**MESSAGE, "content": [], "stop_reason": None}},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 1}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 1},
+        },
         {"type": "message_stop"},
     )
 )
@@ -134,16 +146,28 @@ def answer(request: httpx2.Request) -> httpx2.Response:
     streamed = json.loads(request.content).get("stream")
     path = request.url.path
     if streamed:
-        text = CHAT_STREAM if path.endswith("/chat/completions") else RESPONSE_STREAM if path.endswith("/responses") else MESSAGE_STREAM
+        text = (
+            CHAT_STREAM
+            if path.endswith("/chat/completions")
+            else RESPONSE_STREAM
+            if path.endswith("/responses")
+            else MESSAGE_STREAM
+        )
         return httpx2.Response(200, content=text.encode(), headers={"content-type": "text/event-stream"})
-    body = CHAT_COMPLETION if path.endswith("/chat/completions") else RESPONSE if path.endswith("/responses") else MESSAGE
+    body = (
+        CHAT_COMPLETION if path.endswith("/chat/completions") else RESPONSE if path.endswith("/responses") else MESSAGE
+    )
     return httpx2.Response(200, json=body)
 
 
 def route_client(route: str, recorder: HttpRecorder) -> Any:
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer), event_hooks={"request": [recorder]})
     if route == "anthropic":
-        return AnthropicChatClient(anthropic.AsyncAnthropic(api_key="x", base_url="http://mock", http_client=http), "m", capabilities=ANTHROPIC_API)
+        return AnthropicChatClient(
+            anthropic.AsyncAnthropic(api_key="x", base_url="http://mock", http_client=http),
+            "m",
+            capabilities=ANTHROPIC_API,
+        )
     sdk = openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http)
     if route == "chat":
         return OpenAIChatClient(sdk, "m", capabilities=OPENAI_API)
@@ -184,7 +208,10 @@ async def test_streaming_sends_the_same_format_as_non_streaming(route: str, fmt:
     expected: dict[str, Any] = {
         "chat": {"response_format": fmt.to_chat_completions()},
         "responses": {"text": {"format": fmt.to_responses()}},
-        "responses-llama-server": {"text": {"format": fmt.to_responses()}, "response_format": fmt.to_chat_completions()},
+        "responses-llama-server": {
+            "text": {"format": fmt.to_responses()},
+            "response_format": fmt.to_chat_completions(),
+        },
         "anthropic": {"output_config": {"format": fmt.to_anthropic()}},
     }[route]
     assert sent == {key: value for key, value in expected.items() if value not in (None, {"format": None})}

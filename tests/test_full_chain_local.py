@@ -42,7 +42,9 @@ def build(order: str, adapter: Any, provider: TracerProvider) -> Any:
 
 @pytest.mark.parametrize("order", ["telemetry-outside", "structured-outside"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-async def test_three_layers_both_orders(local_server: LocalModelServer, local_sdk: Any, order: str, stream: bool) -> None:
+async def test_three_layers_both_orders(
+    local_server: LocalModelServer, local_sdk: Any, order: str, stream: bool
+) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -61,10 +61,9 @@ def test_server_that_fails_to_start_reports_its_log(tmp_path: Path) -> None:
 
 
 def test_stopped_on_error_inside_the_block() -> None:
-    with pytest.raises(RuntimeError, match="boom"):
-        with LocalModelServer() as server:
-            pid = server._process.pid  # type: ignore[union-attr]
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), LocalModelServer() as server:
+        pid = server._process.pid  # type: ignore[union-attr]
+        raise RuntimeError("boom")
     assert not _alive(pid)
     with pytest.raises(LocalServerError, match="not running"):
         server.base_url

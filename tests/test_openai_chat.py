@@ -33,7 +33,9 @@ from so_middleware.testing import FakeChatClient, HttpRecorder
 pytestmark = pytest.mark.anyio
 
 
-def make_client(server: LocalModelServer, local_sdk: Any, recorder: HttpRecorder, *, is_async: bool) -> OpenAIChatClient:
+def make_client(
+    server: LocalModelServer, local_sdk: Any, recorder: HttpRecorder, *, is_async: bool
+) -> OpenAIChatClient:
     if is_async:
         http: Any = httpx2.AsyncClient(event_hooks={"request": [recorder.arequest], "response": [recorder.aresponse]})
         sdk = local_sdk("async-openai", http_client=http)
@@ -82,7 +84,9 @@ async def test_length_finish_reason_is_mapped(local_server: LocalModelServer, lo
     assert response.usage is not None and response.usage.output_tokens == 3
 
 
-async def test_response_format_passed_through_as_given_and_enforced(local_server: LocalModelServer, local_sdk: Any) -> None:
+async def test_response_format_passed_through_as_given_and_enforced(
+    local_server: LocalModelServer, local_sdk: Any
+) -> None:
     recorder = HttpRecorder()
     client = make_client(local_server, local_sdk, recorder, is_async=True)
     schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
@@ -128,7 +132,9 @@ def test_request_mapping_of_tools_and_tool_results() -> None:
     assert request["messages"][1] == {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}],
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
+        ],
     }
     assert request["messages"][2] == {"role": "tool", "tool_call_id": "c1", "content": '{"temp": 3}'}
     assert request["messages"][3]["content"] == "Error: boom"
@@ -150,7 +156,9 @@ def test_neutral_response_format_rendered_for_chat_completions() -> None:
         "type": "json_schema",
         "json_schema": {"name": "P", "schema": {"type": "object"}, "strict": True, "description": "d"},
     }
-    text_request = client.request_for([ChatMessage("user", "x")], ChatOptions_coerce({"response_format": {"type": "text"}}))
+    text_request = client.request_for(
+        [ChatMessage("user", "x")], ChatOptions_coerce({"response_format": {"type": "text"}})
+    )
     assert "response_format" not in text_request
 
 
@@ -177,7 +185,9 @@ REFUSAL_BODY = {
 
 def mock_client(handler: Any) -> OpenAIChatClient:
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
-    return OpenAIChatClient(openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http, max_retries=0), "gpt-4o")
+    return OpenAIChatClient(
+        openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http, max_retries=0), "gpt-4o"
+    )
 
 
 async def test_refusal_is_mapped_from_documented_body() -> None:
@@ -208,21 +218,27 @@ async def test_streamed_refusal_and_tool_call_deltas() -> None:
          "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}},
         "[DONE]",
     )  # fmt: skip
-    client = mock_client(lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"}))
+    client = mock_client(
+        lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
     response = await client.get_response("x", stream=True).get_final_response()
     assert response.messages[0].function_calls == [FunctionCallContent("call_9", "f", '{"a": 1}')]
     assert response.finish_reason == FinishReason.TOOL_CALLS
     assert response.usage is not None and response.usage.total_tokens == 12
 
     refusal_body = sse(chunk({"role": "assistant", "refusal": "No."}), chunk({}, "stop"), "[DONE]")
-    client = mock_client(lambda request: httpx2.Response(200, content=refusal_body, headers={"content-type": "text/event-stream"}))
+    client = mock_client(
+        lambda request: httpx2.Response(200, content=refusal_body, headers={"content-type": "text/event-stream"})
+    )
     refused = await client.get_response("x", stream=True).get_final_response()
     assert refused.finish_reason == FinishReason.REFUSAL and refused.refusal == "No."
 
 
 async def test_stream_without_finish_raises_with_partial_text() -> None:
     body = sse(chunk({"role": "assistant", "content": '{"name": "Jo'}))  # server vanished: no finish, no [DONE]
-    client = mock_client(lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"}))
+    client = mock_client(
+        lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
     stream = client.get_response("x", stream=True)
     texts = []
     with pytest.raises(StreamInterruptedError) as caught:
@@ -233,7 +249,9 @@ async def test_stream_without_finish_raises_with_partial_text() -> None:
 
 async def test_malformed_sse_raises_typed_error() -> None:
     body = sse(chunk({"role": "assistant", "content": "Hel"})) + b"data: {not json\n\n"
-    client = mock_client(lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"}))
+    client = mock_client(
+        lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
     with pytest.raises(StreamInterruptedError) as caught:
         await client.get_response("x", stream=True).get_final_response()
     assert caught.value.partial_text == "Hel"
@@ -244,19 +262,26 @@ def test_text_content_helper_roundtrip() -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-async def test_echoed_prefill_is_removed_on_the_chat_route(local_server: LocalModelServer, local_sdk: Any, stream: bool) -> None:
+async def test_echoed_prefill_is_removed_on_the_chat_route(
+    local_server: LocalModelServer, local_sdk: Any, stream: bool
+) -> None:
     from so_middleware.openai import LLAMA_SERVER_CHAT
 
     assert LLAMA_SERVER_CHAT.prefill_echoed
     client = OpenAIChatClient(local_sdk("async-openai"), local_server.model, capabilities=LLAMA_SERVER_CHAT)
     prefill = '{"name": "'
-    messages = [ChatMessage("user", "John Smith is 35. Give his name and age as JSON."), ChatMessage("assistant", prefill)]
+    messages = [
+        ChatMessage("user", "John Smith is 35. Give his name and age as JSON."),
+        ChatMessage("assistant", prefill),
+    ]
     options = {"max_tokens": 20, "temperature": 0}
     if stream:
         response = await client.get_response(messages, options=options, stream=True).get_final_response()
     else:
         response = await client.get_response(messages, options=options)
     assert response.text and not response.text.startswith(prefill)
-    raw = OpenAIChatClient(local_sdk("async-openai"), local_server.model, capabilities=LLAMA_SERVER_CHAT.replace(prefill_echoed=False))
+    raw = OpenAIChatClient(
+        local_sdk("async-openai"), local_server.model, capabilities=LLAMA_SERVER_CHAT.replace(prefill_echoed=False)
+    )
     echoed = await raw.get_response(messages, options=options)
     assert echoed.text == prefill + response.text  # the server really echoes; the adapter removes exactly that

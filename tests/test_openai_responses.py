@@ -45,7 +45,9 @@ pytestmark = pytest.mark.anyio
 ZEBRA = {"type": "object", "properties": {"zebra_count": {"type": "integer"}}, "required": ["zebra_count"]}
 
 
-def local_client(server: LocalModelServer, local_sdk: Any, recorder: HttpRecorder, *, is_async: bool = True) -> OpenAIResponsesClient:
+def local_client(
+    server: LocalModelServer, local_sdk: Any, recorder: HttpRecorder, *, is_async: bool = True
+) -> OpenAIResponsesClient:
     http: Any = (httpx2.AsyncClient if is_async else httpx2.Client)(event_hooks=recorder.hooks(is_async))
     sdk = local_sdk("async-openai" if is_async else "openai", http_client=http)
     return OpenAIResponsesClient(sdk, server.model, capabilities=LLAMA_SERVER_RESPONSES)
@@ -60,7 +62,9 @@ class Tag:
 
 @pytest.mark.parametrize("is_async", [True, False], ids=["AsyncOpenAI", "OpenAI"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-async def test_real_server_responses(local_server: LocalModelServer, local_sdk: Any, is_async: bool, stream: bool) -> None:
+async def test_real_server_responses(
+    local_server: LocalModelServer, local_sdk: Any, is_async: bool, stream: bool
+) -> None:
     recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder, is_async=is_async)
     options = {"max_tokens": 8, "temperature": 0, "features": [Tag()], "instructions": "Be brief."}
@@ -86,17 +90,24 @@ async def test_real_server_responses(local_server: LocalModelServer, local_sdk: 
     assert "features" not in json.dumps(body) and "additional_properties" not in json.dumps(body)
 
 
-async def test_json_schema_stream_replayed_from_cassette(local_server: LocalModelServer, local_sdk: Any, cassette: Any) -> None:
+async def test_json_schema_stream_replayed_from_cassette(
+    local_server: LocalModelServer, local_sdk: Any, cassette: Any
+) -> None:
     """Recorded once from the real server: text.format plus the passthrough key, enforced."""
     recorder = HttpRecorder()
     client = local_client(local_server, local_sdk, recorder)
     fmt = ResponseFormat.json_schema(ZEBRA, name="Zebras", strict=True)
     with cassette("json_schema_stream"):
-        stream = client.get_response("What is 2 + 4?", options={"response_format": fmt, "max_tokens": 30, "temperature": 0}, stream=True)
+        stream = client.get_response(
+            "What is 2 + 4?", options={"response_format": fmt, "max_tokens": 30, "temperature": 0}, stream=True
+        )
         response = await stream.get_final_response()
     body = recorder.bodies[0]
     assert body["text"] == {"format": {"type": "json_schema", "name": "Zebras", "schema": ZEBRA, "strict": True}}
-    assert body["response_format"] == {"type": "json_schema", "json_schema": {"name": "Zebras", "schema": ZEBRA, "strict": True}}
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "Zebras", "schema": ZEBRA, "strict": True},
+    }
     assert isinstance(json.loads(response.text)["zebra_count"], int)
     assert response.finish_reason == FinishReason.STOP and response.usage is not None
 
@@ -163,7 +174,13 @@ def test_request_mapping_of_tools_and_tool_results() -> None:
         {"type": "message", "role": "assistant", "content": "It is 3 degrees."},
     ]
     assert request["tools"] == [
-        {"type": "function", "name": "weather", "parameters": {"type": "object"}, "strict": True, "description": "Weather"},
+        {
+            "type": "function",
+            "name": "weather",
+            "parameters": {"type": "object"},
+            "strict": True,
+            "description": "Weather",
+        },
         {"type": "function", "name": "plain", "parameters": {"type": "object"}, "strict": False},
     ]
     assert request["tool_choice"] == {"type": "function", "name": "weather"}
@@ -173,18 +190,28 @@ def test_request_mapping_of_tools_and_tool_results() -> None:
 def test_format_rendering_and_passthrough() -> None:
     fmt = ResponseFormat.json_schema(ZEBRA, name="Z", strict=False, description="d")
     plain = request_for([ChatMessage("user", "x")], {"response_format": fmt})
-    assert plain["text"] == {"format": {"type": "json_schema", "name": "Z", "schema": ZEBRA, "strict": False, "description": "d"}}
+    assert plain["text"] == {
+        "format": {"type": "json_schema", "name": "Z", "schema": ZEBRA, "strict": False, "description": "d"}
+    }
     assert "extra_body" not in plain  # no passthrough for a generic server
-    passthrough = request_for([ChatMessage("user", "x")], {"response_format": fmt, "extra_body": {"top_k": 1}}, capabilities=LLAMA_SERVER_RESPONSES)
+    passthrough = request_for(
+        [ChatMessage("user", "x")],
+        {"response_format": fmt, "extra_body": {"top_k": 1}},
+        capabilities=LLAMA_SERVER_RESPONSES,
+    )
     assert passthrough["extra_body"] == {"response_format": fmt.to_chat_completions(), "top_k": 1}
-    text = request_for([ChatMessage("user", "x")], {"response_format": {"type": "text"}}, capabilities=LLAMA_SERVER_RESPONSES)
+    text = request_for(
+        [ChatMessage("user", "x")], {"response_format": {"type": "text"}}, capabilities=LLAMA_SERVER_RESPONSES
+    )
     assert "text" not in text and "extra_body" not in text
 
 
 def test_unenforced_format_warns_and_stop_is_refused() -> None:
     ignored = LLAMA_SERVER_RESPONSES.replace(native_json_schema=False, json_object=False)
     with pytest.warns(UserWarning, match="not enforced by 'llama-server-responses'"):
-        request_for([ChatMessage("user", "x")], {"response_format": ResponseFormat.json_schema(ZEBRA)}, capabilities=ignored)
+        request_for(
+            [ChatMessage("user", "x")], {"response_format": ResponseFormat.json_schema(ZEBRA)}, capabilities=ignored
+        )
     with pytest.raises(UserError, match="no stop sequences"):
         request_for([ChatMessage("user", "x")], {"stop": ["\n"]})
     with pytest.raises(UserError, match="no model"):
@@ -223,24 +250,39 @@ def streaming(body: bytes) -> Any:
 
 
 def delta(text: str) -> dict[str, Any]:
-    return {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": text, "sequence_number": 1}
+    return {
+        "type": "response.output_text.delta",
+        "item_id": "msg_1",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": text,
+        "sequence_number": 1,
+    }
 
 
 async def test_completed_response_usage_and_reasoning() -> None:
     response = await mock_client(lambda request: httpx2.Response(200, json=RESPONSE)).get_response("x")
     assert response.text == '{"a": 1}' and response.finish_reason == FinishReason.STOP
-    assert response.usage is not None and (response.usage.cached_input_tokens, response.usage.reasoning_tokens) == (4, 2)
+    assert response.usage is not None and (response.usage.cached_input_tokens, response.usage.reasoning_tokens) == (
+        4,
+        2,
+    )
 
 
 async def test_refusal_is_mapped_from_documented_body() -> None:
     refusal = [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
                 "content": [{"type": "refusal", "refusal": "I can't help with that."}]}]  # fmt: skip
-    response = await mock_client(lambda request: httpx2.Response(200, json=with_changes(output=refusal))).get_response("x")
+    response = await mock_client(lambda request: httpx2.Response(200, json=with_changes(output=refusal))).get_response(
+        "x"
+    )
     assert response.finish_reason == FinishReason.REFUSAL
     assert response.refusal == "I can't help with that." and response.text == ""
 
 
-@pytest.mark.parametrize(("reason", "expected"), [("max_output_tokens", FinishReason.LENGTH), ("content_filter", FinishReason.CONTENT_FILTER)])
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [("max_output_tokens", FinishReason.LENGTH), ("content_filter", FinishReason.CONTENT_FILTER)],
+)
 async def test_incomplete_response_is_mapped(reason: str, expected: FinishReason) -> None:
     body = with_changes(status="incomplete", incomplete_details={"reason": reason})
     response = await mock_client(lambda request: httpx2.Response(200, json=body)).get_response("x")
@@ -258,7 +300,9 @@ async def test_failed_response_raises_the_sdk_error() -> None:
 
 
 async def test_rate_limit_with_retry_after_is_the_sdk_error() -> None:
-    error = {"error": {"message": "Rate limit reached", "type": "requests", "param": None, "code": "rate_limit_exceeded"}}
+    error = {
+        "error": {"message": "Rate limit reached", "type": "requests", "param": None, "code": "rate_limit_exceeded"}
+    }
     client = mock_client(lambda request: httpx2.Response(429, json=error, headers={"retry-after": "2"}))
     for stream in (False, True):
         with pytest.raises(openai.RateLimitError) as caught:
@@ -270,13 +314,32 @@ async def test_rate_limit_with_retry_after_is_the_sdk_error() -> None:
 
 
 async def test_streamed_function_call_and_refusal() -> None:
-    call_item = {"type": "function_call", "id": "fc_1", "call_id": "call_9", "name": "f", "arguments": "", "status": "in_progress"}
+    call_item = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_9",
+        "name": "f",
+        "arguments": "",
+        "status": "in_progress",
+    }
     done = with_changes(output=[{**call_item, "arguments": '{"a": 1}', "status": "completed"}])
     body = sse(
         {"type": "response.created", "response": with_changes(status="in_progress", output=[]), "sequence_number": 0},
         {"type": "response.output_item.added", "output_index": 0, "item": call_item, "sequence_number": 1},
-        {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": '{"a"', "sequence_number": 2},
-        {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": ": 1}", "sequence_number": 3},
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "delta": '{"a"',
+            "sequence_number": 2,
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "delta": ": 1}",
+            "sequence_number": 3,
+        },
         {"type": "response.output_item.done", "output_index": 0, "item": done["output"][0], "sequence_number": 4},
         {"type": "response.completed", "response": done, "sequence_number": 5},
     )
@@ -285,7 +348,14 @@ async def test_streamed_function_call_and_refusal() -> None:
     assert response.finish_reason == FinishReason.TOOL_CALLS and response.response_id == "resp_1"
 
     refusal = sse(
-        {"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "No.", "sequence_number": 1},
+        {
+            "type": "response.refusal.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "No.",
+            "sequence_number": 1,
+        },
         {"type": "response.completed", "response": RESPONSE, "sequence_number": 2},
     )
     refused = await mock_client(streaming(refusal)).get_response("x", stream=True).get_final_response()
@@ -298,7 +368,13 @@ async def test_streamed_function_call_and_refusal() -> None:
         b"",  # the server vanished: no terminal event
         b"event: response.output_text.delta\ndata: {not json\n\n",  # malformed SSE
         sse({"type": "error", "code": "server_error", "message": "overloaded", "param": None, "sequence_number": 2}),
-        sse({"type": "response.failed", "response": with_changes(status="failed", error={"code": "x", "message": "boom"}), "sequence_number": 2}),
+        sse(
+            {
+                "type": "response.failed",
+                "response": with_changes(status="failed", error={"code": "x", "message": "boom"}),
+                "sequence_number": 2,
+            }
+        ),
     ],
     ids=["no-terminal-event", "malformed", "error-event", "failed-event"],
 )
@@ -316,7 +392,9 @@ async def test_connection_cut_mid_stream_raises_with_partial_text() -> None:
         yield sse(delta("Hel"), delta("lo"))
         raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
 
-    client = mock_client(lambda request: httpx2.Response(200, content=body(), headers={"content-type": "text/event-stream"}))
+    client = mock_client(
+        lambda request: httpx2.Response(200, content=body(), headers={"content-type": "text/event-stream"})
+    )
     with pytest.raises(StreamInterruptedError) as caught:
         await client.get_response("x", stream=True).get_final_response()
     assert caught.value.partial_text == "Hello"
@@ -329,7 +407,11 @@ async def test_echoed_prefill_is_removed_however_it_is_split(pieces: list[str]) 
     messages = [ChatMessage("user", "x"), ChatMessage("assistant", '{"name": "')]
     client = mock_client(streaming(body), capabilities=LLAMA_SERVER_RESPONSES)
     assert (await client.get_response(messages, stream=True).get_final_response()).text == "John"
-    echoed = with_changes(output=[{**RESPONSE["output"][0], "content": [{"type": "output_text", "text": '{"name": "John', "annotations": []}]}])  # type: ignore[index]
+    echoed = with_changes(
+        output=[
+            {**RESPONSE["output"][0], "content": [{"type": "output_text", "text": '{"name": "John', "annotations": []}]}
+        ]
+    )  # type: ignore[index]
     plain = mock_client(lambda request: httpx2.Response(200, json=echoed), capabilities=LLAMA_SERVER_RESPONSES)
     assert (await plain.get_response(messages)).text == "John"
     not_echoing = mock_client(lambda request: httpx2.Response(200, json=echoed), capabilities=OPENAI_API)

@@ -26,7 +26,11 @@ ZEBRA_FORMAT = ResponseFormat.json_schema(ZEBRA, name="Zebras")
 QUESTION = "What is 2 + 4?"
 PREFILL = '{"name": "'
 PERSON = "John Smith is 35. Give JSON."
-WEATHER = FunctionTool("get_weather", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}, "Weather in a city")
+WEATHER = FunctionTool(
+    "get_weather",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    "Weather in a city",
+)
 GREEDY = {"temperature": 0, "seed": 1}
 
 
@@ -62,9 +66,12 @@ async def test_chat_route(local_server: LocalModelServer, local_sdk: Any) -> Non
     sdk = local_sdk("async-openai")
     client = OpenAIChatClient(sdk, local_server.model, capabilities=LLAMA_SERVER_CHAT)
     schema = await client.get_response(QUESTION, options={"response_format": ZEBRA_FORMAT, "max_tokens": 30, **GREEDY})
-    json_mode = await client.get_response("Name a city.", options={"response_format": {"type": "json_object"}, "max_tokens": 20, **GREEDY})
+    json_mode = await client.get_response(
+        "Name a city.", options={"response_format": {"type": "json_object"}, "max_tokens": 20, **GREEDY}
+    )
     forced = await client.get_response(
-        "What is the weather in Oslo?", options={"tools": [WEATHER], "tool_choice": ForcedTool("get_weather"), "max_tokens": 16, **GREEDY}
+        "What is the weather in Oslo?",
+        options={"tools": [WEATHER], "tool_choice": ForcedTool("get_weather"), "max_tokens": 16, **GREEDY},
     )
     bare = await client.get_response("What is the weather in Oslo?", options={"max_tokens": 1, **GREEDY})
     prefilled = await sdk.chat.completions.create(
@@ -92,15 +99,24 @@ async def test_responses_route(local_server: LocalModelServer, local_sdk: Any) -
         model=model, input=QUESTION, max_output_tokens=30, temperature=0, text={"format": ZEBRA_FORMAT.to_responses()}
     )
     passthrough_alone = await sdk.responses.create(
-        model=model, input=QUESTION, max_output_tokens=30, temperature=0, extra_body={"response_format": ZEBRA_FORMAT.to_chat_completions()}
+        model=model,
+        input=QUESTION,
+        max_output_tokens=30,
+        temperature=0,
+        extra_body={"response_format": ZEBRA_FORMAT.to_chat_completions()},
     )
     assert not conforms(text_format_alone.output_text)  # seed 004, live: text.format alone is ignored
     assert conforms(passthrough_alone.output_text)
     client = OpenAIResponsesClient(sdk, model, capabilities=LLAMA_SERVER_RESPONSES)
-    schema = await client.get_response(QUESTION, options={"response_format": ZEBRA_FORMAT, "max_tokens": 30, "temperature": 0})
-    json_mode = await client.get_response("Name a city.", options={"response_format": {"type": "json_object"}, "max_tokens": 20, "temperature": 0})
+    schema = await client.get_response(
+        QUESTION, options={"response_format": ZEBRA_FORMAT, "max_tokens": 30, "temperature": 0}
+    )
+    json_mode = await client.get_response(
+        "Name a city.", options={"response_format": {"type": "json_object"}, "max_tokens": 20, "temperature": 0}
+    )
     forced = await client.get_response(
-        "What is the weather in Oslo?", options={"tools": [WEATHER], "tool_choice": ForcedTool("get_weather"), "max_tokens": 16, "temperature": 0}
+        "What is the weather in Oslo?",
+        options={"tools": [WEATHER], "tool_choice": ForcedTool("get_weather"), "max_tokens": 16, "temperature": 0},
     )
     bare = await client.get_response("What is the weather in Oslo?", options={"max_tokens": 1, "temperature": 0})
     prefilled = await sdk.responses.create(
@@ -112,7 +128,8 @@ async def test_responses_route(local_server: LocalModelServer, local_sdk: Any) -
     matches(
         LLAMA_SERVER_RESPONSES,
         {
-            "response_format_passthrough": not conforms(text_format_alone.output_text) and conforms(passthrough_alone.output_text),
+            "response_format_passthrough": not conforms(text_format_alone.output_text)
+            and conforms(passthrough_alone.output_text),
             "native_json_schema": conforms(schema.text),  # what the adapter sends, end to end
             "json_object": is_json_object(json_mode.text),
             "tools": tools_reach_model,
@@ -127,12 +144,21 @@ async def test_messages_route(local_server: LocalModelServer, local_sdk: Any) ->
     model = local_server.model
     user = [{"role": "user", "content": QUESTION}]
     output_config = await sdk.messages.create(
-        model=model, max_tokens=30, messages=user, output_config={"format": ZEBRA_FORMAT.to_anthropic()}, extra_body={"temperature": 0}
+        model=model,
+        max_tokens=30,
+        messages=user,
+        output_config={"format": ZEBRA_FORMAT.to_anthropic()},
+        extra_body={"temperature": 0},
     )
     tool = {"name": WEATHER.name, "description": WEATHER.description, "input_schema": dict(WEATHER.parameters)}
     weather = [{"role": "user", "content": "What is the weather in Oslo?"}]
     forced = await sdk.messages.create(
-        model=model, max_tokens=16, messages=weather, tools=[tool], tool_choice={"type": "tool", "name": WEATHER.name}, extra_body={"temperature": 0}
+        model=model,
+        max_tokens=16,
+        messages=weather,
+        tools=[tool],
+        tool_choice={"type": "tool", "name": WEATHER.name},
+        extra_body={"temperature": 0},
     )
     bare = await sdk.messages.create(model=model, max_tokens=1, messages=weather, extra_body={"temperature": 0})
     prefilled = await sdk.messages.create(
@@ -157,5 +183,7 @@ async def test_messages_route(local_server: LocalModelServer, local_sdk: Any) ->
     assert LLAMA_SERVER_MESSAGES.json_object is False
     adapter = AnthropicChatClient(sdk, model, capabilities=LLAMA_SERVER_MESSAGES)
     with pytest.warns(UserWarning, match="no Anthropic form"):
-        request = adapter.request_for([ChatMessage("user", "x")], ChatOptions.coerce({"response_format": {"type": "json_object"}}))
+        request = adapter.request_for(
+            [ChatMessage("user", "x")], ChatOptions.coerce({"response_format": {"type": "json_object"}})
+        )
     assert "output_config" not in request

@@ -20,7 +20,9 @@ def test_parse_and_try_parse_types_chosen_later() -> None:
 def test_parse_of_a_cut_off_response_never_repairs_the_tail() -> None:
     from so_middleware import FinishReason
 
-    cut = ChatResponse(ChatMessage("assistant", '{"response": [1, 2, 3]} and {"response": [4, 5'), finish_reason=FinishReason.LENGTH)
+    cut = ChatResponse(
+        ChatMessage("assistant", '{"response": [1, 2, 3]} and {"response": [4, 5'), finish_reason=FinishReason.LENGTH
+    )
     assert cut.parse(list[int]) == [1, 2, 3]  # the complete value, not the repaired [4, 5]
     only_tail = ChatResponse(ChatMessage("assistant", '{"response": [4, 5'), finish_reason=FinishReason.LENGTH)
     assert only_tail.try_parse(list[int]) is None

@@ -92,7 +92,9 @@ STREAM = pytest.mark.parametrize("stream", [False, True], ids=["respond", "strea
 
 
 @STREAM
-async def test_transient_errors_are_retried_then_the_answer_comes_back(stream: bool, clock: Clock, no_jitter: None) -> None:
+async def test_transient_errors_are_retried_then_the_answer_comes_back(
+    stream: bool, clock: Clock, no_jitter: None
+) -> None:
     fake = FakeChatClient([StatusError(503), ConnectionError("reset by peer"), StatusError(429), "hello"])
     client = with_retries(fake, max_attempts=4, base_delay=0.5, sleep=clock.sleep, clock=clock)
 
@@ -391,7 +393,9 @@ async def test_sdk_retries_are_disabled_on_construction_through_other_layers() -
 
 async def test_a_client_without_disable_sdk_retries_is_accepted() -> None:
     class Minimal:
-        def get_response(self, messages: Any, *, options: Any = None, stream: bool = False, output_type: Any = None) -> Any:
+        def get_response(
+            self, messages: Any, *, options: Any = None, stream: bool = False, output_type: Any = None
+        ) -> Any:
             return FakeChatClient("ok").get_response(messages, options=options, stream=stream)
 
     client = with_retries(Minimal())
@@ -478,9 +482,15 @@ def _anthropic_status(status: int, body: Any = None) -> anthropic.APIStatusError
         (lambda: _openai_status(400, {"x-should-retry": "true"}), True),
         (lambda: openai.APIConnectionError(request=_request()), True),
         (lambda: openai.APITimeoutError(request=_request()), True),
-        (lambda: _anthropic_status(529, {"type": "error", "error": {"type": "overloaded_error", "message": "x"}}), True),
+        (
+            lambda: _anthropic_status(529, {"type": "error", "error": {"type": "overloaded_error", "message": "x"}}),
+            True,
+        ),
         # an error event inside a 200 stream
-        (lambda: _anthropic_status(200, {"type": "error", "error": {"type": "overloaded_error", "message": "x"}}), True),
+        (
+            lambda: _anthropic_status(200, {"type": "error", "error": {"type": "overloaded_error", "message": "x"}}),
+            True,
+        ),
         (lambda: _anthropic_status(200, {"type": "error", "error": {"type": "invalid_request_error"}}), False),
         (lambda: anthropic.APIConnectionError(request=_request()), True),
         (lambda: anthropic.APITimeoutError(request=_request()), True),

@@ -56,10 +56,20 @@ RAW_SCHEMA = {
 }
 
 CASES: list[tuple[str, Any, str, Any]] = [
-    ("list[int]", list[int], "List the first three prime numbers.", lambda v: isinstance(v, list) and all(isinstance(i, int) for i in v)),
+    (
+        "list[int]",
+        list[int],
+        "List the first three prime numbers.",
+        lambda v: isinstance(v, list) and all(isinstance(i, int) for i in v),
+    ),
     ("bool", bool, "Is the sky blue? Answer true or false.", lambda v: isinstance(v, bool)),
     ("enum", Color, "The color of grass is", lambda v: isinstance(v, Color)),
-    ("nested", Person, "John Smith is 35 and lives in Paris, France.", lambda v: isinstance(v, Person) and isinstance(v.age, int)),
+    (
+        "nested",
+        Person,
+        "John Smith is 35 and lives in Paris, France.",
+        lambda v: isinstance(v, Person) and isinstance(v.age, int),
+    ),
     ("union", Union[Cat, Dog], "My dog Rex barks.", lambda v: isinstance(v, (Cat, Dog))),
     ("raw-schema", RAW_SCHEMA, "A 2019 Volvo.", lambda v: isinstance(v, dict) and isinstance(v["year"], int)),
 ]
@@ -101,7 +111,9 @@ def test_sync_sdk_client_and_sync_entry_point(local_server: LocalModelServer) ->
     assert isinstance(response.value, Person) and isinstance(response.value.age, int)
 
 
-async def test_truncated_answer_raises_incomplete_with_the_raw_text(local_server: LocalModelServer, local_sdk: Any) -> None:
+async def test_truncated_answer_raises_incomplete_with_the_raw_text(
+    local_server: LocalModelServer, local_sdk: Any
+) -> None:
     from so_middleware import IncompleteOutputError
 
     client = with_structured_output(chat_client(local_server, local_sdk("async-openai")))

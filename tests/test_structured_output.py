@@ -30,7 +30,9 @@ from so_middleware.testing import FakeChatClient, Reply
 pytestmark = pytest.mark.anyio
 
 NATIVE_ONLY = Capabilities(name="native", native_json_schema=True, schema_profile="openai-strict")
-TOOLS_ONLY = Capabilities(name="tools", tools=True, forced_tool_choice=True, strict_tools=True, schema_profile="openai-strict")
+TOOLS_ONLY = Capabilities(
+    name="tools", tools=True, forced_tool_choice=True, strict_tools=True, schema_profile="openai-strict"
+)
 JSON_MODE = Capabilities(name="json", json_object=True)
 PROMPT_ONLY = Capabilities(name="prompt")
 PREFILL = Capabilities(name="prefill", assistant_prefill=True)
@@ -111,9 +113,16 @@ async def test_output_type_shortcut_unwraps(output_type: Any, reply: str, expect
 
 
 async def test_raw_schema_known_only_at_run_time() -> None:
-    schema = {"type": "object", "properties": {"car": {"type": "string"}}, "required": ["car"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"car": {"type": "string"}},
+        "required": ["car"],
+        "additionalProperties": False,
+    }
     fake = FakeChatClient('{"car": "Volvo"}')
-    response = await with_structured_output(fake).get_response("x", options={"features": [StructuredOutput(schema=schema)]})
+    response = await with_structured_output(fake).get_response(
+        "x", options={"features": [StructuredOutput(schema=schema)]}
+    )
     assert response.value == {"car": "Volvo"}
     assert fake.calls[0].options.response_format.schema["properties"]["car"] == {"type": "string"}  # type: ignore[union-attr]
 
@@ -154,8 +163,14 @@ def test_layer_settings_checked_at_creation() -> None:
 async def test_tool_strategy_reads_arguments_and_pairs_reask_with_call(stream: bool) -> None:
     fake = FakeChatClient(
         [
-            Reply(tool_calls=[("Person", '{"name": "Ada", "age": "old", "email": null}')], finish_reason=FinishReason.TOOL_CALLS),
-            Reply(tool_calls=[("Person", '{"name": "Ada", "age": 36, "email": null}')], finish_reason=FinishReason.TOOL_CALLS),
+            Reply(
+                tool_calls=[("Person", '{"name": "Ada", "age": "old", "email": null}')],
+                finish_reason=FinishReason.TOOL_CALLS,
+            ),
+            Reply(
+                tool_calls=[("Person", '{"name": "Ada", "age": 36, "email": null}')],
+                finish_reason=FinishReason.TOOL_CALLS,
+            ),
         ],
         capabilities=TOOLS_ONLY,
     )
@@ -176,7 +191,10 @@ async def test_tool_strategy_reads_arguments_and_pairs_reask_with_call(stream: b
 @pytest.mark.parametrize("stream", [False, True])
 async def test_reask_with_errors_sums_usage(stream: bool) -> None:
     fake = FakeChatClient(
-        [Reply('{"name": "Ada"}', usage=UsageDetails(10, 5, 15)), Reply('{"name": "Ada", "age": 36, "email": null}', usage=UsageDetails(20, 6, 26))],
+        [
+            Reply('{"name": "Ada"}', usage=UsageDetails(10, 5, 15)),
+            Reply('{"name": "Ada", "age": 36, "email": null}', usage=UsageDetails(20, 6, 26)),
+        ],
         capabilities=NATIVE_ONLY,
     )
     response = await get(with_structured_output(fake), stream, "Ada, 36", output_type=Person)
@@ -209,7 +227,9 @@ async def test_invalid_after_all_retries_carries_every_attempt(stream: bool) -> 
     ],
     ids=["refusal", "length", "content_filter"],
 )
-async def test_refusal_truncation_filter_raise_their_own_errors_without_retry(stream: bool, reply: Reply, error: type[Exception]) -> None:
+async def test_refusal_truncation_filter_raise_their_own_errors_without_retry(
+    stream: bool, reply: Reply, error: type[Exception]
+) -> None:
     fake = FakeChatClient([reply], capabilities=NATIVE_ONLY)
     with pytest.raises(error) as caught:
         await get(with_structured_output(fake), stream, "x", output_type=Person)
@@ -226,7 +246,10 @@ async def test_auto_falls_back_when_backend_ignores_the_format() -> None:
     assert [a.strategy for a in response.attempts] == ["native", "json_object"]
     second = fake.calls[1].options
     assert second.response_format is not None and second.response_format.type == "json_object"
-    assert second.instructions and '{"name": "<string>", "age": <integer>, "email": "<string>" | null}' in second.instructions
+    assert (
+        second.instructions
+        and '{"name": "<string>", "age": <integer>, "email": "<string>" | null}' in second.instructions
+    )
 
 
 async def test_json_object_and_prompted_are_lenient() -> None:
@@ -303,11 +326,14 @@ def test_sync_entry_point_returns_typed_value() -> None:
 @pytest.mark.parametrize("caps", [JSON_MODE, PROMPT_ONLY], ids=["json_object", "prompted"])
 async def test_cut_off_unconstrained_answer_uses_a_complete_value_only(caps: Capabilities) -> None:
     rambling = Reply('{"name": "Ada", "age": 36} Ada was a mathematician who', finish_reason=FinishReason.LENGTH)
-    response = await with_structured_output(FakeChatClient(rambling, capabilities=caps)).get_response("x", output_type=Person)
+    response = await with_structured_output(FakeChatClient(rambling, capabilities=caps)).get_response(
+        "x", output_type=Person
+    )
     assert response.value == Person(name="Ada", age=36)
     # a truncated tail is never repaired into a value (the age could be 3 of 36): it is re-asked
     fake = FakeChatClient(
-        [Reply('{"name": "Ada", "age": 3', finish_reason=FinishReason.LENGTH), Reply('{"name": "Ada", "age": 36}')], capabilities=caps
+        [Reply('{"name": "Ada", "age": 3', finish_reason=FinishReason.LENGTH), Reply('{"name": "Ada", "age": 36}')],
+        capabilities=caps,
     )
     response = await with_structured_output(fake).get_response("x", output_type=Person)
     assert response.value.age == 36 and len(fake.calls) == 2

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_structured_local import CASES
 
 from so_middleware import ModelBehaviorError, StructuredOutput, with_structured_output
 from so_middleware.local import LocalModelServer, chat_client
-from test_structured_local import CASES
 
 pytestmark = pytest.mark.anyio
 
@@ -29,9 +29,13 @@ def feature_for(output_type: Any) -> StructuredOutput[Any]:
 
 @pytest.mark.parametrize("route_client", ["responses"], indirect=True)
 @pytest.mark.parametrize(("label", "output_type", "prompt", "check"), CASES, ids=[c[0] for c in CASES])
-async def test_responses_route_is_typed_through_the_passthrough(route_client: Any, label: str, output_type: Any, prompt: str, check: Any) -> None:
+async def test_responses_route_is_typed_through_the_passthrough(
+    route_client: Any, label: str, output_type: Any, prompt: str, check: Any
+) -> None:
     client = with_structured_output(route_client)
-    response = await client.get_response(prompt, options={"features": [feature_for(output_type)], "max_tokens": 120, "temperature": 0})
+    response = await client.get_response(
+        prompt, options={"features": [feature_for(output_type)], "max_tokens": 120, "temperature": 0}
+    )
     assert check(response.value), response.text
     assert [a.strategy for a in response.attempts] == ["native"]
 

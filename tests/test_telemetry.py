@@ -262,7 +262,9 @@ class ReportingStructuredOutput(DelegatingChatClient):
             return ResponseStream(forward(), final)
 
         async def respond() -> ChatResponse[Any]:
-            response: ChatResponse[Any] = await super(ReportingStructuredOutput, self).get_response(messages, options=options)
+            response: ChatResponse[Any] = await super(ReportingStructuredOutput, self).get_response(
+                messages, options=options
+            )
             response.additional_properties["so_middleware.structured_output"] = info
             response.additional_properties["secret"] = "sk-do-not-record"
             return response
@@ -290,7 +292,12 @@ async def test_structured_output_info_from_the_response_is_recorded(
 @pytest.mark.parametrize(
     ("error", "outcome"),
     [
-        (ModelBehaviorError("bad: secret output text", attempts=[Attempt(0, "x", strategy="tool"), Attempt(1, "y", strategy="tool")]), "invalid"),
+        (
+            ModelBehaviorError(
+                "bad: secret output text", attempts=[Attempt(0, "x", strategy="tool"), Attempt(1, "y", strategy="tool")]
+            ),
+            "invalid",
+        ),
         (RefusalError("no", refusal="I can't", attempts=[Attempt(0, "", strategy="native")]), "refusal"),
     ],
     ids=["invalid", "refusal"],
@@ -314,9 +321,7 @@ async def test_structured_output_info_from_an_output_error_is_recorded(
 
 
 @STREAM
-async def test_duration_and_token_usage_histograms(
-    stream: bool, instrument: Any, reader: InMemoryMetricReader
-) -> None:
+async def test_duration_and_token_usage_histograms(stream: bool, instrument: Any, reader: InMemoryMetricReader) -> None:
     await call(instrument(FakeChatClient("ok")), stream)
 
     points = metric_points(reader)
@@ -375,7 +380,9 @@ class HangingClient(BaseChatClient):
 
     provider_name: ClassVar[str] = "hanging"
 
-    async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
+    async def _stream(
+        self, messages: list[ChatMessage], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         yield ChatResponseUpdate([TextContent("first")], role="assistant")
         await anyio.sleep_forever()
 
@@ -462,7 +469,10 @@ async def test_no_content_by_default(
     text = all_attribute_text(exporter)
     for secret in ("the secret answer", "the secret question", "be terse", "sk-live-123"):
         assert secret not in text
-    assert not any(key.startswith(("gen_ai.input", "gen_ai.output.messages", "gen_ai.system")) for key in only_span(exporter).attributes or {})
+    assert not any(
+        key.startswith(("gen_ai.input", "gen_ai.output.messages", "gen_ai.system"))
+        for key in only_span(exporter).attributes or {}
+    )
 
 
 @STREAM

@@ -140,17 +140,29 @@ class ChatAgent:
         return telemetry.agent_span(self.name, model=getattr(self.client, "model", None))  # type: ignore[no-any-return]
 
     async def _respond(
-        self, history: list[ChatMessage], new: list[ChatMessage], thread: AgentThread | None, options: ChatOptions, output_type: Any
+        self,
+        history: list[ChatMessage],
+        new: list[ChatMessage],
+        thread: AgentThread | None,
+        options: ChatOptions,
+        output_type: Any,
     ) -> AgentResponse[Any]:
         with self._span():
-            chat = require_chat_response(await self.client.get_response(history, options=options, output_type=output_type))
+            chat = require_chat_response(
+                await self.client.get_response(history, options=options, output_type=output_type)
+            )
         response: AgentResponse[Any] = AgentResponse(chat, agent_name=self.name)
         if thread is not None:
             thread.messages.extend([*new, *response.messages])
         return response
 
     def _stream(
-        self, history: list[ChatMessage], new: list[ChatMessage], thread: AgentThread | None, options: ChatOptions, output_type: Any
+        self,
+        history: list[ChatMessage],
+        new: list[ChatMessage],
+        thread: AgentThread | None,
+        options: ChatOptions,
+        output_type: Any,
     ) -> AgentStream:
         final: list[AgentResponse[Any]] = []
 
@@ -192,4 +204,3 @@ class DelegatingAgent(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.__wrapped__!r})"
-

@@ -36,7 +36,9 @@ class StructuredOutputAgent(DelegatingAgent):
 
     def __init__(self, inner_agent: Agent | Any, chat_client: ChatClient | Any, output_type: Any = None) -> None:
         if not callable(getattr(inner_agent, "run", None)):
-            raise UserError(f"StructuredOutputAgent needs an agent with a run() method, not {type(inner_agent).__name__}")
+            raise UserError(
+                f"StructuredOutputAgent needs an agent with a run() method, not {type(inner_agent).__name__}"
+            )
         super().__init__(inner_agent)
         converter = chat_client
         if getattr(chat_client, "get_service", lambda kind: None)(StructuredOutputChatClient) is None:
@@ -70,7 +72,11 @@ class StructuredOutputAgent(DelegatingAgent):
         return [ChatMessage("system", CONVERTER_INSTRUCTIONS), ChatMessage("user", text)]
 
     async def _respond(
-        self, input: MessageInput | None, thread: AgentThread | None, options: ChatOptions, feature: StructuredOutput[Any]
+        self,
+        input: MessageInput | None,
+        thread: AgentThread | None,
+        options: ChatOptions,
+        feature: StructuredOutput[Any],
     ) -> AgentResponse[Any]:
         inner = await self.__wrapped__.run(input, thread=thread, options=options)
         chat = require_chat_response(
@@ -81,13 +87,19 @@ class StructuredOutputAgent(DelegatingAgent):
         return response
 
     def _stream(
-        self, input: MessageInput | None, thread: AgentThread | None, options: ChatOptions, feature: StructuredOutput[Any]
+        self,
+        input: MessageInput | None,
+        thread: AgentThread | None,
+        options: ChatOptions,
+        feature: StructuredOutput[Any],
     ) -> AgentStream:
         final: list[AgentResponse[Any]] = []
 
         async def updates() -> AsyncIterator[AgentResponseUpdate[Any]]:
             inner = await self.__wrapped__.run(input, thread=thread, options=options)
-            stream = self._self_converter.get_response(self._conversion(inner.text), options={"features": [feature]}, stream=True)
+            stream = self._self_converter.get_response(
+                self._conversion(inner.text), options={"features": [feature]}, stream=True
+            )
             async with stream:
                 async for update in stream:
                     yield AgentResponseUpdate(update)

@@ -9,4 +9,12 @@ Example:
 from ._clients import ROUTES, Route, chat_client
 from ._server import LocalModelServer, default_model_path, llama_server_path, local_server
 
-__all__ = ["ROUTES", "LocalModelServer", "Route", "chat_client", "default_model_path", "llama_server_path", "local_server"]
+__all__ = [
+    "ROUTES",
+    "LocalModelServer",
+    "Route",
+    "chat_client",
+    "default_model_path",
+    "llama_server_path",
+    "local_server",
+]

@@ -40,7 +40,12 @@ def chat_client(
     if route in ("chat", "responses"):
         import openai
 
-        from ..providers.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OpenAIChatClient, OpenAIResponsesClient
+        from ..providers.openai import (
+            LLAMA_SERVER_CHAT,
+            LLAMA_SERVER_RESPONSES,
+            OpenAIChatClient,
+            OpenAIResponsesClient,
+        )
 
         sdk: Any = (openai.OpenAI if sync else openai.AsyncOpenAI)(base_url=server.base_url, **sdk_options)
         if route == "chat":

@@ -120,7 +120,11 @@ def instructions_json(instructions: str) -> str:
 
 def output_messages_json(response: ChatResponse[Any]) -> str:
     """`gen_ai.output.messages`: the final assistant message as JSON."""
-    message = {"role": "assistant", "parts": _parts(_last_assistant(response)), "finish_reason": str(response.finish_reason)}
+    message = {
+        "role": "assistant",
+        "parts": _parts(_last_assistant(response)),
+        "finish_reason": str(response.finish_reason),
+    }
     return json.dumps([message], default=str)
 
 
@@ -136,7 +140,9 @@ def _parts(contents: Sequence[Content]) -> list[dict[str, Any]]:
         elif isinstance(content, RefusalContent):
             parts.append({"type": "refusal", "content": content.refusal})
         elif isinstance(content, FunctionCallContent):
-            parts.append({"type": "tool_call", "id": content.call_id, "name": content.name, "arguments": content.arguments})
+            parts.append(
+                {"type": "tool_call", "id": content.call_id, "name": content.name, "arguments": content.arguments}
+            )
         elif isinstance(content, FunctionResultContent):
             parts.append({"type": "tool_call_response", "id": content.call_id, "response": content.result_text})
         else:  # binary data: its media type only

@@ -43,7 +43,9 @@ INFO_KEY = "so_middleware.structured_output"
 class Run:
     """The state of one structured-output run: its attempts, in locals of one object."""
 
-    def __init__(self, inner: ChatClient, feature: StructuredOutput[Any], messages: list[ChatMessage], options: ChatOptions) -> None:
+    def __init__(
+        self, inner: ChatClient, feature: StructuredOutput[Any], messages: list[ChatMessage], options: ChatOptions
+    ) -> None:
         self.inner = inner
         self.feature = feature
         self.schema = feature.output_schema
@@ -58,7 +60,9 @@ class Run:
     # ---------------------------------------------------------------- shared steps
 
     def _plan(self, strategy: Strategy, messages: list[ChatMessage]) -> Plan:
-        return plan_request(strategy, self.schema, messages, self.options, self.capabilities, description=self.feature.description)
+        return plan_request(
+            strategy, self.schema, messages, self.options, self.capabilities, description=self.feature.description
+        )
 
     def _usage(self) -> UsageDetails | None:
         return UsageDetails.total(a.usage for a in self.attempts)
@@ -68,7 +72,11 @@ class Run:
         answer, call = answer_of(plan, response)
         kwargs: dict[str, Any] = {"response": response}
         if response.refusal or response.finish_reason == FinishReason.REFUSAL:
-            raise RefusalError(f"the model refused: {response.refusal or '(no reason given)'}", refusal=response.refusal or "", **kwargs)
+            raise RefusalError(
+                f"the model refused: {response.refusal or '(no reason given)'}",
+                refusal=response.refusal or "",
+                **kwargs,
+            )
         if response.finish_reason == FinishReason.CONTENT_FILTER:
             raise ContentFilterError("the answer was withheld by the provider's content filter", **kwargs)
         if response.finish_reason == FinishReason.LENGTH:
@@ -100,7 +108,9 @@ class Run:
             Attempt(len(self.attempts), text, error, response.usage, plan.strategy, response.finish_reason)
         )
 
-    def _next(self, plan: Plan, strategy_index: int, answer: str, call: FunctionCallContent | None, error: Exception) -> tuple[int, Plan]:
+    def _next(
+        self, plan: Plan, strategy_index: int, answer: str, call: FunctionCallContent | None, error: Exception
+    ) -> tuple[int, Plan]:
         """The plan of the next attempt: a re-ask, on the next strategy if this one was ignored."""
         ignored = plan.strategy in ("native", "json_object", "tool") and not answer.lstrip().startswith(("{", "["))
         if ignored and call is None and strategy_index + 1 < len(self.strategies):
@@ -110,11 +120,18 @@ class Run:
         return strategy_index, self._plan(plan.strategy, history)
 
     def _finish(self, plan: Plan, response: ChatResponse[Any], value: Any, answer: str) -> ChatResponse[Any]:
-        info = {"name": self.schema.name(), "strategy": plan.strategy, "attempts": len(self.attempts), "outcome": "valid"}
+        info = {
+            "name": self.schema.name(),
+            "strategy": plan.strategy,
+            "attempts": len(self.attempts),
+            "outcome": "valid",
+        }
         final: ChatResponse[Any] = ChatResponse(
             ChatMessage("assistant", [TextContent(answer)], raw_representation=response.messages),
             usage=self._usage(),
-            finish_reason=FinishReason.STOP if response.finish_reason == FinishReason.TOOL_CALLS else response.finish_reason,
+            finish_reason=FinishReason.STOP
+            if response.finish_reason == FinishReason.TOOL_CALLS
+            else response.finish_reason,
             response_id=response.response_id,
             model_id=response.model_id,
             raw_representation=response.raw_representation,
@@ -239,7 +256,9 @@ class _Partial:
 def _answer_delta(plan: Plan, update: ChatResponseUpdate[Any]) -> str:
     if plan.strategy == "tool":
         return "".join(
-            c.arguments for c in update.contents if isinstance(c, FunctionCallContent) and c.name in ("", plan.tool_name)
+            c.arguments
+            for c in update.contents
+            if isinstance(c, FunctionCallContent) and c.name in ("", plan.tool_name)
         )
     return update.text
 

@@ -107,7 +107,9 @@ def plan_request(
         tools = [*(options.tools or []), tool]
         return Plan(strategy, list(messages), options.replace(tools=tools, tool_choice=choice), tool_name=name)
     if strategy == "json_object":
-        changed = options.replace(response_format=ResponseFormat.json_object(), instructions=_instructions(options, schema, profile))
+        changed = options.replace(
+            response_format=ResponseFormat.json_object(), instructions=_instructions(options, schema, profile)
+        )
         return Plan(strategy, list(messages), changed)
     if strategy == "prompted":
         changed = options.replace(instructions=_instructions(options, schema, profile))
@@ -139,8 +141,7 @@ def reask_messages(
     """
     history = [m for m in plan.messages if not (plan.prefill and m is plan.messages[-1])]
     feedback = (
-        f"That answer is not valid: {error}\n"
-        "Reply again with only the corrected JSON, following the schema exactly."
+        f"That answer is not valid: {error}\nReply again with only the corrected JSON, following the schema exactly."
     )
     if call is not None:
         return [

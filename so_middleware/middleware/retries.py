@@ -62,7 +62,9 @@ except ImportError:  # pragma: no cover - telemetry is an optional extra
 __all__ = ["RetryingChatClient", "is_transient", "retry_after_seconds", "with_retries"]
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
-_TRANSIENT_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "server_error"})
+_TRANSIENT_ERROR_TYPES = frozenset(
+    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "server_error"}
+)
 # SDK and httpx2 transport errors, matched by class name anywhere in the MRO
 _TRANSIENT_CLASSES = frozenset(
     {"APIConnectionError", "APITimeoutError", "TimeoutException", "NetworkError", "RemoteProtocolError"}
@@ -180,15 +182,23 @@ class _RetryPolicy:
 
         def record(state: RetryCallState) -> None:
             error = _failure(state)
-            retry = {"attempt": state.attempt_number, "error": f"{type(error).__name__}: {error}"[:500],
-                     "status_code": status_code_of(error), "wait": state.upcoming_sleep}
+            retry = {
+                "attempt": state.attempt_number,
+                "error": f"{type(error).__name__}: {error}"[:500],
+                "status_code": status_code_of(error),
+                "wait": state.upcoming_sleep,
+            }
             retries.append(retry)
             if otel_trace is not None:
                 attributes: dict[str, Any] = {key: value for key, value in retry.items() if value is not None}
                 otel_trace.get_current_span().add_event(RETRY_EVENT, attributes)
 
         return AsyncRetrying(
-            sleep=self.sleep, stop=stop, wait=wait, before_sleep=record, reraise=True,
+            sleep=self.sleep,
+            stop=stop,
+            wait=wait,
+            before_sleep=record,
+            reraise=True,
             retry=lambda state: state.outcome is not None and state.outcome.failed and self.retry_if(_failure(state)),
         )
 
@@ -330,6 +340,13 @@ def with_retries(
         client = with_retries(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), max_attempts=4, deadline=30)
     """
     return RetryingChatClient(
-        client, max_attempts=max_attempts, deadline=deadline, base_delay=base_delay, max_delay=max_delay,
-        max_retry_after=max_retry_after, retry_if=retry_if, sleep=sleep, clock=clock,
+        client,
+        max_attempts=max_attempts,
+        deadline=deadline,
+        base_delay=base_delay,
+        max_delay=max_delay,
+        max_retry_after=max_retry_after,
+        retry_if=retry_if,
+        sleep=sleep,
+        clock=clock,
     )

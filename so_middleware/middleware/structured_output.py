@@ -93,9 +93,7 @@ class StructuredOutputChatClient(DelegatingChatClient):
     `output_type=`; `default` is the creation-time feature used when a run asks for nothing.
     """
 
-    def __init__(
-        self, inner: ChatClient | Any, default: StructuredOutput[Any] | None = None, **settings: Any
-    ) -> None:
+    def __init__(self, inner: ChatClient | Any, default: StructuredOutput[Any] | None = None, **settings: Any) -> None:
         super().__init__(inner)
         if settings:
             StructuredOutput(str, **settings)  # validates the settings now, not at the first call
@@ -154,7 +152,13 @@ def with_structured_output(
         (await client.get_response("Ada, 36", output_type=Person)).value
     """
     inner = as_chat_client(client, **adapter_options) if adapter_options else client
-    settings: dict[str, Any] = {"name": name, "description": description, "strict": strict, "mode": mode, "max_retries": max_retries}
+    settings: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "strict": strict,
+        "mode": mode,
+        "max_retries": max_retries,
+    }
     default = None
     if output_type is not None or schema is not None:
         default = StructuredOutput(output_type, schema=schema, **settings)

@@ -64,7 +64,7 @@ logger = logging.getLogger("so_middleware")
 _OUTCOMES = {RefusalError: "refusal", IncompleteOutputError: "incomplete", ContentFilterError: "content_filter"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _log_telemetry_off() -> None:
     logger.info("telemetry is off: opentelemetry-api is not installed (pip install 'so-middleware[otel]')")
 
@@ -93,7 +93,12 @@ class TelemetryChatClient(DelegatingChatClient):
     """
 
     def __init__(
-        self, inner: ChatClient | Any, *, capture_content: bool = False, tracer_provider: Any = None, meter_provider: Any = None
+        self,
+        inner: ChatClient | Any,
+        *,
+        capture_content: bool = False,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
     ) -> None:
         super().__init__(inner)
         env = os.environ.get(names.CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
@@ -239,7 +244,9 @@ class _ChatCall:
                 self.inner_stream = inner = call(stream=True)
             first = True
             while True:
-                with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                with otel_trace.use_span(
+                    span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+                ):
                     try:
                         update = await inner.__anext__()
                     except StopAsyncIteration:
@@ -313,7 +320,9 @@ class _ChatCall:
             counts = ((names.TOKEN_TYPE_INPUT, usage.input_tokens), (names.TOKEN_TYPE_OUTPUT, usage.output_tokens))
             for token_type, count in counts:
                 if count is not None:
-                    self.instruments.tokens.record(count, {**self.metric_attributes(), names.GEN_AI_TOKEN_TYPE: token_type})
+                    self.instruments.tokens.record(
+                        count, {**self.metric_attributes(), names.GEN_AI_TOKEN_TYPE: token_type}
+                    )
         values.update(_structured_attributes(response.additional_properties.get(names.STRUCTURED_OUTPUT_KEY)))
         if self.capture_content:
             values[names.GEN_AI_OUTPUT_MESSAGES] = names.output_messages_json(response)
@@ -356,7 +365,9 @@ def _structured_attributes(info: Any) -> dict[str, Any]:
         return {}
     values = {names.SO_SCHEMA_NAME: info.get("name"), names.SO_STRATEGY: info.get("strategy"),
               names.SO_ATTEMPTS: info.get("attempts"), names.SO_OUTCOME: info.get("outcome")}  # fmt: skip
-    return {key: value for key, value in values.items() if isinstance(value, (str, int)) and not isinstance(value, bool)}
+    return {
+        key: value for key, value in values.items() if isinstance(value, (str, int)) and not isinstance(value, bool)
+    }
 
 
 def with_telemetry(

@@ -105,7 +105,7 @@ def _repair(candidate: str) -> str | None:
         if repaired == "" and candidate.strip() not in ('""', "''"):
             return None
         return json.dumps(repaired, ensure_ascii=False)
-    except Exception:  # noqa: BLE001 - a third-party repair heuristic failing means "not repairable"
+    except Exception:
         return None
 
 

@@ -41,9 +41,7 @@ def _nodes(schema: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _is_schema_with_properties(node: dict[str, Any]) -> bool:
-    return isinstance(node.get("properties"), dict) and (
-        node.get("type") == "object" or "additionalProperties" in node
-    )
+    return isinstance(node.get("properties"), dict) and (node.get("type") == "object" or "additionalProperties" in node)
 
 
 def openai_limit_problems(schema: dict[str, Any]) -> list[Problem]:
@@ -63,9 +61,13 @@ def openai_limit_problems(schema: dict[str, Any]) -> list[Problem]:
             chars = sum(len(value) for value in strings)
             string_size += chars
             if len(strings) > OPENAI_LARGE_ENUM and chars > OPENAI_LARGE_ENUM_MAX_CHARS:
-                problems.append(Problem(
-                    "", f"a string enum of {len(strings)} values totals {chars} characters "
-                    f"(OpenAI allows {OPENAI_LARGE_ENUM_MAX_CHARS} above {OPENAI_LARGE_ENUM} values)"))
+                problems.append(
+                    Problem(
+                        "",
+                        f"a string enum of {len(strings)} values totals {chars} characters "
+                        f"(OpenAI allows {OPENAI_LARGE_ENUM_MAX_CHARS} above {OPENAI_LARGE_ENUM} values)",
+                    )
+                )
         if "const" in node and isinstance(node["const"], str):
             string_size += len(node["const"])
     if properties > OPENAI_MAX_PROPERTIES:
@@ -73,8 +75,9 @@ def openai_limit_problems(schema: dict[str, Any]) -> list[Problem]:
     if enum_values > OPENAI_MAX_ENUM_VALUES:
         problems.append(Problem("", f"{enum_values} enum values (OpenAI allows {OPENAI_MAX_ENUM_VALUES})"))
     if string_size > OPENAI_MAX_STRING_SIZE:
-        problems.append(Problem(
-            "", f"{string_size} characters of names and enum values (OpenAI allows {OPENAI_MAX_STRING_SIZE})"))
+        problems.append(
+            Problem("", f"{string_size} characters of names and enum values (OpenAI allows {OPENAI_MAX_STRING_SIZE})")
+        )
     depth = _NestingMeter(schema).depth(schema)
     if depth > OPENAI_MAX_NESTING:
         problems.append(Problem("", f"{depth} levels of object nesting (OpenAI allows {OPENAI_MAX_NESTING})"))

@@ -68,7 +68,7 @@ def _compile_type(output_type: Any) -> _Compiled:
         inner = adapter.json_schema(mode="validation")
     except RecursionError:
         raise UserError(f"Cannot build a schema for {what}: the type nests too deeply.") from None
-    except Exception as exc:  # noqa: BLE001 - pydantic raises many kinds here; all mean "bad type"
+    except Exception as exc:
         reason = str(exc).split("\n\nFor further information", 1)[0]
         raise UserError(f"Cannot build a schema for output type {what}: {reason}") from None
     check_schema_size(inner, what)
@@ -77,7 +77,7 @@ def _compile_type(output_type: Any) -> _Compiled:
     base = wrap_schema(inner) if wrapped else inner
     try:
         validator = TypedValidator(adapter, output_type, wrapped=wrapped, what=what)
-    except Exception as exc:  # noqa: BLE001 - same boundary as above, for the wrapper type
+    except Exception as exc:
         raise UserError(f"Cannot build a validator for output type {what}: {exc}") from None
     inner_plan = plan_for(output_type)
     plan: Plan = EnvelopePlan(inner_plan) if wrapped else inner_plan
@@ -217,9 +217,7 @@ class OutputSchema:
         if self._compiled is None:
             if isinstance(obj, str):
                 return obj
-            raise ModelBehaviorError(
-                f"Expected plain text, got {type(obj).__name__}.", raw_text=repr(obj)[:1000]
-            )
+            raise ModelBehaviorError(f"Expected plain text, got {type(obj).__name__}.", raw_text=repr(obj)[:1000])
         return self._compiled.validator.validate_python(obj)
 
     def dump_json(self, value: Any) -> str:

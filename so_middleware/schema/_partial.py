@@ -158,9 +158,13 @@ class PartialParser:
         raw: Any = {} if is_object else []
         display = plan.new_display(is_object, raw) if plan is not None else raw
         frame = _Frame(is_object, raw, display, plan, slot)
-        frame.collect = not is_object and isinstance(plan, SequencePlan) and (
-            (parent is None and self._unwrapped_root) or (parent is not None and parent is self._root
-                                                          and isinstance(parent.plan, EnvelopePlan))
+        frame.collect = (
+            not is_object
+            and isinstance(plan, SequencePlan)
+            and (
+                (parent is None and self._unwrapped_root)
+                or (parent is not None and parent is self._root and isinstance(parent.plan, EnvelopePlan))
+            )
         )
         if parent is None:
             self._root = frame

@@ -21,8 +21,15 @@ from ._typeinfo import cache_key
 
 __all__ = ["MISSING", "EnvelopePlan", "Plan", "SequencePlan", "plan_for"]
 
-_SEQUENCES = (list, set, frozenset, collections.abc.Sequence, collections.abc.MutableSequence,
-              collections.abc.Set, collections.abc.MutableSet)
+_SEQUENCES = (
+    list,
+    set,
+    frozenset,
+    collections.abc.Sequence,
+    collections.abc.MutableSequence,
+    collections.abc.Set,
+    collections.abc.MutableSet,
+)
 _MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
 MISSING: Any = object()
 
@@ -163,7 +170,7 @@ class _RecordPlan(Plan):
                 for name in names:
                     object.__setattr__(instance, name, None)
                 return instance
-        except Exception:  # noqa: BLE001 - a custom __new__/post-init hook: fall back to a dict
+        except Exception:
             return {}
         return {}
 
@@ -208,7 +215,7 @@ def _record_fields(cls: Any) -> dict[str, tuple[str, Any]] | None:
     pydantic_fields = getattr(cls, "__pydantic_fields__", None)
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
-    except Exception:  # noqa: BLE001 - unresolvable annotations: show the raw value instead
+    except Exception:
         return None
     if dataclasses.is_dataclass(cls):
         result = {}

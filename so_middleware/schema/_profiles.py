@@ -47,9 +47,7 @@ ANTHROPIC = ProfileRules(
     allow_recursion=False,
     allow_all_of=True,
     simple_patterns_only=True,
-    formats=frozenset(
-        {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
-    ),
+    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}),
 )
 
 
@@ -72,9 +70,7 @@ def strict_openai(base: dict[str, Any], *, wrapped: bool) -> tuple[dict[str, Any
     return schema, problems
 
 
-def render_profile(
-    base: dict[str, Any], profile: str, *, strict: bool, wrapped: bool, what: str
-) -> dict[str, Any]:
+def render_profile(base: dict[str, Any], profile: str, *, strict: bool, wrapped: bool, what: str) -> dict[str, Any]:
     """The schema for `profile`, or a `UserError` naming the type, the field path and the reason.
 
     With `strict=False`, `"openai-strict"` falls back to the plain schema when the type cannot be

@@ -67,8 +67,8 @@ def ref_target(ref: Any) -> str | None:
         return "#"
     for key in _DEF_KEYS:
         prefix = f"#/{key}/"
-        if ref.startswith(prefix) and "/" not in ref[len(prefix):]:
-            name = ref[len(prefix):].replace("~1", "/").replace("~0", "~")
+        if ref.startswith(prefix) and "/" not in ref[len(prefix) :]:
+            name = ref[len(prefix) :].replace("~1", "/").replace("~0", "~")
             return f"{key}/{name}"
     return None
 

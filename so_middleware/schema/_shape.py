@@ -55,7 +55,9 @@ def _shape(node: Any, definitions: dict[str, Any], depth: int, seen: frozenset[s
             extra = node.get("additionalProperties")
             value = _shape(extra, definitions, depth + 1, seen) if isinstance(extra, Mapping) else "<value>"
             return '{"<key>": ' + value + ", ...}"
-        fields = (f"{json.dumps(name)}: {_shape(sub, definitions, depth + 1, seen)}" for name, sub in properties.items())
+        fields = (
+            f"{json.dumps(name)}: {_shape(sub, definitions, depth + 1, seen)}" for name, sub in properties.items()
+        )
         return "{" + ", ".join(fields) + "}"
     if kind == "array":
         items = node.get("prefixItems", node.get("items"))

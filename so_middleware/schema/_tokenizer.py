@@ -75,8 +75,9 @@ class IncrementalJsonParser:
         parser.done  # True
     """
 
-    def __init__(self, sink: JsonSink, *, max_depth: int = 200, skip_prefix: bool = False,
-                 allow_trailing: bool = False) -> None:
+    def __init__(
+        self, sink: JsonSink, *, max_depth: int = 200, skip_prefix: bool = False, allow_trailing: bool = False
+    ) -> None:
         self._sink = sink
         self._max_depth = max_depth
         self._allow_trailing = allow_trailing

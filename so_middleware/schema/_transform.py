@@ -19,8 +19,18 @@ __all__ = ["Problem", "ProfileRules", "transform_schema"]
 _TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 # Annotations that change nothing about valid output; dropped to keep the prompt small.
 _DROPPED = frozenset(
-    {"title", "examples", "deprecated", "readOnly", "writeOnly", "$comment", "$schema", "$id",
-     "$anchor", "discriminator"}
+    {
+        "title",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$comment",
+        "$schema",
+        "$id",
+        "$anchor",
+        "discriminator",
+    }
 )
 _NUMERIC = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _IMPOSSIBLE = ("not", "if", "then", "else", "dependentSchemas", "patternProperties")
@@ -188,8 +198,10 @@ class _Walker:
         if isinstance(parts, list) and len(parts) == 1 and isinstance(parts[0], dict):
             for key, value in parts[0].items():
                 src.setdefault(key, value)
-        elif self.rules.allow_all_of and isinstance(parts, list) and not any(
-            isinstance(part, dict) and "$ref" in part for part in parts
+        elif (
+            self.rules.allow_all_of
+            and isinstance(parts, list)
+            and not any(isinstance(part, dict) and "$ref" in part for part in parts)
         ):
             out["allOf"] = [self.node(part, path) for part in parts]
         else:
@@ -208,7 +220,9 @@ class _Walker:
             return {}
         recursive = target == "#" or target in self.cyclic
         if recursive and not self.rules.allow_recursion:
-            self.problem(path, f"is recursive ({ref}); the {self.rules.name} profile does not support recursive schemas")
+            self.problem(
+                path, f"is recursive ({ref}); the {self.rules.name} profile does not support recursive schemas"
+            )
         if description is None and not src:
             return {"$ref": ref}
         if not recursive:

@@ -46,9 +46,7 @@ def check_supported(output_type: Any) -> None:
             "so there is no schema to ask a model for. Use a concrete type."
         )
     if isinstance(output_type, str | typing.ForwardRef):
-        raise UserError(
-            f"Output type {output_type!r} is a forward reference; pass the type itself, not its name."
-        )
+        raise UserError(f"Output type {output_type!r} is a forward reference; pass the type itself, not its name.")
     if inspect.isfunction(output_type) or inspect.ismethod(output_type) or inspect.isbuiltin(output_type):
         raise UserError(
             f"Output type {readable_name(output_type)!r} is a function, not a type. "
@@ -60,9 +58,7 @@ def check_supported(output_type: Any) -> None:
         or isinstance(output_type, typing.TypeVar | types.UnionType)
         or type(output_type).__module__ in {"typing", "typing_extensions"}
     ):
-        raise UserError(
-            f"Output type {output_type!r} is not a type (got an instance of {type(output_type).__name__})."
-        )
+        raise UserError(f"Output type {output_type!r} is not a type (got an instance of {type(output_type).__name__}).")
 
 
 def cache_key(output_type: Any) -> Hashable:

@@ -120,8 +120,7 @@ class RawSchemaValidator:
             raise json_error("the value nests too deeply to validate", raw_text, self.what) from None
         if found:
             errors = [
-                {"type": "schema", "loc": (*prefix, *error.absolute_path), "msg": error.message}
-                for error in found
+                {"type": "schema", "loc": (*prefix, *error.absolute_path), "msg": error.message} for error in found
             ]
             raise from_errors(errors, raw_text, self.what)
         return value
@@ -170,4 +169,3 @@ def _preview(value: Any) -> str:
         return repr(value)[:1000]
     except RecursionError:
         return f"<{type(value).__name__}>"
-

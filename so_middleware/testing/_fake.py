@@ -51,7 +51,7 @@ class Reply:
         return contents
 
 
-Script = Union[str, Reply, BaseException, Callable[[list[ChatMessage], ChatOptions], Union[str, Reply]]]
+Script = Union[str, Reply, BaseException, Callable[[list[ChatMessage], ChatOptions], str | Reply]]
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,13 @@ class FakeChatClient(BaseChatClient):
         self._script: list[Script] = list(script) if isinstance(script, (list, tuple)) else [script]  # type: ignore[list-item]
         self.model = model
         self.capabilities = capabilities or Capabilities(
-            name="fake", native_json_schema=True, json_object=True, tools=True, forced_tool_choice=True,
-            strict_tools=True, schema_profile="openai-strict",
+            name="fake",
+            native_json_schema=True,
+            json_object=True,
+            tools=True,
+            forced_tool_choice=True,
+            strict_tools=True,
+            schema_profile="openai-strict",
         )
         self.calls: list[FakeCall] = []
         self.closed_streams = 0
@@ -109,7 +114,9 @@ class FakeChatClient(BaseChatClient):
             model_id=options.model or self.model,
         )
 
-    async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
+    async def _stream(
+        self, messages: list[ChatMessage], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         reply = self._next_reply(messages, options, stream=True)
         try:
             if reply.error is not None and reply.fail_after is None:

@@ -74,7 +74,9 @@ def stream(text: str = "Hello world", *, chunk_size: int = 4, model: str = "m", 
     pieces = [text[i : i + chunk_size] for i in range(0, len(text), chunk_size)]
     events: list[Any] = [chunk({"role": "assistant", "content": piece}) for piece in pieces]
     events.append(chunk({}, "stop"))
-    events.append({**chunk({}), "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+    events.append(
+        {**chunk({}), "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    )
     events.append("[DONE]")
     return Fault("sse", events=events, cut_after=cut_after)
 
@@ -135,7 +137,9 @@ class FaultServer:
     def __enter__(self) -> FaultServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
@@ -143,7 +147,7 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_POST(self) -> None:  # noqa: N802 - the name http.server dispatches to
+        def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             try:
                 body = json.loads(raw) if raw else None
@@ -158,7 +162,7 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send_json(fault.status, fault.body, fault.headers)
 
-        do_GET = do_POST  # noqa: N815
+        do_GET = do_POST
 
         def _send_json(self, code: int, body: Any, headers: Mapping[str, str]) -> None:
             payload = json.dumps(body).encode()
@@ -192,7 +196,7 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
             self.connection.close()
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+        def log_message(self, format: str, *args: Any) -> None:
             return None
 
     return Handler

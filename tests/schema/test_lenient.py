@@ -59,7 +59,7 @@ def test_last_validating_candidate_wins() -> None:
         (list[int], "```json\n[1, 2,]\n```", [1, 2]),
         (list[int], 'The list: {"response": [3]}', [3]),
         (int, "42", 42),
-        (int, "The answer is {\"response\": 42}.", 42),
+        (int, 'The answer is {"response": 42}.', 42),
         (bool, "true", True),
         (list[Item], '[{"name": "bolt", "qty": 3}]', [ITEM]),
     ],

@@ -25,7 +25,7 @@ class Person(BaseModel):
     age: int
     address: Address
     tags: list[str] = []
-    note: Optional[str] = None
+    note: str | None = None
 
 
 class Upper(BaseModel):
@@ -174,14 +174,14 @@ def test_bytes_chunks_split_inside_utf8() -> None:
 
 
 DOCUMENTS: list[tuple[Any, Any]] = [
-    (Person, {"name": "A\\\"b", "age": -12, "address": {"city": "O\u00e9", "zip": "\\u00e9"}, "tags": ["x", "y"]}),
+    (Person, {"name": 'A\\"b', "age": -12, "address": {"city": "O\u00e9", "zip": "\\u00e9"}, "tags": ["x", "y"]}),
     (list[Person], {"response": [{"name": "n", "age": 1, "address": {"city": "c", "zip": "z"}, "note": None}]}),
     (list[int], {"response": [0, -1, 25, 3]}),
     (list[float], {"response": [1.5, -0.25e-3, 1e10]}),
     (dict, {"response": 0}),
     (list[bool], {"response": [True, False]}),
     (Optional[str], {"response": None}),
-    (tuple[int, str], {"response": [1, "tab\tquote\"slash\\/ \U0001F600"]}),
+    (tuple[int, str], {"response": [1, 'tab\tquote"slash\\/ \U0001f600']}),
     (Movie, {"title": "T", "year": 2000}),
 ]
 

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import itertools
 import json
+from collections.abc import Callable
 from typing import Any, Optional
 
 import pytest
@@ -83,7 +83,12 @@ class Item(BaseModel):
     tags: list[str] = []
 
 
-FUZZ_SCHEMAS = [OutputSchema(Item), OutputSchema(list[Item]), OutputSchema(int), OutputSchema(dict[str, Any], strict=False)]
+FUZZ_SCHEMAS = [
+    OutputSchema(Item),
+    OutputSchema(list[Item]),
+    OutputSchema(int),
+    OutputSchema(dict[str, Any], strict=False),
+]
 SEED_DOCS = [
     '{"name": "a", "qty": 1, "tags": ["x", "y"]}',
     '{"response": [{"name": "a\\n\\u00e9", "qty": 2}, {"name": "b", "qty": 3}]}',
@@ -172,8 +177,20 @@ def test_binary_input(schema_index: int, blob: bytes) -> None:
         "NaN",
         '{"response": Infinity}',
     ],
-    ids=["deep-arrays", "deep-objects", "deep-keys", "deep-closed", "backslashes", "huge-number", "surrogates",
-         "lone-high-escape", "reversed-surrogates", "huge-string", "nan", "infinity"],
+    ids=[
+        "deep-arrays",
+        "deep-objects",
+        "deep-keys",
+        "deep-closed",
+        "backslashes",
+        "huge-number",
+        "surrogates",
+        "lone-high-escape",
+        "reversed-surrogates",
+        "huge-string",
+        "nan",
+        "infinity",
+    ],
 )
 def test_hostile_inputs(text: str) -> None:
     for schema in FUZZ_SCHEMAS:

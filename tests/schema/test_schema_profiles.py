@@ -26,8 +26,8 @@ class Dog(BaseModel):
 
 
 class Owner(BaseModel):
-    pet: Annotated[Union[Cat, Dog], Field(discriminator="kind")]
-    nickname: Optional[str] = None
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
+    nickname: str | None = None
     score: float = Field(0.5, ge=0, le=1, multiple_of=0.5)
     website: str = Field("", json_schema_extra={"format": "uri"})
     tags: list[str] = Field(default_factory=list, min_length=2, max_length=5)
@@ -86,7 +86,7 @@ def test_ref_with_description_is_inlined_or_wrapped(check_openai_strict: Checker
 
     class Tree(BaseModel):
         inner: Inner = Field(description="an inner")
-        child: Optional["Tree"] = Field(None, description="a subtree")
+        child: Tree | None = Field(None, description="a subtree")
 
     Tree.model_rebuild()
     schema = OutputSchema(Tree).json_schema()
@@ -127,7 +127,7 @@ def test_strict_false_keeps_the_strict_form_when_possible() -> None:
 
 def test_anthropic_refuses_recursion_even_without_strict(check_openai_strict: Checker) -> None:
     class Node(BaseModel):
-        children: list["Node"] = []
+        children: list[Node] = []
 
     schema = OutputSchema(Node, strict=False)
     check_openai_strict(schema.json_schema())
@@ -156,8 +156,11 @@ def test_raw_schema_self_reference(check_openai_strict: Checker) -> None:
         ({"type": "object", "properties": {"a": {"allOf": [{"type": "integer"}, {"minimum": 1}]}}}, "allOf"),
         ({"type": "object", "properties": {"a": {"$ref": "https://example.com/x.json"}}}, "not a local"),
         (
-            {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-             "properties": {"a": {"type": "array", "items": [{"type": "integer"}]}}},
+            {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": {"a": {"type": "array", "items": [{"type": "integer"}]}},
+            },
             "tuple-style",
         ),
     ],

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import dataclasses
 import json
+from collections.abc import Callable
 from datetime import date, datetime
 from enum import Enum
 from typing import Annotated, Any, Generic, Literal, NamedTuple, Optional, TypeVar, Union
@@ -35,7 +35,7 @@ class Address(BaseModel):
 class Person(BaseModel):
     name: str
     age: int = Field(ge=0, le=150)
-    email: Optional[str] = None
+    email: str | None = None
     address: Address = Field(description="Home address")
     tags: list[str] = []
     born: date | None = None
@@ -61,7 +61,7 @@ class Dog(BaseModel):
 
 
 class Pet(BaseModel):
-    pet: Annotated[Union[Cat, Dog], Field(discriminator="kind")]
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
 
 
 @dataclasses.dataclass
@@ -136,7 +136,7 @@ CASES: list[tuple[Any, Any, bool]] = [
     (Pair, Pair(1, "r"), True),
     (Event, Event(at=datetime(2024, 1, 2, 3, 4, 5), color=Color.RED), False),
     (list[tuple[int, int]], [(1, 2), (3, 4)], True),
-    (list[Optional[Address]], [None, Address(city="a", zip="22222")], True),
+    (list[Address | None], [None, Address(city="a", zip="22222")], True),
 ]
 
 IDS = [OutputSchema(case[0], strict=False).name() for case in CASES]
@@ -177,7 +177,7 @@ def test_every_profile_is_valid(
 @pytest.mark.parametrize(("output_type", "value", "wrapped"), CASES, ids=IDS)
 def test_wrong_values_raise_model_behavior_error(output_type: Any, value: Any, wrapped: bool) -> None:
     schema = OutputSchema(output_type)
-    bad = '{"response": {"nope": [1, {}]}}' if wrapped else '[1, {}]'
+    bad = '{"response": {"nope": [1, {}]}}' if wrapped else "[1, {}]"
     with pytest.raises(ModelBehaviorError) as info:
         schema.validate_json(bad)
     assert info.value.raw_text == bad
@@ -287,7 +287,7 @@ def test_invalid_raw_schema_is_a_user_error() -> None:
 
 
 class Undefined(BaseModel):
-    x: "NotDefinedAnywhere"  # type: ignore[name-defined]  # noqa: F821
+    x: NotDefinedAnywhere  # type: ignore[name-defined]  # noqa: F821
 
 
 def _deep_schema(depth: int) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -26,7 +26,7 @@ class Item(BaseModel):
     price: float
     tags: list[str]
     kind: Kind
-    note: Optional[str] = None
+    note: str | None = None
     flag: Literal["x"] = "x"
 
 

@@ -84,7 +84,9 @@ class AnthropicChatClient(SDKChatClient):
         message = await call_sdk(self.is_async, self.sdk_client.messages.create, **request)
         return message_to_chat(message, prefill=self.echoed_prefill(messages))
 
-    async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
+    async def _stream(
+        self, messages: list[ChatMessage], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
         stream = await call_sdk(self.is_async, self.sdk_client.messages.create, **request, stream=True)
         reader = StreamReader(prefill=self.echoed_prefill(messages))

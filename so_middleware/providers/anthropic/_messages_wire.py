@@ -50,7 +50,15 @@ from ..._types import (
 )
 from .._prefill import EchoFilter, prefill_of, strip_echo
 
-__all__ = ["StreamReader", "build_request", "finish_reason", "message_to_chat", "prefill_of", "strip_echo", "usage_from"]
+__all__ = [
+    "StreamReader",
+    "build_request",
+    "finish_reason",
+    "message_to_chat",
+    "prefill_of",
+    "strip_echo",
+    "usage_from",
+]
 
 _STOP_REASONS = {
     "end_turn": FinishReason.STOP,
@@ -64,7 +72,9 @@ _STOP_REASONS = {
 _TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
 
 
-def build_request(messages: list[ChatMessage], options: ChatOptions, *, model: str | None, max_tokens: int) -> dict[str, Any]:
+def build_request(
+    messages: list[ChatMessage], options: ChatOptions, *, model: str | None, max_tokens: int
+) -> dict[str, Any]:
     """The keyword arguments of `messages.create` for this call (without `stream`)."""
     chosen_model = options.model or model
     if not chosen_model:
@@ -138,10 +148,17 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
         elif isinstance(content, RefusalContent):
             blocks.append({"type": "text", "text": content.refusal})
         elif isinstance(content, FunctionCallContent):
-            blocks.append({"type": "tool_use", "id": content.call_id, "name": content.name, "input": content.parsed_arguments()})
+            blocks.append(
+                {"type": "tool_use", "id": content.call_id, "name": content.name, "input": content.parsed_arguments()}
+            )
         elif isinstance(content, FunctionResultContent):
             blocks.append(
-                {"type": "tool_result", "tool_use_id": content.call_id, "content": content.result_text, "is_error": content.is_error}
+                {
+                    "type": "tool_result",
+                    "tool_use_id": content.call_id,
+                    "content": content.result_text,
+                    "is_error": content.is_error,
+                }
             )
         elif isinstance(content, ReasoningContent):
             if content.signature:  # the API only takes back thinking it signed
@@ -155,7 +172,13 @@ def _data_block(content: DataContent) -> dict[str, Any]:
     data = content.data
     if content.media_type == "application/json" or content.media_type.startswith("text/"):
         return {"type": "text", "text": data if isinstance(data, str) else data.decode("utf-8", "replace")}
-    kind = "image" if content.media_type.startswith("image/") else "document" if content.media_type == "application/pdf" else None
+    kind = (
+        "image"
+        if content.media_type.startswith("image/")
+        else "document"
+        if content.media_type == "application/pdf"
+        else None
+    )
     if kind is None:
         raise UserError(f"Anthropic Messages cannot carry {content.media_type} data")
     if isinstance(data, str) and data.startswith("http"):
@@ -175,9 +198,7 @@ def _tool_to_wire(tool: FunctionTool | Mapping[str, Any]) -> dict[str, Any]:
         wire["strict"] = tool.strict
     return wire
 
-
-# ---------------------------------------------------------------- prefill echo
-
+    # ---------------------------------------------------------------- prefill echo
 
     def flush(self) -> str:
         rest, self.pending, self.buffer = self.buffer, "", ""

@@ -6,9 +6,7 @@ Needs the extra: `pip install so-middleware[openai]`.
 try:
     import openai as _openai  # noqa: F401
 except ImportError as error:  # pragma: no cover - exercised by the import-without-SDK test
-    raise ImportError(
-        "so_middleware.openai needs the openai SDK: pip install 'so-middleware[openai]'"
-    ) from error
+    raise ImportError("so_middleware.openai needs the openai SDK: pip install 'so-middleware[openai]'") from error
 
 from typing import Any
 

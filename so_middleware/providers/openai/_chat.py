@@ -14,14 +14,13 @@ import openai
 from ..._client import Capabilities
 from ..._options import ChatOptions
 from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate, FinishReason, TextContent
-from .._sdk_client import SDKChatClient
 from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
 from .._prefill import EchoFilter
+from .._sdk_client import SDKChatClient
 from ._chat_wire import build_request, chunk_to_update, completion_to_response
 from ._profiles import profile_for
 
 __all__ = ["OpenAIChatClient"]
-
 
 
 class OpenAIChatClient(SDKChatClient):
@@ -68,7 +67,9 @@ class OpenAIChatClient(SDKChatClient):
         completion = await call_sdk(self.is_async, self.sdk_client.chat.completions.create, **request)
         return completion_to_response(completion, prefill=self.echoed_prefill(messages))
 
-    async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
+    async def _stream(
+        self, messages: list[ChatMessage], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
         stream = await call_sdk(
             self.is_async,
@@ -105,9 +106,7 @@ class OpenAIChatClient(SDKChatClient):
                 text.append(held)
                 yield ChatResponseUpdate([TextContent(held)], role="assistant")
             if not finished:
-                raise interrupted(
-                    EOFError("the event stream ended without a finish reason"), "".join(text), updates
-                )
+                raise interrupted(EOFError("the event stream ended without a finish reason"), "".join(text), updates)
         finally:
             await close_sdk_stream(self.is_async, stream)
 

@@ -217,7 +217,11 @@ def chunk_to_update(chunk: Any, call_ids: dict[int, str]) -> ChatResponseUpdate[
             call_ids[call.index] = call_id
             function = call.function
             contents.append(
-                FunctionCallContent(call_id, (function.name if function else None) or "", (function.arguments if function else None) or "")
+                FunctionCallContent(
+                    call_id,
+                    (function.name if function else None) or "",
+                    (function.arguments if function else None) or "",
+                )
             )
         finish = finish_reason(choice.finish_reason)
     return ChatResponseUpdate(

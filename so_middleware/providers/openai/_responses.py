@@ -36,7 +36,6 @@ from ._responses_wire import (
 __all__ = ["OpenAIResponsesClient"]
 
 
-
 class OpenAIResponsesClient(SDKChatClient):
     """A ChatClient over an `openai.OpenAI` or `openai.AsyncOpenAI` client (Responses API).
 
@@ -78,14 +77,20 @@ class OpenAIResponsesClient(SDKChatClient):
         response = await call_sdk(self.is_async, self.sdk_client.responses.create, **request)
         failure = failure_message(response)
         if failure:
-            raise openai.APIError(failure, request=_request_of(str(self.sdk_client.base_url)), body=getattr(response, "error", None))
+            raise openai.APIError(
+                failure, request=_request_of(str(self.sdk_client.base_url)), body=getattr(response, "error", None)
+            )
         return response_to_chat(response, prefill=self.echoed_prefill(messages))
 
-    async def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
+    async def _stream(
+        self, messages: list[ChatMessage], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
         stream = await call_sdk(self.is_async, self.sdk_client.responses.create, **request, stream=True)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
-        events = self.read_events(stream, reader, ending="response.completed or response.incomplete", failures=(StreamFailed,))
+        events = self.read_events(
+            stream, reader, ending="response.completed or response.incomplete", failures=(StreamFailed,)
+        )
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
             async for update in events:
                 yield update

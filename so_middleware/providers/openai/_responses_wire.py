@@ -113,7 +113,12 @@ def _tool_to_wire(tool: FunctionTool | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(tool, Mapping):
         return dict(tool)
     # The API treats a missing `strict` as true, which rejects non-strict schemas: say it.
-    wire: dict[str, Any] = {"type": "function", "name": tool.name, "parameters": dict(tool.parameters), "strict": bool(tool.strict)}
+    wire: dict[str, Any] = {
+        "type": "function",
+        "name": tool.name,
+        "parameters": dict(tool.parameters),
+        "strict": bool(tool.strict),
+    }
     if tool.description:
         wire["description"] = tool.description
     return wire
@@ -132,7 +137,12 @@ def _message_to_items(message: ChatMessage) -> list[dict[str, Any]]:
         if isinstance(content, FunctionCallContent):
             flush()
             items.append(
-                {"type": "function_call", "call_id": content.call_id, "name": content.name, "arguments": content.arguments or "{}"}
+                {
+                    "type": "function_call",
+                    "call_id": content.call_id,
+                    "name": content.name,
+                    "arguments": content.arguments or "{}",
+                }
             )
         elif isinstance(content, FunctionResultContent):
             flush()
@@ -177,9 +187,7 @@ def _data_uri(content: DataContent) -> str:
     raw = content.data.encode() if isinstance(content.data, str) else content.data
     return f"data:{content.media_type};base64,{base64.b64encode(raw).decode()}"
 
-
-# ---------------------------------------------------------------- prefill echo
-
+    # ---------------------------------------------------------------- prefill echo
 
     def flush(self) -> str:
         rest, self.pending, self.buffer = self.buffer, "", ""
