@@ -152,7 +152,7 @@ class LocalModelServer:
         self.host = host
         self.requested_port = port
         self.port: int | None = None
-        self.threads = threads or max(1, os.cpu_count() or 1)
+        self.threads = threads or int(os.environ.get("SO_MIDDLEWARE_THREADS") or 0) or max(1, os.cpu_count() or 1)
         self.parallel = parallel
         self.context_size = context_size
         self.startup_timeout = startup_timeout
@@ -260,7 +260,9 @@ class LocalModelServer:
     def __enter__(self) -> LocalModelServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def __repr__(self) -> str:
