@@ -76,8 +76,11 @@ def test_serve_command_stops_its_server_on_ctrl_c(stop_signal: signal.Signals) -
 
     process = subprocess.Popen(
         [sys.executable, "-m", "so_middleware.cli", "serve"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore_sigint,
+    )
     try:
         line = process.stdout.readline()  # type: ignore[union-attr]
         assert line.startswith("OpenAI base_url:    http://127.0.0.1:")

@@ -175,12 +175,24 @@ def test_adapter_rejects_other_clients() -> None:
 
 # Documented wire bodies (provider-apis.md §1.7): the local server never refuses or filters.
 REFUSAL_BODY = {
-    "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                 "message": {"role": "assistant", "content": None,
-                             "refusal": "I'm sorry, I cannot assist with that request."}}],
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "gpt-4o",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "logprobs": None,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "refusal": "I'm sorry, I cannot assist with that request.",
+            },
+        }
+    ],
     "usage": {"prompt_tokens": 81, "completion_tokens": 11, "total_tokens": 92},
-}  # fmt: skip
+}
 
 
 def mock_client(handler: Any) -> OpenAIChatClient:
@@ -205,19 +217,38 @@ def sse(*events: dict[str, Any] | str) -> bytes:
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 async def test_streamed_refusal_and_tool_call_deltas() -> None:
     body = sse(
-        chunk({"role": "assistant", "content": None, "tool_calls": [{"index": 0, "id": "call_9", "type": "function", "function": {"name": "f", "arguments": '{"a"'}}]}),
+        chunk(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"index": 0, "id": "call_9", "type": "function", "function": {"name": "f", "arguments": '{"a"'}}
+                ],
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]}),
         chunk({}, "tool_calls"),
-        {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o", "choices": [],
-         "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}},
+        {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4o",
+            "choices": [],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+        },
         "[DONE]",
-    )  # fmt: skip
+    )
     client = mock_client(
         lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
     )

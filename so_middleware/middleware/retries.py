@@ -46,12 +46,18 @@ import anyio
 from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
 
-from .._client import ChatClient, ChatStream
-from .._delegating import DelegatingChatClient
-from .._exceptions import SOMiddlewareError, StreamInterruptedError, UserError
-from .._options import OptionsInput
-from .._stream import ResponseStream
-from .._types import ChatResponse, MessageInput
+from ..core import (
+    ChatClient,
+    ChatResponse,
+    ChatStream,
+    DelegatingChatClient,
+    MessageInput,
+    OptionsInput,
+    ResponseStream,
+    SOMiddlewareError,
+    StreamInterruptedError,
+    UserError,
+)
 from ._otel_names import RETRIES_KEY, RETRY_EVENT
 
 try:

@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from .._client import BaseChatClient, Capabilities
-from .._exceptions import UserError
-from .._types import ChatMessage, ChatResponseUpdate
+from ..core import BaseChatClient, Capabilities, ChatMessage, ChatResponseUpdate, UserError
 from ._bridge import close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
 from ._prefill import prefill_of
 

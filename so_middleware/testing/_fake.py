@@ -6,10 +6,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
-from .._client import BaseChatClient, Capabilities
-from .._options import ChatOptions
-from .._types import (
+from ..core import (
+    BaseChatClient,
+    Capabilities,
     ChatMessage,
+    ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
     Content,

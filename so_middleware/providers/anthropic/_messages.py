@@ -25,10 +25,7 @@ from typing import Any, ClassVar
 
 import anthropic
 
-from ..._client import Capabilities
-from ..._exceptions import UserError
-from ..._options import ChatOptions
-from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
 from .._bridge import call_sdk
 from .._sdk_client import SDKChatClient
 from ._messages_wire import StreamReader, build_request, message_to_chat

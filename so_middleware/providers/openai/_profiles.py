@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..._client import Capabilities
+from ...core import Capabilities
 
 __all__ = [
     "LLAMA_SERVER",

@@ -19,9 +19,7 @@ from typing import Any, ClassVar
 import httpx2
 import openai
 
-from ..._client import Capabilities
-from ..._options import ChatOptions
-from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 from .._bridge import call_sdk
 from .._sdk_client import SDKChatClient
 from ._profiles import profile_for

@@ -21,9 +21,10 @@ import wrapt
 
 from ._client import ChatClient, ChatStream, as_chat_client
 from ._exceptions import UserError
+from ._messages import MessageInput
 from ._options import OptionsInput
+from ._responses import ChatResponse
 from ._sync import run_sync
-from ._types import ChatResponse, MessageInput
 
 __all__ = ["DelegatingChatClient", "chain"]
 
