@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, Union, overload, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from ._capabilities import Capabilities
 from ._exceptions import UserError
@@ -140,7 +140,7 @@ def _reject_unhandled_features(options: ChatOptions) -> None:
             )
 
 
-ClientInput = Union[ChatClient, Any]
+ClientInput = ChatClient | Any
 
 
 def as_chat_client(client: ClientInput, **adapter_options: Any) -> ChatClient:

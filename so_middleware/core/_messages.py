@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ._contents import Content, FunctionCallContent, RefusalContent, TextContent
 from ._exceptions import UserError
@@ -69,7 +69,7 @@ class ChatMessage:
         return [c for c in self.contents if isinstance(c, FunctionCallContent)]
 
 
-MessageInput = Union[str, ChatMessage, Sequence[str | ChatMessage]]
+MessageInput = str | ChatMessage | Sequence[str | ChatMessage]
 
 
 def as_messages(messages: MessageInput | None) -> list[ChatMessage]:

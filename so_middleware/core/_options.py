@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, TypeVar
 
 from ._exceptions import UserError
 from ._formats import ResponseFormat
@@ -45,7 +45,7 @@ class ForcedTool:
     name: str
 
 
-ToolChoice = Union[Literal["auto", "none", "required"], ForcedTool]
+ToolChoice = Literal["auto", "none", "required"] | ForcedTool
 _TOOL_CHOICE_MODES = ("auto", "none", "required")
 
 
@@ -137,7 +137,7 @@ class ChatOptions:
         return ChatOptions(**values, additional_properties=props)
 
 
-OptionsInput = Union[ChatOptions, Mapping[str, Any], None]
+OptionsInput = ChatOptions | Mapping[str, Any] | None
 
 
 def find_feature(options: OptionsInput, kind: type[F]) -> F | None:
