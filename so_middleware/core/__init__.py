@@ -6,7 +6,7 @@ other layers import from `so_middleware.core`; its module files are private.
 
 from ._attempts import Attempt
 from ._capabilities import Capabilities, SchemaProfileName
-from ._client import BaseChatClient, ChatClient, ChatStream, ClientInput, as_chat_client
+from ._client import BaseChatClient, ChatClient, ChatStream, ClientInput, SyncChatStream, as_chat_client
 from ._contents import (
     Content,
     DataContent,
@@ -37,7 +37,7 @@ from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
 from ._spans import AgentSpans
 from ._stream import ResponseStream
-from ._sync import run_sync
+from ._sync import SyncResponseStream, run_sync, sync_stream
 from ._usage import FinishReason, UsageDetails
 
 __all__ = [
@@ -81,6 +81,8 @@ __all__ = [
     "SchemaProfileName",
     "StreamConsumedError",
     "StreamInterruptedError",
+    "SyncChatStream",
+    "SyncResponseStream",
     "TextContent",
     "TextParser",
     "ToolChoice",
@@ -95,4 +97,5 @@ __all__ = [
     "register_text_parser",
     "responses_format_to_chat",
     "run_sync",
+    "sync_stream",
 ]
