@@ -64,13 +64,6 @@ class BaseChatClient:
     model: str | None = None  # the default model, when the adapter has one
     base_url: str | None = None  # where requests go, for telemetry's server.address/port
 
-    def disable_sdk_retries(self) -> None:
-        """Turn off the SDK's own retries (a retry layer above does them instead).
-
-        Adapters over an SDK client replace it with `sdk.with_options(max_retries=0)`.
-        """
-        return
-
     @overload
     def get_response(
         self,

@@ -54,6 +54,7 @@ class ChatOptions:
     """Options of one model call. Build from a dict with `ChatOptions.coerce(...)`.
 
     Unknown keys raise `UserError`: put provider-specific request fields in `extra_body`.
+    `sdk_max_retries` sets the SDK client's own retries for this call only (a retry layer sends 0).
     `tools` hold `FunctionTool`s or provider-shaped dicts (passed on as given); `response_format`
     a `ResponseFormat` or a wire dict (Chat Completions or Responses spelling).
     """
@@ -70,6 +71,7 @@ class ChatOptions:
     response_format: ResponseFormat | None = None
     additional_properties: Mapping[str, Any] = field(default_factory=dict)
     extra_body: Mapping[str, Any] | None = None
+    sdk_max_retries: int | None = None  # the SDK's own retries for this call (None: the SDK client's setting)
 
     @classmethod
     def coerce(cls, options: OptionsInput) -> ChatOptions:

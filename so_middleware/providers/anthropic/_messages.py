@@ -78,14 +78,14 @@ class AnthropicChatClient(SDKChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
-        message = await call_sdk(self.is_async, self.sdk_client.messages.create, **request)
+        message = await call_sdk(self.is_async, self.sdk_for(options).messages.create, **request)
         return message_to_chat(message, prefill=self.echoed_prefill(messages))
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
-        stream = await call_sdk(self.is_async, self.sdk_client.messages.create, **request, stream=True)
+        stream = await call_sdk(self.is_async, self.sdk_for(options).messages.create, **request, stream=True)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
         events = self.read_events(stream, reader, ending="message_stop")
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once

@@ -62,7 +62,7 @@ class OpenAIChatClient(SDKChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
-        completion = await call_sdk(self.is_async, self.sdk_client.chat.completions.create, **request)
+        completion = await call_sdk(self.is_async, self.sdk_for(options).chat.completions.create, **request)
         return completion_to_response(completion, prefill=self.echoed_prefill(messages))
 
     async def _stream(
@@ -71,7 +71,7 @@ class OpenAIChatClient(SDKChatClient):
         request = self.request_for(messages, options)
         stream = await call_sdk(
             self.is_async,
-            self.sdk_client.chat.completions.create,
+            self.sdk_for(options).chat.completions.create,
             **request,
             stream=True,
             stream_options={"include_usage": True},

@@ -72,7 +72,7 @@ class OpenAIResponsesClient(SDKChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
-        response = await call_sdk(self.is_async, self.sdk_client.responses.create, **request)
+        response = await call_sdk(self.is_async, self.sdk_for(options).responses.create, **request)
         failure = failure_message(response)
         if failure:
             raise openai.APIError(
@@ -84,7 +84,7 @@ class OpenAIResponsesClient(SDKChatClient):
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
-        stream = await call_sdk(self.is_async, self.sdk_client.responses.create, **request, stream=True)
+        stream = await call_sdk(self.is_async, self.sdk_for(options).responses.create, **request, stream=True)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
         events = self.read_events(
             stream, reader, ending="response.completed or response.incomplete", failures=(StreamFailed,)
