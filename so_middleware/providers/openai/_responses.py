@@ -23,13 +23,8 @@ from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatRe
 from .._bridge import call_sdk
 from .._sdk_client import SDKChatClient
 from ._profiles import profile_for
-from ._responses_wire import (
-    StreamFailed,
-    StreamReader,
-    build_request,
-    failure_message,
-    response_to_chat,
-)
+from ._responses_stream import StreamFailed, StreamReader
+from ._responses_wire import build_request, failure_message, response_to_chat
 
 __all__ = ["OpenAIResponsesClient"]
 
