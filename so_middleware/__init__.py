@@ -55,6 +55,7 @@ from .agents import (
     SecondaryOutput,
     StructuredOutputAgent,
 )
+from .middleware.options import ConfigureOptionsChatClient, with_options
 from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
 from .middleware.telemetry import TelemetryChatClient, with_telemetry
@@ -74,6 +75,7 @@ __all__ = [
     "ChatResponse",
     "ChatResponseUpdate",
     "ChatStream",
+    "ConfigureOptionsChatClient",
     "Content",
     "ContentFilterError",
     "DataContent",
@@ -115,6 +117,7 @@ __all__ = [
     "find_feature",
     "responses_format_to_chat",
     "run_sync",
+    "with_options",
     "with_retries",
     "with_structured_output",
     "with_telemetry",
