@@ -55,6 +55,7 @@ from .agents import (
     SecondaryOutput,
     StructuredOutputAgent,
 )
+from .middleware.cache import CachingChatClient, MemoryStore, disk_store, request_key, with_cache
 from .middleware.options import ConfigureOptionsChatClient, with_options
 from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
@@ -67,6 +68,7 @@ __all__ = [
     "AgentThread",
     "Attempt",
     "BaseChatClient",
+    "CachingChatClient",
     "Capabilities",
     "ChatAgent",
     "ChatClient",
@@ -89,6 +91,7 @@ __all__ = [
     "FunctionTool",
     "IncompleteOutputError",
     "LocalServerError",
+    "MemoryStore",
     "ModelBehaviorError",
     "OutputError",
     "OutputSchema",
@@ -114,9 +117,12 @@ __all__ = [
     "as_messages",
     "chain",
     "chat_format_to_responses",
+    "disk_store",
     "find_feature",
+    "request_key",
     "responses_format_to_chat",
     "run_sync",
+    "with_cache",
     "with_options",
     "with_retries",
     "with_structured_output",
