@@ -56,6 +56,7 @@ from .agents import (
     StructuredOutputAgent,
 )
 from .middleware.cache import CachingChatClient, MemoryStore, disk_store, request_key, with_cache
+from .middleware.fallback import FallbackChatClient, with_fallback
 from .middleware.options import ConfigureOptionsChatClient, with_options
 from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
@@ -83,6 +84,7 @@ __all__ = [
     "DataContent",
     "DelegatingAgent",
     "DelegatingChatClient",
+    "FallbackChatClient",
     "Feature",
     "FinishReason",
     "ForcedTool",
@@ -123,6 +125,7 @@ __all__ = [
     "responses_format_to_chat",
     "run_sync",
     "with_cache",
+    "with_fallback",
     "with_options",
     "with_retries",
     "with_structured_output",
