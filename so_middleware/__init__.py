@@ -57,6 +57,7 @@ from .agents import (
 )
 from .middleware.cache import CachingChatClient, MemoryStore, disk_store, request_key, with_cache
 from .middleware.fallback import FallbackChatClient, with_fallback
+from .middleware.logging import LoggingChatClient, with_logging
 from .middleware.options import ConfigureOptionsChatClient, with_options
 from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
@@ -93,6 +94,7 @@ __all__ = [
     "FunctionTool",
     "IncompleteOutputError",
     "LocalServerError",
+    "LoggingChatClient",
     "MemoryStore",
     "ModelBehaviorError",
     "OutputError",
@@ -126,6 +128,7 @@ __all__ = [
     "run_sync",
     "with_cache",
     "with_fallback",
+    "with_logging",
     "with_options",
     "with_retries",
     "with_structured_output",
