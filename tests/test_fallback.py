@@ -61,7 +61,18 @@ async def test_the_primary_answers_when_it_can(stream: bool) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("error", [StatusError(503), StatusError(429), ConnectionError("refused"), TimeoutError()])
+@pytest.mark.parametrize(
+    "error",
+    [
+        StatusError(503),
+        StatusError(502),
+        StatusError(429),
+        StatusError(408),
+        StatusError(409),
+        ConnectionError("refused"),
+        TimeoutError(),
+    ],
+)
 async def test_transient_errors_fail_over_to_the_next_client(stream: bool, error: Exception) -> None:
     primary, backup = FakeChatClient(error, model="p"), FakeChatClient("from backup", model="b")
     feature = Tagging()
