@@ -34,14 +34,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
-import json
 import logging
-import threading
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from enum import Enum
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
 
 import anyio
 
@@ -51,142 +46,14 @@ from .._exceptions import UserError
 from .._options import ChatOptions, OptionsInput
 from .._stream import ResponseStream
 from .._types import ChatMessage, ChatResponse, ChatResponseUpdate, MessageInput, as_messages
-from ..schema import OutputSchema
+from ._cache_key import digest, request_key
+from ._cache_stores import CacheStore, MemoryStore, disk_store
 
 __all__ = ["CACHE_HIT_KEY", "CacheStore", "CachingChatClient", "MemoryStore", "disk_store", "request_key", "with_cache"]
 
 CACHE_HIT_KEY = "so_middleware.cache_hit"
 logger = logging.getLogger("so_middleware")
 KeyFunction = Callable[[list[ChatMessage], ChatOptions, Any], "str | None"]
-
-
-class CacheStore(Protocol):
-    """What `with_cache` needs of a store; `diskcache.Cache` is one as it is."""
-
-    def get(self, key: str) -> Any: ...
-
-    def set(self, key: str, value: Any) -> Any: ...
-
-
-class MemoryStore:
-    """An in-memory LRU of at most `maxsize` entries; values are copied in and out, never shared.
-
-    Example: `with_cache(client, store=MemoryStore(maxsize=1000))`.
-    """
-
-    def __init__(self, maxsize: int = 256) -> None:
-        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
-            raise UserError(f"maxsize must be an int of at least 1, not {maxsize!r}")
-        self._maxsize = maxsize
-        self._entries: OrderedDict[str, Any] = OrderedDict()
-        self._lock = threading.Lock()  # sync entry points call from other threads
-
-    def get(self, key: str) -> Any:
-        """A copy of the value stored under `key`, or None; marks it as recently used."""
-        with self._lock:
-            if key not in self._entries:
-                return None
-            self._entries.move_to_end(key)
-            return copy.deepcopy(self._entries[key])
-
-    def set(self, key: str, value: Any) -> None:
-        """Store a copy of `value`, evicting the least recently used entry beyond `maxsize`."""
-        stored = copy.deepcopy(value)
-        with self._lock:
-            self._entries[key] = stored
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._maxsize:
-                self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-def disk_store(directory: str, **settings: Any) -> Any:
-    """A `diskcache.Cache` in `directory` (`settings` go to it, e.g. `size_limit=2**30`).
-
-    Example: `with_cache(client, store=disk_store(".cache/llm"))`.
-    """
-    try:
-        import diskcache
-    except ImportError as error:
-        raise ImportError("disk_store needs diskcache: pip install 'so-middleware[cache]'") from error
-    return diskcache.Cache(directory, **settings)
-
-
-def request_key(messages: MessageInput, options: OptionsInput = None, output_type: Any = None) -> str:
-    """The SHA-256 of a canonical JSON of a request (the default `key=`); see the module docstring.
-
-    Example: `request_key("Hi", {"temperature": 0}) == request_key(["Hi"], ChatOptions(temperature=0))`.
-    """
-    request = {
-        "messages": _describe(as_messages(messages)),
-        "options": _describe(ChatOptions.coerce(options)),
-        "output_type": None if output_type is None else _describe_type(output_type),
-    }
-    return _digest(request)
-
-
-def _digest(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _describe(value: Any, depth: int = 0) -> Any:
-    """Plain JSON data for `value`; objects give their class, plain attributes and output schema."""
-    if isinstance(value, Enum):
-        return _describe(value.value, depth)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return {"sha256": hashlib.sha256(value).hexdigest()}
-    if depth > 20:
-        return _name(type(value))
-    if isinstance(value, Mapping):
-        return {str(k): _describe(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_describe(item, depth + 1) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted((_describe(item, depth + 1) for item in value), key=_digest)
-    if isinstance(value, type):
-        return _name(value)
-    if dataclasses.is_dataclass(value):
-        fields = (f.name for f in dataclasses.fields(value) if f.name != "raw_representation")
-        return {"__type__": _name(type(value)), **{f: _describe(getattr(value, f), depth + 1) for f in fields}}
-    described: dict[str, Any] = {"__type__": _name(type(value))}
-    schema = getattr(value, "output_schema", None)
-    if isinstance(schema, OutputSchema):
-        described["output_schema"] = _schema_of(schema)
-    for name, attribute in sorted(getattr(value, "__dict__", {}).items()):
-        if not name.startswith("_") and attribute is not None and _is_plain(attribute):
-            described[name] = _describe(attribute, depth + 1)
-    return described
-
-
-def _is_plain(value: Any) -> bool:
-    if value is None or isinstance(value, (bool, int, float, str, Enum)):
-        return True
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
-    return isinstance(value, (list, tuple)) and all(_is_plain(item) for item in value)
-
-
-def _describe_type(output_type: Any) -> Any:
-    try:
-        return _schema_of(OutputSchema(output_type, strict=False))
-    except Exception:  # a type only the layer below understands: its name still keys it
-        return repr(output_type)
-
-
-def _schema_of(schema: OutputSchema) -> Any:
-    try:
-        return {"name": schema.name(), "schema": schema.json_schema("json-schema")}
-    except Exception:
-        return repr(schema.output_type)
-
-
-def _name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _stored(response: ChatResponse[Any], updates: Sequence[ChatResponseUpdate[Any]] | None) -> dict[str, Any]:
@@ -259,7 +126,7 @@ class CachingChatClient(DelegatingChatClient):
         if request is None:
             return None
         client = self.__wrapped__
-        return _digest([getattr(client, "provider_name", None), getattr(client, "model", None), request])
+        return digest([getattr(client, "provider_name", None), getattr(client, "model", None), request])
 
     async def _respond(self, key: str, call: Callable[[], Awaitable[ChatResponse[Any]]]) -> ChatResponse[Any]:
         entry = await self.load(key)

@@ -28,9 +28,7 @@ parameters, bearer tokens and `sk-...` keys are replaced with `***` in everythin
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -39,39 +37,14 @@ import anyio
 
 from .._client import ChatClient, ChatStream
 from .._delegating import DelegatingChatClient
-from .._exceptions import OutputError, UserError
+from .._exceptions import UserError
 from .._options import ChatOptions, OptionsInput
 from .._stream import ResponseStream
-from .._types import Attempt, ChatResponse, MessageInput, as_messages
-from ._otel_names import RETRIES_KEY, STRUCTURED_OUTPUT_KEY
-from .cache import CACHE_HIT_KEY
-from .fallback import FALLBACK_KEY
+from .._types import ChatResponse, MessageInput, as_messages
+from ._log_records import error_events, error_text, redact, redacted, response_events, summary
 from .retries import status_code_of
 
 __all__ = ["LoggingChatClient", "redact", "with_logging"]
-
-_SECRETS = (
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@"), r"\1***@"),  # userinfo in a URL
-    (re.compile(r"(?i)([?&;](?:api[_-]?key|key|token|access_token|secret|password|sig|signature)=)[^&;\s]+"), r"\1***"),
-    (re.compile(r"(?i)\b(bearer\s+)[a-z0-9._~+/=-]+"), r"\1***"),
-    (re.compile(r"\b(sk-(?:ant-)?)[A-Za-z0-9_-]{6,}"), r"\1***"),
-)
-
-
-def redact(text: str) -> str:
-    """`text` with credentials replaced by `***` (URL userinfo, key/token query values, bearer and sk- keys).
-
-    Example: `redact("https://user:pw@host/v1?api_key=abc") == "https://***@host/v1?api_key=***"`.
-    """
-    for pattern, replacement in _SECRETS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def _redacted(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    return [_redacted(item) for item in value] if isinstance(value, list) else value
 
 
 class LoggingChatClient(DelegatingChatClient):
@@ -126,7 +99,7 @@ class _CallLog:
     def log(self, level: int, event: str, **fields: Any) -> None:
         if not self.logger.isEnabledFor(level):
             return
-        values = {key: _redacted(value) for key, value in fields.items() if value is not None}
+        values = {key: redacted(value) for key, value in fields.items() if value is not None}
         text = " ".join(f"{key}={value}" for key, value in values.items())
         self.logger.log(level, "%s %s", event, text, extra={"so_middleware": {"event": event, **values}})
 
@@ -176,69 +149,22 @@ class _CallLog:
         return round(time.perf_counter() - self.started, 3)
 
     def answered(self, response: ChatResponse[Any], **extra: Any) -> None:
-        properties = response.additional_properties
-        for retry in properties.get(RETRIES_KEY) or []:
-            self.log(logging.WARNING, "retry", **self.fields, **retry)
-        self.attempts(response.attempts)
-        fallback = properties.get(FALLBACK_KEY) or {}
-        for failed in fallback.get("failed") or []:
-            passed_over = {
-                "client": failed.get("index"),
-                "failed_model": failed.get("model"),
-                "error": failed.get("error"),
-            }
-            self.log(logging.WARNING, "failover", **self.fields, **passed_over, answered_by=fallback.get("index"))
-        structured = properties.get(STRUCTURED_OUTPUT_KEY) or {}
-        usage = response.usage
-        summary = {
-            **self.fields,
-            "response_model": response.model_id if response.model_id != self.fields["model"] else None,
-            "duration": self.duration(),
-            "finish": str(response.finish_reason) if response.finish_reason else None,
-            "input_tokens": usage.input_tokens if usage else None,
-            "output_tokens": usage.output_tokens if usage else None,
-            "cache": "hit" if properties.get(CACHE_HIT_KEY) else None,
-            "strategy": structured.get("strategy"),
-            "attempts": structured.get("attempts"),
-            **extra,
-            "text": repr(response.text) if self.content else None,
-        }
-        self.log(self.level, "chat", **summary)
-
-    def attempts(self, attempts: Sequence[Attempt]) -> None:
-        for previous, following in itertools.pairwise(attempts):
-            event = "strategy fallback" if previous.strategy != following.strategy else "reask"
-            step = {"attempt": previous.index, "strategy": previous.strategy, "next_strategy": following.strategy}
-            self.log(logging.WARNING, event, **self.fields, **step, error=self.error_text(previous.error))
+        for level, event, fields in response_events(response, self.content):
+            self.log(level, event, **self.fields, **fields)
+        chat = summary(response, self.fields["model"], self.content)
+        self.log(self.level, "chat", **self.fields, duration=self.duration(), **extra, **chat)
 
     def failed(self, error: BaseException, **extra: Any) -> None:
-        if isinstance(error, GeneratorExit):
-            self.log(self.level, "chat closed", **self.fields, duration=self.duration(), **extra)
-            return
         if not isinstance(error, Exception):
-            self.log(self.level, "chat cancelled", **self.fields, duration=self.duration(), **extra)
+            event = "chat closed" if isinstance(error, GeneratorExit) else "chat cancelled"
+            self.log(self.level, event, **self.fields, duration=self.duration(), **extra)
             return
-        for index, earlier in enumerate(getattr(error, "fallback_errors", None) or []):
-            self.log(logging.WARNING, "failover", **self.fields, client=index, error=self.error_text(earlier))
-        if isinstance(error, OutputError):
-            self.attempts(error.attempts)
-        status = status_code_of(error)
+        for level, event, fields in error_events(error, self.content):
+            self.log(level, event, **self.fields, **fields)
+        status, text = status_code_of(error), error_text(error, self.content)
         self.log(
-            logging.ERROR,
-            "chat failed",
-            **self.fields,
-            duration=self.duration(),
-            **extra,
-            status=status,
-            error=self.error_text(error),
+            logging.ERROR, "chat failed", **self.fields, duration=self.duration(), **extra, status=status, error=text
         )
-
-    def error_text(self, error: BaseException | None) -> str | None:
-        if error is None:
-            return None
-        if isinstance(error, OutputError) and not self.content:  # its message quotes the model's output
-            return type(error).__name__
-        return f"{type(error).__name__}: {error}"[:500]
 
 
 def _model(client: Any, options: OptionsInput) -> str | None:
