@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import socket
 from types import SimpleNamespace
 from typing import Any
@@ -254,3 +255,13 @@ async def test_a_dead_server_fails_over_to_the_real_one(local_server: LocalModel
     finally:
         await dead_sdk.close()
         await live_sdk.close()
+
+
+async def test_a_copy_of_the_layer_calls_its_own_copy_of_the_primary() -> None:
+    layer = with_fallback(FakeChatClient("x", model="original"), FakeChatClient("y", model="backup"))
+    clone = copy.copy(layer)
+    clone.__wrapped__.model = "copied"  # the clone's own primary, not the original
+    response = await clone.get_response("hi")
+    assert response.additional_properties[FALLBACK]["model"] == "copied"
+    assert [c.model for c in clone.clients] == ["copied", "backup"]
+    assert [c.model for c in layer.clients] == ["original", "backup"]

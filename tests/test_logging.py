@@ -300,3 +300,9 @@ async def test_a_structured_call_on_the_real_server(
         assert "John Smith" not in caplog.text
     finally:
         await adapter.sdk_client.close()
+
+
+async def test_a_stream_never_iterated_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    fake = FakeChatClient("ok")
+    with_logging(fake, logger=LOGGER).get_response("hi", stream=True)
+    assert not events(caplog) and not fake.calls

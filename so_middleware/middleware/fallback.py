@@ -73,8 +73,13 @@ class FallbackChatClient(DelegatingChatClient):
     def __init__(self, primary: ChatClient | Any, *others: ChatClient | Any, on: FailOverOn = is_transient) -> None:
         predicate = _predicate(on)
         super().__init__(primary)
-        self._self_clients: tuple[ChatClient, ...] = (self.__wrapped__, *(as_chat_client(c) for c in others))
+        self._self_others: tuple[ChatClient, ...] = tuple(as_chat_client(client) for client in others)
         self._self_fails_over = predicate
+
+    @property
+    def clients(self) -> tuple[ChatClient, ...]:
+        """The clients in the order they are tried: the wrapped primary, then the others."""
+        return (self.__wrapped__, *self._self_others)
 
     def fails_over(self, error: BaseException) -> bool:
         """True when `error` hands the call to the next client."""
@@ -106,13 +111,14 @@ class _Run:
 
     def __init__(self, layer: FallbackChatClient, call: Callable[[ChatClient, bool], Any]) -> None:
         self.layer = layer
+        self.clients = layer.clients
         self.call = call
         self.failed: list[tuple[int, ChatClient, Exception]] = []
         self.answering: tuple[int, ChatStream] | None = None
 
     def give_up_or_continue(self, index: int, client: ChatClient, error: Exception) -> None:
         """Record a failure; re-raise it (with the earlier ones) unless the next client should try."""
-        last = index == len(self.layer._self_clients) - 1
+        last = index == len(self.clients) - 1
         if last or not self.layer.fails_over(error):
             if self.failed:
                 _attach(error, self.failed)
@@ -121,12 +127,12 @@ class _Run:
 
     def annotate(self, response: ChatResponse[Any], index: int) -> ChatResponse[Any]:
         failed = [{**_describe(i, c), "error": f"{type(e).__name__}: {e}"[:500]} for i, c, e in self.failed]
-        answered = _describe(index, self.layer._self_clients[index])
+        answered = _describe(index, self.clients[index])
         response.additional_properties[FALLBACK_KEY] = {**answered, "failed": failed}
         return response
 
     async def respond(self) -> ChatResponse[Any]:
-        for index, client in enumerate(self.layer._self_clients):
+        for index, client in enumerate(self.clients):
             try:
                 response: ChatResponse[Any] = await self.call(client, False)
             except Exception as error:
@@ -136,7 +142,7 @@ class _Run:
         raise AssertionError("unreachable: the last client answers or raises")
 
     async def open(self) -> tuple[ChatStream, Any]:
-        for index, client in enumerate(self.layer._self_clients):
+        for index, client in enumerate(self.clients):
             stream: ChatStream = self.call(client, True)
             try:
                 first = await aiter(stream).__anext__()

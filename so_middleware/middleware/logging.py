@@ -27,6 +27,7 @@ parameters, bearer tokens and `sk-...` keys are replaced with `***` in everythin
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -77,8 +78,7 @@ class LoggingChatClient(DelegatingChatClient):
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Call the inner client, logging the call; see the module docstring."""
         call = functools.partial(self.__wrapped__.get_response, messages, options=options, output_type=output_type)
-        record = _CallLog(self, _model(self.__wrapped__, options), stream)
-        record.start(messages)
+        record = _CallLog(self, _model(self.__wrapped__, options), stream, messages)
         if stream:
             return ResponseStream(record.stream(call), record.final_response)
         return record.respond(call)
@@ -87,7 +87,8 @@ class LoggingChatClient(DelegatingChatClient):
 class _CallLog:
     """The records of one call; per-call state lives here, the layer holds only its settings."""
 
-    def __init__(self, layer: LoggingChatClient, model: str | None, stream: bool) -> None:
+    def __init__(self, layer: LoggingChatClient, model: str | None, stream: bool, messages: MessageInput) -> None:
+        self.messages = messages
         self.logger = layer._self_logger
         self.level = layer._self_level
         self.content = layer._self_include_content
@@ -103,11 +104,15 @@ class _CallLog:
         text = " ".join(f"{key}={value}" for key, value in values.items())
         self.logger.log(level, "%s %s", event, text, extra={"so_middleware": {"event": event, **values}})
 
-    def start(self, messages: MessageInput) -> None:
-        content = [f"{m.role}: {m.text}" for m in as_messages(messages)] if self.content else None
+    def start(self) -> None:
+        content = None
+        if self.content:
+            with contextlib.suppress(UserError):  # bad messages: the inner client raises, logged as the failure
+                content = [f"{m.role}: {m.text}" for m in as_messages(self.messages)]
         self.log(self.level if self.content else logging.DEBUG, "chat start", **self.fields, messages=content)
 
     async def respond(self, call: Callable[..., Any]) -> ChatResponse[Any]:
+        self.start()
         try:
             response: ChatResponse[Any] = await call(stream=False)
         except BaseException as error:
@@ -117,6 +122,7 @@ class _CallLog:
         return response
 
     async def stream(self, call: Callable[..., Any]) -> AsyncIterator[Any]:
+        self.start()
         first_chunk: float | None = None
         updates = 0
         try:
