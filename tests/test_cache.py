@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from pathlib import Path
 from typing import Any
@@ -210,6 +211,15 @@ def test_memory_store_is_a_bounded_lru() -> None:
     assert (store.get("a"), store.get("b"), store.get("c"), len(store)) == (1, None, 3, 2)
     with pytest.raises(UserError, match="maxsize"):
         MemoryStore(maxsize=0)
+
+
+async def test_a_deep_copy_of_the_layer_has_its_own_store() -> None:
+    layer = with_cache(FakeChatClient(["one", "two"]))
+    await layer.get_response("hi")
+    clone = copy.deepcopy(layer)
+    assert (await clone.get_response("hi")).additional_properties[HIT]  # the entries came along
+    await clone.get_response("other")
+    assert len(clone.store) == 2 and len(layer.store) == 1
 
 
 async def test_clients_over_different_models_share_a_store_without_colliding() -> None:

@@ -53,6 +53,12 @@ class MemoryStore:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> MemoryStore:
+        clone = MemoryStore(self._maxsize)
+        with self._lock:
+            clone._entries = copy.deepcopy(self._entries, memo)
+        return clone
+
 
 def disk_store(directory: str, **settings: Any) -> Any:
     """A `diskcache.Cache` in `directory` (`settings` go to it, e.g. `size_limit=2**30`).

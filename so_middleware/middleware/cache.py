@@ -100,6 +100,11 @@ class CachingChatClient(DelegatingChatClient):
         self._self_store = MemoryStore() if store is None else store
         self._self_key = key
 
+    @property
+    def store(self) -> CacheStore:
+        """Where this layer keeps its entries."""
+        return self._self_store
+
     def process(
         self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
