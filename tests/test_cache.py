@@ -29,7 +29,7 @@ from so_middleware import (
 )
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient
-from so_middleware.testing import FakeChatClient, HttpRecorder, Reply
+from so_middleware.testing import FakeChatClient, HttpRecorder, Reply, final_response
 
 pytestmark = pytest.mark.anyio
 
@@ -53,12 +53,6 @@ class Tagging(Feature):
         self.hook = hook
 
 
-async def call(client: Any, stream: bool, *args: Any, **kwargs: Any) -> ChatResponse[Any]:
-    if stream:
-        return await client.get_response(*args, stream=True, **kwargs).get_final_response()  # type: ignore[no-any-return]
-    return await client.get_response(*args, **kwargs)  # type: ignore[no-any-return]
-
-
 async def stream_texts(client: Any, *args: Any, **kwargs: Any) -> tuple[list[str], ChatResponse[Any]]:
     stream = client.get_response(*args, stream=True, **kwargs)
     texts = [update.text async for update in stream]
@@ -69,8 +63,8 @@ async def stream_texts(client: Any, *args: Any, **kwargs: Any) -> tuple[list[str
 async def test_the_same_request_is_answered_from_the_store(stream: bool) -> None:
     fake = FakeChatClient(["first answer", "second answer"])
     client = with_cache(fake)
-    first = await call(client, stream, "hi", options={"temperature": 0})
-    again = await call(client, stream, "hi", options={"temperature": 0})
+    first = await final_response(client, "hi", stream=stream, options={"temperature": 0})
+    again = await final_response(client, "hi", stream=stream, options={"temperature": 0})
     assert len(fake.calls) == 1
     assert (again.text, again.usage, again.finish_reason) == (first.text, first.usage, first.finish_reason)
     assert again.additional_properties[HIT] is True and HIT not in first.additional_properties
@@ -142,9 +136,9 @@ async def test_features_nothing_can_describe_do_not_break_the_key(stream: bool) 
     fake = FakeChatClient(["one", "two", "three"])
     client = with_cache(fake)
     lock_like = object()
-    await call(client, stream, "hi", options={"features": [Tagging("a", hook=lambda: 1)]})
-    again = await call(client, stream, "hi", options={"features": [Tagging("a", hook=lock_like)]})
-    other = await call(client, stream, "hi", options={"features": [Tagging("b")]})
+    await final_response(client, "hi", stream=stream, options={"features": [Tagging("a", hook=lambda: 1)]})
+    again = await final_response(client, "hi", stream=stream, options={"features": [Tagging("a", hook=lock_like)]})
+    other = await final_response(client, "hi", stream=stream, options={"features": [Tagging("b")]})
     assert again.additional_properties[HIT] and other.text == "two"
     assert len(fake.calls) == 2
 
@@ -153,11 +147,11 @@ async def test_features_nothing_can_describe_do_not_break_the_key(stream: bool) 
 async def test_sampled_calls_are_cached_unless_the_key_hook_says_no(stream: bool) -> None:
     fake = FakeChatClient(["one", "two", "three"])
     cached = with_cache(fake)
-    await call(cached, stream, "hi", options={"temperature": 1.0})
-    assert (await call(cached, stream, "hi", options={"temperature": 1.0})).text == "one"
+    await final_response(cached, "hi", stream=stream, options={"temperature": 1.0})
+    assert (await final_response(cached, "hi", stream=stream, options={"temperature": 1.0})).text == "one"
     live = with_cache(fake, key=lambda m, o, t: None if o.temperature else request_key(m, o, t))
-    assert (await call(live, stream, "hi", options={"temperature": 1.0})).text == "two"
-    assert (await call(live, stream, "hi", options={"temperature": 1.0})).text == "three"
+    assert (await final_response(live, "hi", stream=stream, options={"temperature": 1.0})).text == "two"
+    assert (await final_response(live, "hi", stream=stream, options={"temperature": 1.0})).text == "three"
     assert len(fake.calls) == 3
 
 
@@ -166,9 +160,9 @@ async def test_an_error_is_never_stored(stream: bool) -> None:
     fake = FakeChatClient([ConnectionError("down"), "ok"])
     client = with_cache(fake)
     with pytest.raises(ConnectionError):
-        await call(client, stream, "hi")
-    assert (await call(client, stream, "hi")).text == "ok"
-    assert HIT in (await call(client, stream, "hi")).additional_properties
+        await final_response(client, "hi", stream=stream)
+    assert (await final_response(client, "hi", stream=stream)).text == "ok"
+    assert HIT in (await final_response(client, "hi", stream=stream)).additional_properties
     assert len(fake.calls) == 2
 
 
@@ -235,9 +229,9 @@ async def test_clients_over_different_models_share_a_store_without_colliding() -
 async def test_disk_store_survives_a_new_layer_and_keeps_the_value(tmp_path: Path, stream: bool) -> None:
     fake = FakeChatClient('{"name": "Ada", "age": 36}')
     first = with_cache(with_structured_output(fake), store=disk_store(str(tmp_path)))
-    stored = await call(first, stream, "Ada, 36", output_type=Person)
+    stored = await final_response(first, "Ada, 36", stream=stream, output_type=Person)
     second = with_cache(with_structured_output(fake), store=disk_store(str(tmp_path)))
-    hit = await call(second, stream, "Ada, 36", output_type=Person)
+    hit = await final_response(second, "Ada, 36", stream=stream, output_type=Person)
     assert len(fake.calls) == 1
     assert hit.value == stored.value == Person(name="Ada", age=36)
     assert hit.additional_properties[HIT] and hit.attempts[0].strategy == stored.attempts[0].strategy
@@ -264,9 +258,9 @@ async def test_a_response_the_disk_store_cannot_pickle_is_returned_and_not_store
 async def test_below_structured_output_each_model_call_is_cached_and_validated_again(stream: bool) -> None:
     fake = FakeChatClient(['{"name": "Ada"}', '{"name": "Ada", "age": 36}'])  # the first is re-asked
     client = with_structured_output(with_cache(fake))
-    first = await call(client, stream, "Ada, 36", output_type=Person)
+    first = await final_response(client, "Ada, 36", stream=stream, output_type=Person)
     feature = StructuredOutput(Person)
-    again = await call(client, stream, "Ada, 36", options={"features": [feature]})
+    again = await final_response(client, "Ada, 36", stream=stream, options={"features": [feature]})
     assert len(fake.calls) == 2 and len(again.attempts) == len(first.attempts) == 2
     assert again.value == first.value and feature.response is again
 

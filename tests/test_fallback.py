@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import copy
 import socket
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from so_middleware import (
-    ChatResponse,
     FallbackChatClient,
     Feature,
     ModelBehaviorError,
@@ -22,20 +20,11 @@ from so_middleware import (
 )
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient
-from so_middleware.testing import FakeChatClient, Reply
+from so_middleware.testing import FakeChatClient, Reply, StatusError, final_response
 
 pytestmark = pytest.mark.anyio
 
 FALLBACK = "so_middleware.fallback"
-
-
-class StatusError(Exception):
-    """Shaped like an SDK status error: `.status_code` and `.response.headers`."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(f"status {status}")
-        self.status_code = status
-        self.response = SimpleNamespace(status_code=status, headers={})
 
 
 class Tagging(Feature):
@@ -47,16 +36,10 @@ class Person(BaseModel):
     age: int
 
 
-async def call(client: Any, stream: bool, *args: Any, **kwargs: Any) -> ChatResponse[Any]:
-    if stream:
-        return await client.get_response(*args, stream=True, **kwargs).get_final_response()  # type: ignore[no-any-return]
-    return await client.get_response(*args, **kwargs)  # type: ignore[no-any-return]
-
-
 @pytest.mark.parametrize("stream", [False, True])
 async def test_the_primary_answers_when_it_can(stream: bool) -> None:
     primary, backup = FakeChatClient("from primary", model="p"), FakeChatClient("from backup", model="b")
-    response = await call(with_fallback(primary, backup), stream, "hi")
+    response = await final_response(with_fallback(primary, backup), "hi", stream=stream)
     assert response.text == "from primary" and not backup.calls
     assert response.additional_properties[FALLBACK] == {"index": 0, "model": "p", "provider": "fake", "failed": []}
 
@@ -78,7 +61,7 @@ async def test_transient_errors_fail_over_to_the_next_client(stream: bool, error
     primary, backup = FakeChatClient(error, model="p"), FakeChatClient("from backup", model="b")
     feature = Tagging()
     options = {"features": [feature], "temperature": 0}
-    response = await call(with_fallback(primary, backup), stream, "hi", options=options)
+    response = await final_response(with_fallback(primary, backup), "hi", stream=stream, options=options)
     assert response.text == "from backup"
     record = response.additional_properties[FALLBACK]
     assert (record["index"], record["model"]) == (1, "b")
@@ -94,7 +77,7 @@ async def test_transient_errors_fail_over_to_the_next_client(stream: bool, error
 async def test_other_errors_are_raised_at_once(stream: bool, status: int) -> None:
     primary, backup = FakeChatClient(StatusError(status)), FakeChatClient("from backup")
     with pytest.raises(StatusError) as raised:
-        await call(with_fallback(primary, backup), stream, "hi")
+        await final_response(with_fallback(primary, backup), "hi", stream=stream)
     assert raised.value.status_code == status and not backup.calls
     assert not hasattr(raised.value, "fallback_errors")
 
@@ -103,7 +86,7 @@ async def test_other_errors_are_raised_at_once(stream: bool, status: int) -> Non
 async def test_a_user_error_never_fails_over_whatever_on_says(stream: bool) -> None:
     primary, backup = FakeChatClient(UserError("bad input")), FakeChatClient("from backup")
     with pytest.raises(UserError, match="bad input"):
-        await call(with_fallback(primary, backup, on=(Exception,)), stream, "hi")
+        await final_response(with_fallback(primary, backup, on=(Exception,)), "hi", stream=stream)
     assert not backup.calls
 
 
@@ -112,7 +95,7 @@ async def test_when_every_client_fails_the_last_error_carries_the_others(stream:
     first, second, third = StatusError(503), ConnectionError("refused"), StatusError(529)
     clients = [FakeChatClient(first, model="a"), FakeChatClient(second, model="b"), FakeChatClient(third, model="c")]
     with pytest.raises(StatusError) as raised:
-        await call(with_fallback(*clients), stream, "hi")
+        await final_response(with_fallback(*clients), "hi", stream=stream)
     assert raised.value is third
     assert raised.value.fallback_errors == [first, second]  # type: ignore[attr-defined]
     notes = raised.value.__notes__
@@ -123,7 +106,7 @@ async def test_when_every_client_fails_the_last_error_carries_the_others(stream:
 @pytest.mark.parametrize("stream", [False, True])
 async def test_the_third_client_answers_after_two_failures(stream: bool) -> None:
     clients = [FakeChatClient(StatusError(500), model="a"), FakeChatClient(TimeoutError(), model="b")]
-    response = await call(with_fallback(*clients, FakeChatClient("third", model="c")), stream, "hi")
+    response = await final_response(with_fallback(*clients, FakeChatClient("third", model="c")), "hi", stream=stream)
     record = response.additional_properties[FALLBACK]
     assert response.text == "third" and record["index"] == 2
     assert [f["model"] for f in record["failed"]] == ["a", "b"]
@@ -135,13 +118,15 @@ async def test_on_names_the_errors_as_types_or_a_predicate(stream: bool) -> None
         pass
 
     primary, backup = FakeChatClient(QuotaError("out of quota")), FakeChatClient("from backup")
-    assert (await call(with_fallback(primary, backup, on=QuotaError), stream, "x")).text == "from backup"
+    assert (
+        await final_response(with_fallback(primary, backup, on=QuotaError), "x", stream=stream)
+    ).text == "from backup"
     primary, backup = FakeChatClient(StatusError(503)), FakeChatClient("from backup")
     with pytest.raises(StatusError):  # 503 is not named any more
-        await call(with_fallback(primary, backup, on=(QuotaError,)), stream, "x")
+        await final_response(with_fallback(primary, backup, on=(QuotaError,)), "x", stream=stream)
     primary, backup = FakeChatClient(StatusError(404)), FakeChatClient("from backup")
     on_404 = with_fallback(primary, backup, on=lambda error: getattr(error, "status_code", None) == 404)
-    assert (await call(on_404, stream, "x")).text == "from backup"
+    assert (await final_response(on_404, "x", stream=stream)).text == "from backup"
 
 
 @pytest.mark.parametrize("on", [(), ("ValueError",), 42], ids=["empty", "strings", "number"])
@@ -199,7 +184,7 @@ async def test_retries_of_the_primary_come_first(stream: bool) -> None:
 
     primary = FakeChatClient(StatusError(503), model="p")
     client = with_fallback(with_retries(primary, max_attempts=3, sleep=no_wait), FakeChatClient("backup"))
-    response = await call(client, stream, "hi")
+    response = await final_response(client, "hi", stream=stream)
     assert len(primary.calls) == 3 and response.text == "backup"
 
 
@@ -247,7 +232,7 @@ async def test_a_dead_server_fails_over_to_the_real_one(local_server: LocalModel
     try:
         dead = OpenAIChatClient(dead_sdk, "dead-model", capabilities=LLAMA_SERVER)
         live = OpenAIChatClient(live_sdk, local_server.model, capabilities=LLAMA_SERVER)
-        response = await call(with_fallback(dead, live), stream, "Say hi.", options={"max_tokens": 8})
+        response = await final_response(with_fallback(dead, live), "Say hi.", stream=stream, options={"max_tokens": 8})
         record = response.additional_properties[FALLBACK]
         assert response.text and record["index"] == 1 and record["model"] == local_server.model
         assert record["failed"][0]["model"] == "dead-model"
@@ -265,3 +250,13 @@ async def test_a_copy_of_the_layer_calls_its_own_copy_of_the_primary() -> None:
     assert response.additional_properties[FALLBACK]["model"] == "copied"
     assert [c.model for c in clone.clients] == ["copied", "backup"]
     assert [c.model for c in layer.clients] == ["original", "backup"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_status_error_reads_like_an_sdk_error(stream: bool) -> None:
+    from so_middleware.middleware.retries import is_transient, retry_after_seconds
+
+    assert is_transient(StatusError(503)) and not is_transient(StatusError(400))
+    assert retry_after_seconds(StatusError(429, {"retry-after": "2"}).response.headers) == 2.0
+    assert str(StatusError(500, message="boom")) == "boom"
+    assert (await final_response(FakeChatClient("hello"), "hi", stream=stream)).text == "hello"

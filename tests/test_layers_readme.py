@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from pydantic import BaseModel
@@ -18,18 +17,9 @@ from so_middleware import (
     with_retries,
     with_structured_output,
 )
-from so_middleware.testing import FakeChatClient
+from so_middleware.testing import FakeChatClient, StatusError
 
 pytestmark = pytest.mark.anyio
-
-
-class StatusError(Exception):
-    """Shaped like an SDK status error: `.status_code` and `.response.headers`."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(f"status {status}")
-        self.status_code = status
-        self.response = SimpleNamespace(status_code=status, headers={})
 
 
 class Person(BaseModel):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -29,7 +28,7 @@ from so_middleware import (
 )
 from so_middleware.local import LocalModelServer, chat_client
 from so_middleware.middleware.logging import redact
-from so_middleware.testing import FakeChatClient, Reply
+from so_middleware.testing import FakeChatClient, Reply, StatusError, final_response
 
 pytestmark = pytest.mark.anyio
 
@@ -39,15 +38,6 @@ LOGGER = "test.so_middleware.logging"
 class Person(BaseModel):
     name: str
     age: int
-
-
-class StatusError(Exception):
-    """Shaped like an SDK status error: `.status_code` and `.response.headers`."""
-
-    def __init__(self, status: int, message: str = "") -> None:
-        super().__init__(message or f"status {status}")
-        self.status_code = status
-        self.response = SimpleNamespace(status_code=status, headers={})
 
 
 class Hanging(BaseChatClient):
@@ -68,12 +58,6 @@ class Hanging(BaseChatClient):
 
 async def no_wait(seconds: float) -> None:
     return None
-
-
-async def call(client: Any, stream: bool, *args: Any, **kwargs: Any) -> ChatResponse[Any]:
-    if stream:
-        return await client.get_response(*args, stream=True, **kwargs).get_final_response()  # type: ignore[no-any-return]
-    return await client.get_response(*args, **kwargs)  # type: ignore[no-any-return]
 
 
 def events(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int, dict[str, Any]]]:
@@ -101,7 +85,7 @@ async def test_a_call_is_one_record_with_model_duration_usage_and_finish(
     stream: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     fake = FakeChatClient("the secret answer", model="m1")
-    await call(with_logging(fake, logger=LOGGER), stream, "the secret question")
+    await final_response(with_logging(fake, logger=LOGGER), "the secret question", stream=stream)
     (chat,) = only(caplog, "chat")
     assert (chat["model"], chat["stream"], chat["finish"], chat["input_tokens"], chat["output_tokens"]) == (
         "m1",
@@ -121,7 +105,7 @@ async def test_a_call_is_one_record_with_model_duration_usage_and_finish(
 @pytest.mark.parametrize("stream", [False, True])
 async def test_content_is_logged_only_when_asked(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
     fake = FakeChatClient("the answer")
-    await call(with_logging(fake, logger=LOGGER, include_content=True), stream, "the question")
+    await final_response(with_logging(fake, logger=LOGGER, include_content=True), "the question", stream=stream)
     (start,) = only(caplog, "chat start")
     assert start["messages"] == ["user: the question"]
     assert only(caplog, "chat")[0]["text"] == "'the answer'"
@@ -131,7 +115,7 @@ async def test_content_is_logged_only_when_asked(stream: bool, caplog: pytest.Lo
 @pytest.mark.parametrize("stream", [False, True])
 async def test_retries_recorded_by_the_retry_layer_are_logged(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
     fake = FakeChatClient([StatusError(503), StatusError(429), "ok"])
-    await call(with_logging(with_retries(fake, sleep=no_wait), logger=LOGGER), stream, "hi")
+    await final_response(with_logging(with_retries(fake, sleep=no_wait), logger=LOGGER), "hi", stream=stream)
     retries = only(caplog, "retry")
     assert [(r["attempt"], r["status_code"]) for r in retries] == [(1, 503), (2, 429)]
     assert all(level == logging.WARNING for name, level, _ in events(caplog) if name == "retry")
@@ -142,7 +126,9 @@ async def test_structured_output_reasks_are_logged_without_the_output(
     stream: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     fake = FakeChatClient(['{"name": "SECRET-NAME"}', '{"name": "Ada", "age": 36}'])
-    await call(with_logging(with_structured_output(fake), logger=LOGGER), stream, "Ada, 36", output_type=Person)
+    await final_response(
+        with_logging(with_structured_output(fake), logger=LOGGER), "Ada, 36", stream=stream, output_type=Person
+    )
     (reask,) = only(caplog, "reask")
     assert (reask["attempt"], reask["strategy"], reask["next_strategy"], reask["error"]) == (
         0,
@@ -159,7 +145,9 @@ async def test_structured_output_reasks_are_logged_without_the_output(
 async def test_a_strategy_fallback_is_logged(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
     capabilities = Capabilities(native_json_schema=True, json_object=True)  # native, json_object, prompted
     fake = FakeChatClient(["I ignore formats.", '{"name": "Ada", "age": 36}'], capabilities=capabilities)
-    await call(with_logging(with_structured_output(fake), logger=LOGGER), stream, "Ada", output_type=Person)
+    await final_response(
+        with_logging(with_structured_output(fake), logger=LOGGER), "Ada", stream=stream, output_type=Person
+    )
     (fallback,) = only(caplog, "strategy fallback")
     assert (fallback["strategy"], fallback["next_strategy"]) == ("native", "json_object")
     assert only(caplog, "chat")[0]["strategy"] == "json_object"
@@ -172,7 +160,7 @@ async def test_an_output_error_logs_its_attempts_and_not_its_output(
     fake = FakeChatClient('{"name": "SECRET"}')
     client = with_logging(with_structured_output(fake, max_retries=1), logger=LOGGER)
     with pytest.raises(ModelBehaviorError):
-        await call(client, stream, "Ada", output_type=Person)
+        await final_response(client, "Ada", stream=stream, output_type=Person)
     assert len(only(caplog, "reask")) == 1
     (failed,) = only(caplog, "chat failed")
     assert failed["error"] == "ModelBehaviorError"
@@ -182,9 +170,9 @@ async def test_an_output_error_logs_its_attempts_and_not_its_output(
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_transport_error_is_logged_with_its_status(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
-    client = with_logging(FakeChatClient(StatusError(400, "bad request: max_tokens too large")), logger=LOGGER)
+    client = with_logging(FakeChatClient(StatusError(400, message="bad request: max_tokens too large")), logger=LOGGER)
     with pytest.raises(StatusError):
-        await call(client, stream, "hi")
+        await final_response(client, "hi", stream=stream)
     (failed,) = only(caplog, "chat failed")
     assert failed["status"] == 400 and failed["error"] == "StatusError: bad request: max_tokens too large"
 
@@ -192,7 +180,7 @@ async def test_a_transport_error_is_logged_with_its_status(stream: bool, caplog:
 @pytest.mark.parametrize("stream", [False, True])
 async def test_failovers_are_logged(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
     primary, backup = FakeChatClient(StatusError(503), model="p"), FakeChatClient("ok", model="b")
-    await call(with_logging(with_fallback(primary, backup), logger=LOGGER), stream, "hi")
+    await final_response(with_logging(with_fallback(primary, backup), logger=LOGGER), "hi", stream=stream)
     (failover,) = only(caplog, "failover")
     assert (failover["client"], failover["failed_model"], failover["answered_by"]) == (0, "p", 1)
     assert failover["error"].startswith("StatusError")
@@ -204,7 +192,7 @@ async def test_failovers_are_logged(stream: bool, caplog: pytest.LogCaptureFixtu
 async def test_when_every_client_fails_each_failure_is_logged(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
     client = with_logging(with_fallback(FakeChatClient(StatusError(503)), FakeChatClient(StatusError(502))))
     with pytest.raises(StatusError):
-        await call(client, stream, "hi")
+        await final_response(client, "hi", stream=stream)
     assert [f["error"] for f in only(caplog, "failover")] == ["StatusError: status 503"]
     assert only(caplog, "chat failed")[0]["status"] == 502
 
@@ -212,8 +200,8 @@ async def test_when_every_client_fails_each_failure_is_logged(stream: bool, capl
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_cache_hit_is_logged(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
     client = with_logging(with_cache(FakeChatClient("ok")), logger=LOGGER)
-    await call(client, stream, "hi")
-    await call(client, stream, "hi")
+    await final_response(client, "hi", stream=stream)
+    await final_response(client, "hi", stream=stream)
     assert [c.get("cache") for c in only(caplog, "chat")] == [None, "hit"]
 
 
@@ -227,7 +215,7 @@ async def test_credentials_are_never_logged(stream: bool, caplog: pytest.LogCapt
     )
     fake.base_url = "https://bob:s3cret@llm.example/v1?token=t-999"
     with pytest.raises(ConnectionError):
-        await call(with_logging(fake, logger=LOGGER, include_content=True), stream, "hi")
+        await final_response(with_logging(fake, logger=LOGGER, include_content=True), "hi", stream=stream)
     for secret in ("alice", "hunter2", "k-123", "tok.abc123", "abcdefghijkl", "bob", "s3cret", "t-999"):
         assert secret not in caplog.text
         assert all(secret not in repr(fields) for _, _, fields in events(caplog))
@@ -258,7 +246,7 @@ async def test_a_stream_closed_early_is_logged_as_closed(caplog: pytest.LogCaptu
 async def test_a_cancelled_call_is_logged_as_cancelled(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
     client = with_logging(Hanging(), logger=LOGGER)
     with anyio.move_on_after(0.05):
-        await call(client, stream, "hi")
+        await final_response(client, "hi", stream=stream)
     (cancelled,) = only(caplog, "chat cancelled")
     assert cancelled["model"] == "hanging"
     assert not only(caplog, "chat failed")
@@ -266,8 +254,10 @@ async def test_a_cancelled_call_is_logged_as_cancelled(stream: bool, caplog: pyt
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_level_and_logger_are_chosen_by_the_caller(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
-    await call(with_logging(FakeChatClient("ok"), logger=logging.getLogger(LOGGER), level="debug"), stream, "x")
-    await call(with_logging(FakeChatClient("ok"), level=logging.WARNING), stream, "x")
+    await final_response(
+        with_logging(FakeChatClient("ok"), logger=logging.getLogger(LOGGER), level="debug"), "x", stream=stream
+    )
+    await final_response(with_logging(FakeChatClient("ok"), level=logging.WARNING), "x", stream=stream)
     chats = [(r.name, r.levelno) for r in caplog.records if getattr(r, "so_middleware", {}).get("event") == "chat"]
     assert chats == [(LOGGER, logging.DEBUG), ("so_middleware", logging.WARNING)]
 
@@ -292,7 +282,9 @@ async def test_a_structured_call_on_the_real_server(
     try:
         client = with_logging(with_retries(with_structured_output(adapter)), logger=LOGGER)
         options = {"max_tokens": 60, "temperature": 0}
-        response = await call(client, stream, "John Smith is 35 years old.", output_type=Person, options=options)
+        response = await final_response(
+            client, "John Smith is 35 years old.", stream=stream, output_type=Person, options=options
+        )
         assert isinstance(response.value, Person)
         (chat,) = only(caplog, "chat")
         assert chat["model"] == local_server.model and chat["strategy"] == "native" and chat["output_tokens"] > 0

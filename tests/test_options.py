@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from pydantic import BaseModel
 
 from so_middleware import (
     ChatOptions,
-    ChatResponse,
     ConfigureOptionsChatClient,
     Feature,
     UserError,
@@ -17,7 +14,7 @@ from so_middleware import (
     with_structured_output,
 )
 from so_middleware.local import LocalModelServer, chat_client
-from so_middleware.testing import FakeChatClient
+from so_middleware.testing import FakeChatClient, final_response
 
 pytestmark = pytest.mark.anyio
 
@@ -26,17 +23,11 @@ class Tagging(Feature):
     """A feature no layer knows: it must arrive below as the same object."""
 
 
-async def call(client: Any, stream: bool, *args: Any, **kwargs: Any) -> ChatResponse[Any]:
-    if stream:
-        return await client.get_response(*args, stream=True, **kwargs).get_final_response()  # type: ignore[no-any-return]
-    return await client.get_response(*args, **kwargs)  # type: ignore[no-any-return]
-
-
 @pytest.mark.parametrize("stream", [False, True])
 async def test_defaults_reach_the_inner_client_and_the_call_wins(stream: bool) -> None:
     fake = FakeChatClient("ok")
     client = with_options(fake, temperature=0, max_tokens=50, stop="END")
-    response = await call(client, stream, "hi", options={"temperature": 0.7, "seed": 3})
+    response = await final_response(client, "hi", stream=stream, options={"temperature": 0.7, "seed": 3})
     assert response.text == "ok"
     sent = fake.calls[0].options
     assert (sent.temperature, sent.max_tokens, sent.seed, list(sent.stop or [])) == (0.7, 50, 3, ["END"])
@@ -46,7 +37,7 @@ async def test_defaults_reach_the_inner_client_and_the_call_wins(stream: bool) -
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_call_without_options_gets_the_defaults(stream: bool) -> None:
     fake = FakeChatClient("ok")
-    await call(with_options(fake, model="small", instructions="Be brief."), stream, "hi")
+    await final_response(with_options(fake, model="small", instructions="Be brief."), "hi", stream=stream)
     assert (fake.calls[0].options.model, fake.calls[0].options.instructions) == ("small", "Be brief.")
 
 
@@ -57,7 +48,7 @@ async def test_the_callers_dict_options_and_features_are_never_changed(stream: b
     client = with_options(fake, temperature=0, features=[default_tag], additional_properties={"team": "a"})
     options = {"features": [call_tag], "additional_properties": {"trace": "x"}}
     snapshot = {"features": [call_tag], "additional_properties": {"trace": "x"}}
-    await call(client, stream, "hi", options=options)
+    await final_response(client, "hi", stream=stream, options=options)
     assert options == snapshot and options["features"][0] is call_tag
     sent = fake.calls[0].options
     assert sent.features[0] is call_tag and sent.features[1] is default_tag  # the very objects, call's first
@@ -68,7 +59,7 @@ async def test_the_callers_dict_options_and_features_are_never_changed(stream: b
 async def test_a_chat_options_object_is_not_the_one_sent_and_stays_as_it_was(stream: bool) -> None:
     fake = FakeChatClient("ok")
     mine = ChatOptions(seed=1)
-    await call(with_options(fake, temperature=0.2), stream, "hi", options=mine)
+    await final_response(with_options(fake, temperature=0.2), "hi", stream=stream, options=mine)
     assert fake.calls[0].options is not mine
     assert mine == ChatOptions(seed=1)
     assert (fake.calls[0].options.seed, fake.calls[0].options.temperature) == (1, 0.2)
@@ -84,7 +75,7 @@ async def test_configure_sees_the_merged_options_and_its_result_is_sent(stream: 
         return options.replace(max_tokens=min(options.max_tokens or 100, 100))
 
     client = with_options(fake, max_tokens=500, configure=cap_tokens)
-    await call(client, stream, "hi", options={"temperature": 0})
+    await final_response(client, "hi", stream=stream, options={"temperature": 0})
     assert seen[0].max_tokens == 500 and seen[0].temperature == 0
     assert fake.calls[0].options.max_tokens == 100
 
@@ -116,7 +107,7 @@ async def test_output_type_passes_through_to_structured_output(stream: bool) -> 
 
     fake = FakeChatClient('{"n": 4}')
     client = with_options(with_structured_output(fake), temperature=0)
-    response = await call(client, stream, "2+2?", output_type=Answer)
+    response = await final_response(client, "2+2?", stream=stream, output_type=Answer)
     assert response.value == Answer(n=4)
     assert fake.calls[0].options.temperature == 0 and fake.calls[0].options.response_format is not None
 
@@ -133,7 +124,7 @@ async def test_defaults_reach_the_real_server(local_server: LocalModelServer, st
     adapter = chat_client(local_server, "chat")
     try:
         client = with_options(adapter, max_tokens=1, temperature=0)
-        response = await call(client, stream, "Count from one to twenty.")
+        response = await final_response(client, "Count from one to twenty.", stream=stream)
         assert response.finish_reason == "length"
         assert response.usage is not None and response.usage.output_tokens == 1
     finally:
