@@ -260,3 +260,33 @@ async def test_status_error_reads_like_an_sdk_error(stream: bool) -> None:
     assert retry_after_seconds(StatusError(429, {"retry-after": "2"}).response.headers) == 2.0
     assert str(StatusError(500, message="boom")) == "boom"
     assert (await final_response(FakeChatClient("hello"), "hi", stream=stream)).text == "hello"
+
+
+@pytest.mark.local_server
+@pytest.mark.parametrize("stream", [False, True])
+async def test_real_503s_after_retries_fail_over_to_the_local_model(
+    local_server: LocalModelServer, stream: bool
+) -> None:
+    """The primary is the OpenAI SDK on a loopback server answering 503 twice (its retries spent)."""
+    import openai
+
+    from so_middleware.testing._faults import FaultServer, status
+
+    async def no_wait(seconds: float) -> None:
+        return None
+
+    with FaultServer([status(503)]) as faults:
+        failing_sdk = openai.AsyncOpenAI(base_url=faults.base_url, api_key="x")
+        live_sdk = openai.AsyncOpenAI(base_url=local_server.base_url, api_key="local")
+        try:
+            primary = with_retries(OpenAIChatClient(failing_sdk, "busy-model"), max_attempts=2, sleep=no_wait)
+            backup = OpenAIChatClient(live_sdk, local_server.model, capabilities=LLAMA_SERVER)
+            client = with_fallback(primary, backup)
+            response = await final_response(client, "Say hi.", stream=stream, options={"max_tokens": 8})
+        finally:
+            await failing_sdk.close()
+            await live_sdk.close()
+    assert len(faults.requests) == 2 and response.text
+    record = response.additional_properties[FALLBACK]
+    assert (record["index"], record["failed"][0]["model"]) == (1, "busy-model")
+    assert record["failed"][0]["error"].startswith("InternalServerError")
