@@ -21,6 +21,7 @@ from so_middleware import (
     MemoryStore,
     StructuredOutput,
     TextContent,
+    UsageDetails,
     UserError,
     disk_store,
     request_key,
@@ -294,3 +295,19 @@ async def test_the_real_server_is_called_once(local_server: LocalModelServer, st
         assert again.additional_properties[HIT] is True
     finally:
         await sdk.close()
+
+
+async def test_a_plain_answer_of_several_messages_replays_one_update_each_and_ends_once() -> None:
+    class TwoMessages(FakeChatClient):
+        async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+            self.calls.append(messages)  # type: ignore[arg-type]
+            usage = UsageDetails(3, 2, 5)
+            return ChatResponse([ChatMessage("assistant", "a"), ChatMessage("assistant", "b")], usage=usage)
+
+    client = with_cache(TwoMessages())
+    await client.get_response("hi")
+    stream = client.get_response("hi", stream=True)
+    updates = [update async for update in stream]
+    assert [u.text for u in updates] == ["a", "b"]
+    assert [u.usage for u in updates] == [None, UsageDetails(3, 2, 5)]
+    assert (await stream.get_final_response()).text == "b"

@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from so_middleware import (
+    DelegatingChatClient,
     FallbackChatClient,
     Feature,
     ModelBehaviorError,
@@ -290,3 +291,18 @@ async def test_real_503s_after_retries_fail_over_to_the_local_model(
     record = response.additional_properties[FALLBACK]
     assert (record["index"], record["failed"][0]["model"]) == (1, "busy-model")
     assert record["failed"][0]["error"].startswith("InternalServerError")
+
+
+class RefusingAtOnce(DelegatingChatClient):
+    """A layer that fails while the call is made, before any awaitable or stream exists."""
+
+    def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
+        raise ConnectionError("no route to host")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_error_raised_while_the_call_is_made_fails_over_too(stream: bool) -> None:
+    response = await final_response(
+        with_fallback(RefusingAtOnce(FakeChatClient("x")), FakeChatClient("backup")), "hi", stream=stream
+    )
+    assert response.text == "backup"

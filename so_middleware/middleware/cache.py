@@ -67,18 +67,15 @@ def _stored(response: ChatResponse[Any], updates: Sequence[ChatResponseUpdate[An
 
 
 def _replayed(response: ChatResponse[Any]) -> list[ChatResponseUpdate[Any]]:
-    """A response cached by a non-streaming call, as one update per message."""
-    return [
-        ChatResponseUpdate(
-            list(m.contents),
-            role=m.role,
-            usage=response.usage,
-            finish_reason=response.finish_reason,
-            response_id=response.response_id,
-            model_id=response.model_id,
-        )
-        for m in response.messages
+    """A response cached by a non-streaming call, as one update per message (the last one ends it)."""
+    updates: list[ChatResponseUpdate[Any]] = [
+        ChatResponseUpdate(list(m.contents), role=m.role) for m in response.messages
     ]
+    updates = updates or [ChatResponseUpdate()]
+    last = updates[-1]
+    last.usage, last.finish_reason = response.usage, response.finish_reason
+    last.response_id, last.model_id = response.response_id, response.model_id
+    return updates
 
 
 class CachingChatClient(DelegatingChatClient):

@@ -143,7 +143,11 @@ class _Run:
 
     async def open(self) -> tuple[ChatStream, Any]:
         for index, client in enumerate(self.clients):
-            stream: ChatStream = self.call(client, True)
+            try:
+                stream: ChatStream = self.call(client, True)
+            except Exception as error:  # refused before any request
+                self.give_up_or_continue(index, client, error)
+                continue
             try:
                 first = await aiter(stream).__anext__()
             except StopAsyncIteration:
