@@ -65,6 +65,10 @@ from .core import (
     responses_format_to_chat,
     run_sync,
 )
+from .middleware.cache import CachingChatClient, MemoryStore, disk_store, request_key, with_cache
+from .middleware.fallback import FallbackChatClient, with_fallback
+from .middleware.logging import LoggingChatClient, with_logging
+from .middleware.options import ConfigureOptionsChatClient, with_options
 from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
 from .middleware.telemetry import TelemetryChatClient, with_telemetry
@@ -76,6 +80,7 @@ __all__ = [
     "AgentThread",
     "Attempt",
     "BaseChatClient",
+    "CachingChatClient",
     "Capabilities",
     "ChatAgent",
     "ChatClient",
@@ -84,11 +89,13 @@ __all__ = [
     "ChatResponse",
     "ChatResponseUpdate",
     "ChatStream",
+    "ConfigureOptionsChatClient",
     "Content",
     "ContentFilterError",
     "DataContent",
     "DelegatingAgent",
     "DelegatingChatClient",
+    "FallbackChatClient",
     "Feature",
     "FinishReason",
     "ForcedTool",
@@ -97,6 +104,8 @@ __all__ = [
     "FunctionTool",
     "IncompleteOutputError",
     "LocalServerError",
+    "LoggingChatClient",
+    "MemoryStore",
     "ModelBehaviorError",
     "OutputError",
     "OutputSchema",
@@ -122,9 +131,15 @@ __all__ = [
     "as_messages",
     "chain",
     "chat_format_to_responses",
+    "disk_store",
     "find_feature",
+    "request_key",
     "responses_format_to_chat",
     "run_sync",
+    "with_cache",
+    "with_fallback",
+    "with_logging",
+    "with_options",
     "with_retries",
     "with_structured_output",
     "with_telemetry",

@@ -8,6 +8,7 @@ Example:
 """
 
 from ._fake import FakeCall, FakeChatClient, Reply
+from ._helpers import StatusError, final_response
 from ._http import HttpRecorder
 
-__all__ = ["FakeCall", "FakeChatClient", "HttpRecorder", "Reply"]
+__all__ = ["FakeCall", "FakeChatClient", "HttpRecorder", "Reply", "StatusError", "final_response"]
