@@ -1,0 +1,55 @@
+"""How a type reaches a model: one object per strategy, one file each.
+
+| strategy      | the request                                                          | the answer                |
+|---------------|----------------------------------------------------------------------|---------------------------|
+| `native`      | `response_format` json_schema (strict where the profile has it)      | the text, strictly        |
+| `tool`        | one function tool with the schema as parameters, forced when allowed | the call's arguments      |
+| `json_object` | JSON mode plus the answer's shape in the instructions                | the text, leniently       |
+| `prompted`    | the answer's shape in the instructions, and a JSON prefill if allowed | prefill + text, leniently |
+| `text`        | the caller's request (plain-text types)                              | the text                  |
+
+`mode="auto"` tries them in that order, keeping those the capability profile allows and the
+type fits; a later one is used when an answer shows the backend ignored the constraint.
+A new strategy is one file with a `Strategy` subclass, listed in `STRATEGIES`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..._exceptions import UserError
+from ._base import Answer, Plan, Strategy, Target
+from .json_object import JsonObject
+from .native import Native
+from .prompted import Prompted
+from .text import Text
+from .tool import Tool
+
+__all__ = ["MODES", "STRATEGIES", "TEXT", "Answer", "Mode", "Plan", "Strategy", "Target", "strategies_for"]
+
+Mode = Literal["auto", "native", "tool", "json_object", "prompted"]
+MODES: tuple[Mode, ...] = ("auto", "native", "tool", "json_object", "prompted")
+
+# The order `mode="auto"` tries them in; the last one works everywhere.
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in (Native(), Tool(), JsonObject(), Prompted())}
+TEXT = Text()
+
+
+def strategies_for(mode: str, target: Target, *, plain_text: bool = False) -> list[Strategy]:
+    """The strategies of a run, in order: the one asked for, or every one `auto` may try.
+
+    A forced mode the profile says cannot work is refused here, before any call, naming the
+    profile and the reason.
+    """
+    if plain_text:
+        return [TEXT]
+    if mode != "auto":
+        strategy = STRATEGIES[mode]
+        reason = strategy.unavailable(target)
+        if reason is not None:
+            raise UserError(
+                f"mode={mode!r} cannot work with the capability profile {target.capabilities.name!r}: {reason}. "
+                "Use mode='auto', or pass capabilities=... to the adapter if the backend does support it."
+            )
+        return [strategy]
+    return [s for s in STRATEGIES.values() if s.in_auto(target.capabilities) and s.unavailable(target) is None]

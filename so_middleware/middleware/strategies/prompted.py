@@ -1,0 +1,27 @@
+"""`prompted`: the answer's shape in the instructions, and a JSON prefill where the backend
+continues one; the answer is prefill + text, read leniently. Every backend can be prompted, so
+this is the last resort of `mode="auto"`."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..._options import ChatOptions
+from ..._types import ChatMessage
+from ._base import Plan, Strategy, Target
+from ._prompt import instructions_for, prefill_for
+
+__all__ = ["Prompted"]
+
+
+class Prompted(Strategy):
+    name: ClassVar[str] = "prompted"
+    lenient: ClassVar[bool] = True
+    cut_off_is_final: ClassVar[bool] = False  # a complete value may precede the cut-off rambling
+
+    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> Plan:
+        changed = options.replace(instructions=instructions_for(options, target.schema, target.profile))
+        if not target.capabilities.assistant_prefill:
+            return Plan(self, list(messages), changed)
+        prefill = prefill_for(target.schema, target.profile)
+        return Plan(self, [*messages, ChatMessage("assistant", prefill)], changed, prefill=prefill)
