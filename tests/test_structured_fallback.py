@@ -238,3 +238,11 @@ async def test_open_type_on_anthropic_dialect_skips_native_and_tool() -> None:
     response = await with_structured_output(fake).get_response("x", output_type=Inventory)
     assert response.value == Inventory(counts={"pens": 3})
     assert [a.strategy for a in response.attempts] == ["prompted"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_prompted_reads_an_echoed_prefill_the_profile_did_not_announce(stream: bool) -> None:
+    fake = FakeChatClient('{"name": "Ada", "age": 36}', capabilities=Capabilities(name="p", assistant_prefill=True))
+    response = await get(with_structured_output(fake), stream, "x", output_type=Person)
+    assert fake.calls[0].messages[-1].text == '{"name": "'
+    assert response.value == Person(name="Ada", age=36) and response.text == '{"name": "Ada", "age": 36}'

@@ -4,11 +4,11 @@ this is the last resort of `mode="auto"`."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..._options import ChatOptions
-from ..._types import ChatMessage
-from ._base import Plan, Strategy, Target
+from ..._types import ChatMessage, ChatResponse
+from ._base import Answer, Plan, Strategy, Target
 from ._prompt import instructions_for, prefill_for
 
 __all__ = ["Prompted"]
@@ -25,3 +25,9 @@ class Prompted(Strategy):
             return Plan(self, list(messages), changed)
         prefill = prefill_for(target.schema, target.profile)
         return Plan(self, [*messages, ChatMessage("assistant", prefill)], changed, prefill=prefill)
+
+    def answer(self, plan: Plan, response: ChatResponse[Any]) -> Answer:
+        text = response.text
+        if plan.prefill and text.startswith(plan.prefill):
+            return Answer(text)  # the server echoed the prefill and the profile did not say so
+        return Answer(plan.prefill + text)
