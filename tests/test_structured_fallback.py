@@ -246,3 +246,13 @@ async def test_prompted_reads_an_echoed_prefill_the_profile_did_not_announce(str
     response = await get(with_structured_output(fake), stream, "x", output_type=Person)
     assert fake.calls[0].messages[-1].text == '{"name": "'
     assert response.value == Person(name="Ada", age=36) and response.text == '{"name": "Ada", "age": 36}'
+
+
+async def test_strict_false_never_sends_strict() -> None:
+    fake = FakeChatClient(VALID, capabilities=EVERYTHING)
+    response = await with_structured_output(fake, strict=False).get_response("x", output_type=Person)
+    assert fake.calls[0].options.response_format.strict is False  # type: ignore[union-attr]
+    tool_fake = FakeChatClient(Reply(tool_calls=[("Person", VALID)]), capabilities=EVERYTHING)
+    await with_structured_output(tool_fake, strict=False, mode="tool").get_response("x", output_type=Person)
+    assert tool_fake.calls[0].options.tools[-1].strict is None  # type: ignore[index,union-attr]
+    assert response.attempts[0].strict is False

@@ -178,6 +178,8 @@ class Run:
         try:
             return Valid(answer, self.target.schema.validate_complete_json(answer.text))
         except ModelBehaviorError as error:
+            if any(isinstance(e, dict) and e.get("type") == "cut_off" for e in error.errors):
+                return Stopped(answer, incomplete)
             return Invalid(answer, error)
 
     def _record(self, plan: Plan, response: ChatResponse[Any], verdict: Verdict) -> None:
