@@ -129,3 +129,34 @@ async def test_cut_off_tool_call_or_text_is_incomplete_at_once(stream: bool, out
     with pytest.raises(IncompleteOutputError):
         await get(with_structured_output(fake), stream, "x", output_type=output_type)
     assert len(fake.calls) == 1
+
+
+async def test_lenient_error_quotes_the_model_and_the_reading_apart() -> None:
+    said = '{"name": "Ada", "age": 1,,, oops\n```python\nprint(1)\n```'
+    fake = FakeChatClient(said, capabilities=PROMPT_ONLY)
+    with pytest.raises(ModelBehaviorError) as caught:
+        await with_structured_output(fake, max_retries=0).get_response("x", output_type=Person)
+    message = str(caught.value)
+    assert f"The model said ({len(said)} characters): {said}" in message
+    assert 'Read leniently as: {"name": "Ada", "age": "1,,"}' in message
+    assert caught.value.raw_texts == [said]
+
+
+@pytest.mark.parametrize("caps", [PROMPT_ONLY, NATIVE], ids=["prompted", "native"])
+async def test_no_error_message_is_longer_than_a_screen(caps: Capabilities) -> None:
+    many = "{" + ", ".join(f'"field_{i}_{"x" * 60}": {i}' for i in range(200)) + "}" + " and so on" * 500
+    refusing = Reply(refusal="no " * 2000, finish_reason=FinishReason.REFUSAL)
+    for reply in (many, Reply(many, finish_reason=FinishReason.LENGTH), refusing):
+        fake = FakeChatClient(reply, capabilities=caps)
+        with pytest.raises(Exception) as caught:
+            await with_structured_output(fake, max_retries=0).get_response("x", output_type=Person)
+        assert len(str(caught.value)) <= 2000, str(caught.value)[:300]
+
+
+async def test_valid_json_then_prose_to_the_limit_names_the_field_error() -> None:
+    said = '{"name": "Ada", "age": "Meow"} and then the model kept talking about cats until'
+    fake = FakeChatClient(Reply(said, finish_reason=FinishReason.LENGTH), capabilities=PROMPT_ONLY)
+    with pytest.raises(ModelBehaviorError) as caught:
+        await with_structured_output(fake, max_retries=0).get_response("x", output_type=Person)
+    message = str(caught.value)
+    assert "age" in message and "Meow" in message and "valid integer" in message

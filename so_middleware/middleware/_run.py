@@ -142,7 +142,7 @@ class Run:
         strategy = plan.strategy
         answer = strategy.answer(plan, response)
         if response.refusal or response.finish_reason == FinishReason.REFUSAL:
-            reason = response.refusal or "(no reason given)"
+            reason = _brief(response.refusal or "(no reason given)")
             return Stopped(answer, RefusalError(f"the model refused: {reason}", refusal=response.refusal or ""))
         if response.finish_reason == FinishReason.CONTENT_FILTER:
             return Stopped(answer, ContentFilterError("the answer was withheld by the provider's content filter"))
@@ -273,6 +273,10 @@ def _ignored_error(strategy: Strategy, answer: Answer) -> ModelBehaviorError:
         f"the backend ignored the {strategy.name} strategy: the answer is not the asked-for JSON",
         raw_text=answer.text[:1000],
     )
+
+
+def _brief(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
 def _outcome(error: OutputError) -> str:

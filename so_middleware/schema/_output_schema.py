@@ -211,7 +211,7 @@ class OutputSchema:
                 last_error = last_error or error
         if last_error is not None:
             raise ModelBehaviorError(
-                f"the answer was cut off after a complete JSON value that is not valid: {last_error}",
+                f"the answer was cut off after a complete JSON value that is not valid: {str(last_error)[:1900]}",
                 raw_text=text[:2000],
                 errors=last_error.errors,
             )
