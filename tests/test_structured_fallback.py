@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from so_middleware import Capabilities, ChatResponse, FinishReason, ModelBehaviorError, UserError
+from so_middleware.middleware.strategies import STRATEGIES, Plan, Strategy, Target, register
 from so_middleware.middleware.structured_output import StructuredOutput, with_structured_output
 from so_middleware.testing import FakeChatClient, Reply
 
@@ -256,3 +257,46 @@ async def test_strict_false_never_sends_strict() -> None:
     await with_structured_output(tool_fake, strict=False, mode="tool").get_response("x", output_type=Person)
     assert tool_fake.calls[0].options.tools[-1].strict is None  # type: ignore[index,union-attr]
     assert response.attempts[0].strict is False
+
+
+# ---------------------------------------------------------------- a new strategy is one file
+
+
+class Regex(Strategy):
+    """What a new strategy file holds: a server-side regex constraint sent in `extra_body`."""
+
+    name = "regex"
+
+    def in_auto(self, capabilities: Capabilities) -> bool:
+        return capabilities.name == "regex-server"
+
+    def plan(self, target: Target, messages: list[Any], options: Any) -> Plan:
+        return Plan(self, list(messages), options.replace(extra_body={"regex": r"\{.*\}"}))
+
+
+@pytest.fixture
+def regex_strategy() -> Any:
+    saved = dict(STRATEGIES)
+    register(Regex(), before="tool")
+    yield
+    STRATEGIES.clear()
+    STRATEGIES.update(saved)
+
+
+@pytest.mark.usefixtures("regex_strategy")
+async def test_a_registered_strategy_is_a_mode_and_takes_its_place_in_auto() -> None:
+    assert list(STRATEGIES) == ["native", "regex", "tool", "json_object", "prompted"]
+    fake = FakeChatClient(VALID, capabilities=PLAIN)
+    response = await with_structured_output(fake, mode="regex").get_response("x", output_type=Person)  # type: ignore[arg-type]
+    assert response.value == Person(name="Ada", age=36) and response.attempts[0].strategy == "regex"
+    assert fake.calls[0].options.extra_body == {"regex": r"\{.*\}"}
+    ignoring = FakeChatClient(["Sure!", VALID], capabilities=EVERYTHING.replace(name="regex-server"))
+    response = await with_structured_output(ignoring).get_response("x", output_type=Person)
+    assert [a.strategy for a in response.attempts] == ["native", "regex"]
+
+
+def test_register_checks_its_arguments() -> None:
+    with pytest.raises(UserError, match="unknown strategy"):
+        register(Regex(), before="nope")
+    with pytest.raises(UserError, match="name"):
+        register(Strategy(), before="tool")

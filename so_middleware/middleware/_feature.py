@@ -9,7 +9,7 @@ from .._client import Feature
 from .._exceptions import UserError
 from .._types import ChatResponse
 from ..schema import OutputSchema
-from .strategies import MODES, Mode
+from .strategies import Mode, mode_names
 
 __all__ = ["StructuredOutput"]
 
@@ -49,8 +49,8 @@ class StructuredOutput(Feature, Generic[T]):
     ) -> None:
         if (output_type is None) == (schema is None):
             raise UserError("StructuredOutput needs exactly one of output_type=... or schema={...}")
-        if mode not in MODES:
-            raise UserError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+        if mode not in mode_names():
+            raise UserError(f"unknown mode {mode!r}; expected one of {', '.join(mode_names())}")
         if strict not in (None, True, False):
             raise UserError(f"strict must be True, False or None (automatic), got {strict!r}")
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:

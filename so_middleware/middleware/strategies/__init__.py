@@ -10,7 +10,8 @@
 
 `mode="auto"` tries them in that order, keeping those the capability profile allows and the
 type fits; a later one is used when an answer shows the backend ignored the constraint.
-A new strategy is one file with a `Strategy` subclass, listed in `STRATEGIES`.
+A new strategy (a grammar or regex constraint, say) is one file with a `Strategy` subclass,
+added with `register(...)`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,19 @@ from .prompted import Prompted
 from .text import Text
 from .tool import Tool
 
-__all__ = ["MODES", "STRATEGIES", "TEXT", "Answer", "Mode", "Plan", "Strategy", "Target", "strategies_for"]
+__all__ = [
+    "MODES",
+    "STRATEGIES",
+    "TEXT",
+    "Answer",
+    "Mode",
+    "Plan",
+    "Strategy",
+    "Target",
+    "mode_names",
+    "register",
+    "strategies_for",
+]
 
 Mode = Literal["auto", "native", "tool", "json_object", "prompted"]
 MODES: tuple[Mode, ...] = ("auto", "native", "tool", "json_object", "prompted")
@@ -33,6 +46,27 @@ MODES: tuple[Mode, ...] = ("auto", "native", "tool", "json_object", "prompted")
 # The order `mode="auto"` tries them in; the last one works everywhere.
 STRATEGIES: dict[str, Strategy] = {s.name: s for s in (Native(), Tool(), JsonObject(), Prompted())}
 TEXT = Text()
+
+
+def register(strategy: Strategy, *, before: str = "prompted") -> None:
+    """Add a strategy: `mode=strategy.name` then asks for it, and `auto` tries it before `before`.
+
+    Example: `register(Grammar(), before="tool")` for a `Grammar(Strategy)` in its own file.
+    """
+    if not strategy.name or strategy.name in ("auto", TEXT.name):
+        raise UserError(f"a strategy needs a name other than 'auto' and 'text', got {strategy.name!r}")
+    if before not in STRATEGIES:
+        raise UserError(f"unknown strategy {before!r}; expected one of {', '.join(STRATEGIES)}")
+    others = [s for s in STRATEGIES.values() if s.name != strategy.name]
+    at = [s.name for s in others].index(before)
+    ordered = [*others[:at], strategy, *others[at:]]
+    STRATEGIES.clear()
+    STRATEGIES.update((s.name, s) for s in ordered)
+
+
+def mode_names() -> tuple[str, ...]:
+    """Every mode a run may ask for: `auto` and each registered strategy."""
+    return ("auto", *STRATEGIES)
 
 
 def strategies_for(mode: str, target: Target, *, plain_text: bool = False) -> list[Strategy]:
