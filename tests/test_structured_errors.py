@@ -160,3 +160,12 @@ async def test_valid_json_then_prose_to_the_limit_names_the_field_error() -> Non
         await with_structured_output(fake, max_retries=0).get_response("x", output_type=Person)
     message = str(caught.value)
     assert "age" in message and "Meow" in message and "valid integer" in message
+
+
+async def test_leaving_a_stream_early_closes_the_model_stream() -> None:
+    fake = FakeChatClient(Reply('{"name": "Ada", "age": 36}', chunk_size=2), capabilities=NATIVE)
+    stream = with_structured_output(fake).get_response("x", output_type=Person, stream=True)
+    async with stream:
+        async for _ in stream:
+            break
+    assert fake.closed_streams == 1

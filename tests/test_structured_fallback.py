@@ -17,15 +17,7 @@ from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio
 
-EVERYTHING = Capabilities(
-    name="everything",
-    native_json_schema=True,
-    json_object=True,
-    tools=True,
-    forced_tool_choice=True,
-    strict_tools=True,
-    schema_profile="openai-strict",
-)
+EVERYTHING = FakeChatClient().capabilities.replace(name="everything")  # every strategy, OpenAI strict
 NO_TOOLS = Capabilities(name="no-tools", native_json_schema=True, json_object=True, schema_profile="openai-strict")
 ANTHROPIC_LIKE = Capabilities(
     name="anthropic-like", native_json_schema=True, tools=True, forced_tool_choice=True, schema_profile="anthropic"

@@ -103,8 +103,9 @@ class Run:
         while True:
             call = _Call(self.inner, plan, len(self.attempts), self.target)
             try:
-                async for update in call.updates(stream):
-                    yield update
+                async with contextlib.aclosing(call.updates(stream)) as updates:  # closing the run closes the call
+                    async for update in updates:
+                        yield update
             except Exception as error:
                 self._annotate(error)
                 raise
