@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import Field
 
-from so_middleware import ModelBehaviorError, with_structured_output
+from so_middleware import IncompleteOutputError, ModelBehaviorError, with_structured_output
 from so_middleware.local import LocalModelServer, chat_client
 
 pytestmark = pytest.mark.anyio
@@ -47,7 +47,7 @@ async def test_open_dict_needs_no_flag(route_client: Any, stream: bool) -> None:
     prompt = "Fruit counts as a JSON object mapping fruit name to count: 3 apples, 2 pears."
     try:
         response = await ask(client, stream, prompt, dict[str, int])
-    except ModelBehaviorError as error:  # prompting a 135M model (Messages route) may stay invalid
+    except (ModelBehaviorError, IncompleteOutputError) as error:  # a prompted 135M model may ramble or stay invalid
         assert route_client.capabilities.native_json_schema is False
         assert error.attempts and all(a.strict is False for a in error.attempts)
         return

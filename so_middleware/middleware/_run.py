@@ -9,7 +9,7 @@ from a named verdict. Per-run state lives on the `Run` made for the call.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,7 +254,7 @@ class _Call:
         self.inner, self.plan, self.attempt, self.target = inner, plan, attempt, target
         self.response: ChatResponse[Any] = ChatResponse()
 
-    async def updates(self, stream: bool) -> AsyncIterator[ChatResponseUpdate[Any]]:
+    async def updates(self, stream: bool) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
         plan = self.plan
         if not stream:
             self.response = await self.inner.get_response(plan.messages, options=plan.options)
