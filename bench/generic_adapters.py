@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tasks import TASKS  # noqa: E402
+from tasks import TASKS
 
 MAX_TOKENS = 160
 SEED = 7

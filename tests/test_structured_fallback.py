@@ -292,3 +292,17 @@ def test_register_checks_its_arguments() -> None:
         register(Regex(), before="nope")
     with pytest.raises(UserError, match="name"):
         register(Strategy(), before="tool")
+
+
+def test_the_engine_and_strategies_do_not_import_the_layer() -> None:
+    """The run loop and the strategies sit below the layer: no import of it, not even for typing."""
+    import ast
+    from pathlib import Path
+
+    import so_middleware.middleware as middleware
+
+    root = Path(middleware.__file__).parent
+    for path in [root / "_run.py", root / "_feature.py", root / "_partial.py", *(root / "strategies").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "structured_output" not in (node.module or ""), path.name
