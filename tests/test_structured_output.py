@@ -330,11 +330,28 @@ async def test_cut_off_unconstrained_answer_uses_a_complete_value_only(caps: Cap
         "x", output_type=Person
     )
     assert response.value == Person(name="Ada", age=36)
-    # a truncated tail is never repaired into a value (the age could be 3 of 36): it is re-asked
+    # a truncated tail is never repaired into a value (the age could be 3 of 36), and a re-ask
+    # would be cut off again: IncompleteOutputError at once, carrying the attempt
     fake = FakeChatClient(
         [Reply('{"name": "Ada", "age": 3', finish_reason=FinishReason.LENGTH), Reply('{"name": "Ada", "age": 36}')],
         capabilities=caps,
     )
-    response = await with_structured_output(fake).get_response("x", output_type=Person)
+    with pytest.raises(IncompleteOutputError, match="before it held a complete JSON value") as caught:
+        await with_structured_output(fake).get_response("x", output_type=Person)
+    assert len(fake.calls) == 1 and caught.value.raw_texts == ['{"name": "Ada", "age": 3']
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("caps", [JSON_MODE, PROMPT_ONLY], ids=["json_object", "prompted"])
+async def test_cut_off_after_a_complete_invalid_value_is_reasked_with_its_errors(
+    caps: Capabilities, stream: bool
+) -> None:
+    rambling = '{"name": "Ada", "age": "Meow"} Ada was a mathematician who'
+    fake = FakeChatClient(
+        [Reply(rambling, finish_reason=FinishReason.LENGTH), Reply('{"name": "Ada", "age": 36}')], capabilities=caps
+    )
+    response = await get(with_structured_output(fake), stream, "x", output_type=Person)
     assert response.value.age == 36 and len(fake.calls) == 2
-    assert "cut off" in fake.calls[1].messages[-1].text
+    error = response.attempts[0].error
+    assert isinstance(error, ModelBehaviorError) and "age" in str(error) and "integer" in str(error)
+    assert "age" in fake.calls[1].messages[-1].text

@@ -60,3 +60,23 @@ async def test_anthropic_route_typed_or_every_attempt_reported(
         return
     assert check(response.value), response.text
     assert all(a.strategy == "prompted" for a in response.attempts)
+
+
+@pytest.mark.parametrize("route_client", ["anthropic"], indirect=True)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_cut_off_prompted_answer_is_incomplete_without_reasks(route_client: Any, stream: bool) -> None:
+    from test_structured_local import Person
+
+    from so_middleware import IncompleteOutputError
+
+    client = with_structured_output(route_client)
+    options = {"max_tokens": 3, "temperature": 0}
+    with pytest.raises(IncompleteOutputError) as caught:
+        if stream:
+            await client.get_response(
+                "John Smith is 35.", output_type=Person, options=options, stream=True
+            ).get_final_response()
+        else:
+            await client.get_response("John Smith is 35.", output_type=Person, options=options)
+    assert len(caught.value.attempts) == 1 and caught.value.attempts[0].strategy == "prompted"
+    assert caught.value.attempts[0].text.startswith("{") and caught.value.usage is not None

@@ -14,7 +14,8 @@ class Attempt:
     """One model call made for a structured-output run (secondary output).
 
     `text` is the raw text the model produced, `error` why it was rejected (None when accepted),
-    `strategy` how the type was asked for (`native`, `tool`, `json_object`, `prompted`).
+    `strategy` how the type was asked for (`native`, `tool`, `json_object`, `prompted`, `text`),
+    `strict` whether the schema was sent with `strict: true`.
     """
 
     index: int
@@ -23,3 +24,4 @@ class Attempt:
     usage: UsageDetails | None = None
     strategy: str | None = None
     finish_reason: FinishReason | None = None
+    strict: bool | None = None

@@ -1,13 +1,17 @@
-"""The engine of one structured-output run: plan, call, validate, re-ask; both paths.
+"""The engine of one structured-output run: plan → call → judge → finish, fall back or re-ask.
 
-Per-run state lives on one `_Run` object made for the call; the layer itself holds only its
-configuration.
+One loop (`Run.steps`) serves both paths: with `stream=True` it yields each call's updates; the
+non-streaming path makes plain calls and consumes the same steps. Everything that depends on the
+strategy is asked of the strategy object (`strategies/`); the loop only decides what comes next
+from a named verdict. Per-run state lives on the `Run` made for the call.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ..core import (
     Attempt,
@@ -19,7 +23,6 @@ from ..core import (
     ChatResponseUpdate,
     ContentFilterError,
     FinishReason,
-    FunctionCallContent,
     IncompleteOutputError,
     ModelBehaviorError,
     OutputError,
@@ -28,238 +31,260 @@ from ..core import (
     UsageDetails,
     UserError,
 )
-from ..schema import OutputSchema
-from ._strategies import Plan, Strategy, answer_of, plan_request, reask_messages, strategies_for
-
-if TYPE_CHECKING:
-    from .structured_output import StructuredOutput
+from ._feature import StructuredOutput
+from ._learned import Learned, Lesson, route_of
+from ._partial import PartialReader
+from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
 
 INFO_KEY = "so_middleware.structured_output"
 
 
+@dataclass(frozen=True)
+class Valid:
+    answer: Answer
+    value: Any
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Not valid; a re-ask with `error` may fix it."""
+
+    answer: Answer
+    error: ModelBehaviorError
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """The backend ignored the strategy: the next strategy is tried, without spending a re-ask."""
+
+    answer: Answer
+    error: ModelBehaviorError
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Refused, filtered or cut off: asking again would not help."""
+
+    answer: Answer
+    error: OutputError
+
+
+Verdict = Valid | Invalid | Ignored | Stopped
+
+
 class Run:
-    """The state of one structured-output run: its attempts, in locals of one object."""
+    """The state of one structured-output run: its strategies, its attempts, its final response."""
 
     def __init__(
-        self, inner: ChatClient, feature: StructuredOutput[Any], messages: list[ChatMessage], options: ChatOptions
+        self,
+        inner: ChatClient,
+        feature: StructuredOutput[Any],
+        messages: list[ChatMessage],
+        options: ChatOptions,
+        learned: Learned | None = None,
     ) -> None:
         self.inner = inner
         self.feature = feature
-        self.schema = feature.output_schema
         self.messages = messages
         self.options = options
         capabilities = getattr(inner, "capabilities", None)
-        self.capabilities = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
-        self.strategies = strategies_for(feature.mode, self.capabilities)
+        capabilities = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
+        self.target = Target(feature.output_schema, capabilities, feature.description, feature.text_type)
+        every = strategies_for(feature.mode, self.target, plain_text=feature.is_plain_text())
+        self.learned = learned if len(every) > 1 else None  # only `auto` has anything to learn
+        self.key = (route_of(inner), options.model or getattr(inner, "model", None))
+        lesson = self.learned.get(self.key) if self.learned else Lesson()
+        self.strategies: list[Strategy] = [s for s in every if s.name not in lesson.ignored] or every[-1:]
+        self.index = 0  # the strategy in use
+        self.reasks = 0
         self.attempts: list[Attempt] = []
         self.final: ChatResponse[Any] | None = None
 
-    # ---------------------------------------------------------------- shared steps
+    # ---------------------------------------------------------------- the loop
 
-    def _plan(self, strategy: Strategy, messages: list[ChatMessage]) -> Plan:
-        return plan_request(
-            strategy, self.schema, messages, self.options, self.capabilities, description=self.feature.description
-        )
-
-    def _usage(self) -> UsageDetails | None:
-        return UsageDetails.total(a.usage for a in self.attempts)
-
-    def _check(self, plan: Plan, response: ChatResponse[Any]) -> tuple[Any, str, FunctionCallContent | None]:
-        """Validate one answer; returns (value, raw text, tool call) or raises its OutputError."""
-        answer, call = answer_of(plan, response)
-        kwargs: dict[str, Any] = {"response": response}
-        if response.refusal or response.finish_reason == FinishReason.REFUSAL:
-            raise RefusalError(
-                f"the model refused: {response.refusal or '(no reason given)'}",
-                refusal=response.refusal or "",
-                **kwargs,
-            )
-        if response.finish_reason == FinishReason.CONTENT_FILTER:
-            raise ContentFilterError("the answer was withheld by the provider's content filter", **kwargs)
-        if response.finish_reason == FinishReason.LENGTH:
-            return self._check_truncated(plan, answer, call, kwargs)
-        if self.schema.is_plain_text():
-            return answer, answer, call
-        return self.schema.validate_json(answer, lenient=plan.strategy != "native"), answer, call
-
-    def _check_truncated(
-        self, plan: Plan, answer: str, call: FunctionCallContent | None, kwargs: dict[str, Any]
-    ) -> tuple[Any, str, FunctionCallContent | None]:
-        """A cut-off answer. Constrained output (native, tool) was on its way to a valid value:
-        the token limit is the problem, so `IncompleteOutputError`. Unconstrained output often
-        holds a complete JSON value followed by rambling: that value counts, but never one
-        repaired from a truncated tail (it could hold a cut number or string); without one, the
-        answer is invalid and re-asked."""
-        if plan.strategy in ("native", "tool") or self.schema.is_plain_text():
-            raise IncompleteOutputError(
-                f"the answer was cut off at the token limit after {len(answer)} characters; raise max_tokens", **kwargs
-            )
-        try:
-            return self.schema.validate_complete_json(answer), answer, call
-        except ModelBehaviorError as error:
-            error.response = kwargs["response"]
-            raise
-
-    def _record(self, plan: Plan, response: ChatResponse[Any], text: str, error: BaseException | None) -> None:
-        self.attempts.append(
-            Attempt(len(self.attempts), text, error, response.usage, plan.strategy, response.finish_reason)
-        )
-
-    def _next(
-        self, plan: Plan, strategy_index: int, answer: str, call: FunctionCallContent | None, error: Exception
-    ) -> tuple[int, Plan]:
-        """The plan of the next attempt: a re-ask, on the next strategy if this one was ignored."""
-        ignored = plan.strategy in ("native", "json_object", "tool") and not answer.lstrip().startswith(("{", "["))
-        if ignored and call is None and strategy_index + 1 < len(self.strategies):
-            strategy_index += 1  # the backend ignored the constraint: a re-ask would not help
-            return strategy_index, self._plan(self.strategies[strategy_index], self.messages)
-        history = reask_messages(plan, answer, call, error, plan.tool_name)
-        return strategy_index, self._plan(plan.strategy, history)
-
-    def _finish(self, plan: Plan, response: ChatResponse[Any], value: Any, answer: str) -> ChatResponse[Any]:
-        info = {
-            "name": self.schema.name(),
-            "strategy": plan.strategy,
-            "attempts": len(self.attempts),
-            "outcome": "valid",
-        }
-        final: ChatResponse[Any] = ChatResponse(
-            ChatMessage("assistant", [TextContent(answer)], raw_representation=response.messages),
-            usage=self._usage(),
-            finish_reason=FinishReason.STOP
-            if response.finish_reason == FinishReason.TOOL_CALLS
-            else response.finish_reason,
-            response_id=response.response_id,
-            model_id=response.model_id,
-            raw_representation=response.raw_representation,
-            additional_properties={**response.additional_properties, INFO_KEY: info},
-            attempts=self.attempts,
-            value=value,
-            response_format=plan.options.response_format,
-        )
-        self.final = self.feature.response = final
-        return final
-
-    def _judge(
-        self, plan: Plan, response: ChatResponse[Any], attempt: int, strategy_index: int
-    ) -> tuple[ChatResponse[Any] | None, int, Plan]:
-        """Accept an answer (the final response), or plan the re-ask; raise when out of attempts
-        or when asking again would not help (refusal, truncation, content filter)."""
-        try:
-            value, answer, call = self._check(plan, response)
-        except ModelBehaviorError as error:
-            answer, call = answer_of(plan, response)
-            self._record(plan, response, answer, error)
-            if attempt == self.feature.max_retries:
-                raise self._fail(error, "invalid", plan.strategy) from None
-            strategy_index, next_plan = self._next(plan, strategy_index, answer, call, error)
-            return None, strategy_index, next_plan
-        except OutputError as error:
-            self._record(plan, response, answer_of(plan, response)[0], error)
-            raise self._fail(error, _outcome(error), plan.strategy) from None
-        self._record(plan, response, answer, None)
-        return self._finish(plan, response, value, answer), strategy_index, plan
-
-    def _fail(self, error: OutputError, outcome: str, strategy: str) -> OutputError:
-        error.with_attempts(self.attempts, self._usage())
-        info = {"name": self.schema.name(), "strategy": strategy, "attempts": len(self.attempts), "outcome": outcome}
-        if isinstance(error.response, ChatResponse):
-            error.response.additional_properties[INFO_KEY] = info
-            error.response.attempts = list(self.attempts)
-        return error
-
-    # ---------------------------------------------------------------- non-streaming
+    async def steps(self, stream: bool) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        """Call, judge, then finish, fall back or re-ask; yields the updates when streaming."""
+        plan = self._plan(self.messages)
+        while True:
+            call = _Call(self.inner, plan, len(self.attempts), self.target)
+            try:
+                async with contextlib.aclosing(call.updates(stream)) as updates:  # closing the run closes the call
+                    async for update in updates:
+                        yield update
+            except Exception as error:
+                self._annotate(error)
+                raise
+            response = call.response
+            verdict = self._judge(plan, response)
+            self._record(plan, response, verdict)
+            if isinstance(verdict, Valid):
+                self._finish(plan, response, verdict)
+                return
+            if isinstance(verdict, Ignored):
+                self.index += 1
+                plan = self._plan(self.messages)
+            elif isinstance(verdict, Invalid) and self.reasks < self.feature.max_retries:
+                self.reasks += 1
+                plan = self._plan(plan.strategy.reask(plan, verdict.answer, verdict.error))
+            else:
+                raise self._fail(verdict, response, plan)
 
     async def respond(self) -> ChatResponse[Any]:
-        strategy_index = 0
-        plan = self._plan(self.strategies[0], self.messages)
-        for attempt in range(self.feature.max_retries + 1):
-            response = await self.inner.get_response(plan.messages, options=plan.options)
-            final, strategy_index, plan = self._judge(plan, response, attempt, strategy_index)
-            if final is not None:
-                return final
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    # ---------------------------------------------------------------- streaming
-
-    async def stream(self) -> AsyncIterator[ChatResponseUpdate[Any]]:
-        strategy_index = 0
-        plan = self._plan(self.strategies[0], self.messages)
-        for attempt in range(self.feature.max_retries + 1):
-            parser = None if self.schema.is_plain_text() else _Partial(self.schema, lenient=plan.strategy != "native")
-            if plan.prefill:
-                yield self._update(attempt, plan.prefill, parser)
-            inner = self.inner.get_response(plan.messages, options=plan.options, stream=True)
-            async with inner:
-                async for update in inner:
-                    delta = _answer_delta(plan, update)
-                    if delta or update.usage or update.finish_reason:
-                        yield self._update(attempt, delta, parser, update)
-                response = await inner.get_final_response()
-            final, strategy_index, plan = self._judge(plan, response, attempt, strategy_index)
-            if final is not None:
-                return
-
-    def _update(
-        self, attempt: int, delta: str, parser: Any, source: ChatResponseUpdate[Any] | None = None
-    ) -> ChatResponseUpdate[Any]:
-        completed: list[Any] = []
-        partial = None
-        if parser is not None and not parser.broken and delta:
-            try:
-                parser.feed(delta)
-                completed = list(parser.pop_completed())
-            except ModelBehaviorError:
-                parser.broken = True  # no partial values for the rest; the final check re-asks
-        if parser is not None and not parser.broken:
-            partial = parser.value
-        return ChatResponseUpdate(
-            [TextContent(delta)] if delta else [],
-            role="assistant",
-            usage=source.usage if source else None,
-            finish_reason=source.finish_reason if source else None,
-            response_id=source.response_id if source else None,
-            model_id=source.model_id if source else None,
-            raw_representation=source.raw_representation if source else None,
-            attempt=attempt,
-            partial_value=partial,
-            completed_items=completed,
-        )
+        async for _ in self.steps(stream=False):
+            pass
+        return await self.final_response(())
 
     async def final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
         if self.final is None:
             raise UserError("the structured-output stream ended without a final response")
         return self.final
 
+    # ---------------------------------------------------------------- the steps
 
-class _Partial:
-    """A partial parser for one attempt, and whether it gave up on this attempt's text."""
+    def _plan(self, messages: list[ChatMessage]) -> Plan:
+        return self.strategies[self.index].plan(self.target, messages, self.options)
 
-    def __init__(self, schema: OutputSchema, *, lenient: bool) -> None:
-        self._parser = schema.partial_parser(lenient=lenient)
-        self.broken = False
+    def _judge(self, plan: Plan, response: ChatResponse[Any]) -> Verdict:
+        strategy = plan.strategy
+        answer = strategy.answer(plan, response)
+        if response.refusal or response.finish_reason == FinishReason.REFUSAL:
+            reason = _brief(response.refusal or "(no reason given)")
+            return Stopped(answer, RefusalError(f"the model refused: {reason}", refusal=response.refusal or ""))
+        if response.finish_reason == FinishReason.CONTENT_FILTER:
+            return Stopped(answer, ContentFilterError("the answer was withheld by the provider's content filter"))
+        ignored = self.index + 1 < len(self.strategies) and strategy.ignored(plan, answer)
+        if response.finish_reason == FinishReason.LENGTH:
+            if ignored:  # rambling until the limit because the format was not enforced
+                return Ignored(answer, _ignored_error(strategy, answer))
+            return self._cut_off(strategy, answer)
+        verdict = self._validate(strategy, answer)
+        if isinstance(verdict, Invalid) and ignored:
+            return Ignored(answer, verdict.error)
+        return verdict
 
-    def feed(self, delta: str) -> None:
-        self._parser.feed(delta)
+    def _validate(self, strategy: Strategy, answer: Answer) -> Valid | Invalid:
+        try:
+            return Valid(answer, strategy.validate(self.target, answer))
+        except ModelBehaviorError as error:
+            return Invalid(answer, error)
 
-    def pop_completed(self) -> list[Any]:
-        return self._parser.pop_completed()
-
-    @property
-    def value(self) -> Any:
-        return self._parser.value
-
-
-def _answer_delta(plan: Plan, update: ChatResponseUpdate[Any]) -> str:
-    if plan.strategy == "tool":
-        return "".join(
-            c.arguments
-            for c in update.contents
-            if isinstance(c, FunctionCallContent) and c.name in ("", plan.tool_name)
+    def _cut_off(self, strategy: Strategy, answer: Answer) -> Verdict:
+        """A cut-off answer. Constrained output (native, tool) and plain text were on their way:
+        the token limit is the problem. Unconstrained output often holds a complete JSON value
+        followed by rambling: that value counts (and when it is invalid, a re-ask with its errors
+        may fix it: it fitted). Without a complete value, a re-ask would be cut off again."""
+        incomplete = IncompleteOutputError(
+            f"the answer was cut off at the token limit after {len(answer.text)} characters "
+            "before it held a complete JSON value; raise max_tokens"
+            if not strategy.cut_off_is_final
+            else f"the answer was cut off at the token limit after {len(answer.text)} characters; raise max_tokens"
         )
-    return update.text
+        if strategy.cut_off_is_final:
+            return Stopped(answer, incomplete)
+        try:
+            return Valid(answer, self.target.schema.validate_complete_json(answer.text))
+        except ModelBehaviorError as error:
+            if any(isinstance(e, dict) and e.get("type") == "cut_off" for e in error.errors):
+                return Stopped(answer, incomplete)
+            return Invalid(answer, error)
+
+    def _record(self, plan: Plan, response: ChatResponse[Any], verdict: Verdict) -> None:
+        error = None if isinstance(verdict, Valid) else verdict.error
+        usage, finish = response.usage, response.finish_reason
+        name = plan.strategy.name
+        self.attempts.append(Attempt(len(self.attempts), verdict.answer.text, error, usage, name, finish, plan.strict))
+        if self.learned is not None and isinstance(verdict, Ignored):
+            self.learned.ignored(self.key, name)
+        if self.learned is not None and isinstance(verdict, Valid):
+            self.learned.worked(self.key, name)
+
+    def _usage(self) -> UsageDetails | None:
+        return UsageDetails.total(a.usage for a in self.attempts)
+
+    def _info(self, plan: Plan, outcome: str) -> dict[str, Any]:
+        return {
+            "name": self.target.schema.name(),
+            "strategy": plan.strategy.name,
+            "strict": plan.strict,
+            "attempts": len(self.attempts),
+            "outcome": outcome,
+        }
+
+    def _finish(self, plan: Plan, response: ChatResponse[Any], verdict: Valid) -> None:
+        finish = response.finish_reason
+        self.final = self.feature.response = ChatResponse(
+            ChatMessage("assistant", [TextContent(verdict.answer.text)], raw_representation=response.messages),
+            usage=self._usage(),
+            finish_reason=FinishReason.STOP if finish == FinishReason.TOOL_CALLS else finish,
+            response_id=response.response_id,
+            model_id=response.model_id,
+            raw_representation=response.raw_representation,
+            additional_properties={**response.additional_properties, INFO_KEY: self._info(plan, "valid")},
+            attempts=self.attempts,
+            value=verdict.value,
+            response_format=plan.options.response_format,
+        )
+
+    def _fail(self, verdict: Invalid | Ignored | Stopped, response: ChatResponse[Any], plan: Plan) -> OutputError:
+        error: OutputError = verdict.error
+        error.with_attempts(self.attempts, self._usage())
+        error.response = error.response if error.response is not None else response
+        response.additional_properties[INFO_KEY] = self._info(plan, _outcome(error))
+        response.attempts = list(self.attempts)
+        return error
+
+    def _annotate(self, error: Exception) -> None:
+        """An error that ends the run (an SDK error, a broken stream) keeps the attempts made so
+        far: its type is left alone; `.attempts` and `.usage` are added, and a note says so."""
+        if isinstance(error, OutputError):
+            return
+        with contextlib.suppress(AttributeError, TypeError):
+            error.attempts = list(self.attempts)  # type: ignore[attr-defined]
+            error.usage = self._usage()  # type: ignore[attr-defined]
+        if self.attempts:
+            strategies = ", ".join(str(a.strategy) for a in self.attempts)
+            note = (
+                f"structured output: the run ended after {len(self.attempts)} earlier attempt(s) ({strategies}); "
+                "their raw text and usage are on this error's .attempts and .usage"
+            )
+            notes = getattr(error, "__notes__", None)  # `add_note` (3.11+) appends here
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(error, "__notes__", [*(notes or []), note])  # noqa: B010
+
+
+class _Call:
+    """One model call of a run: its updates when streaming, then its response."""
+
+    def __init__(self, inner: ChatClient, plan: Plan, attempt: int, target: Target) -> None:
+        self.inner, self.plan, self.attempt, self.target = inner, plan, attempt, target
+        self.response: ChatResponse[Any] = ChatResponse()
+
+    async def updates(self, stream: bool) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        plan = self.plan
+        if not stream:
+            self.response = await self.inner.get_response(plan.messages, options=plan.options)
+            return
+        reader = PartialReader(self.target.schema, plan, self.attempt)
+        inner = self.inner.get_response(plan.messages, options=plan.options, stream=True)
+        async with inner:
+            async for update in inner:
+                delta = plan.strategy.delta(plan, update)
+                if delta or update.usage or update.finish_reason or reader.prefill_pending:
+                    yield reader.update(delta, update)
+            self.response = await inner.get_final_response()
+
+
+def _ignored_error(strategy: Strategy, answer: Answer) -> ModelBehaviorError:
+    return ModelBehaviorError(
+        f"the backend ignored the {strategy.name} strategy: the answer is not the asked-for JSON",
+        raw_text=answer.text[:1000],
+    )
+
+
+def _brief(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
 def _outcome(error: OutputError) -> str:

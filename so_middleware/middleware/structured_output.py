@@ -1,4 +1,4 @@
-"""Structured output: the `StructuredOutput` feature and the layer that fulfils it.
+"""Structured output: the layer that fulfils a `StructuredOutput` feature.
 
     client = with_structured_output(client)                        # per run:
     response = await client.get_response("...", output_type=Person)
@@ -7,23 +7,25 @@
 
 The per-run feature wins over the creation-time one. Without either, the layer is a pure
 pass-through. Every answer is validated, whatever the strategy; an invalid one is re-asked with
-the validation errors, up to `max_retries` times. Refusals, truncation and content filtering
-raise their own errors at once (asking again would not help). Every error carries all attempts
-and the summed usage.
+the validation errors, up to `max_retries` times. An answer that shows the backend ignored the
+strategy moves the run to the next one without spending a re-ask, and the layer remembers it
+(`learned`, `capabilities`) so later runs start where it worked. Refusals, truncation and
+content filtering raise their own errors at once. Every error carries all attempts and the
+summed usage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Mapping
+from typing import Any
 
 from ..core import (
+    Capabilities,
     ChatClient,
     ChatOptions,
     ChatResponse,
     ChatStream,
     DelegatingChatClient,
-    Feature,
     MessageInput,
     OptionsInput,
     ResponseStream,
@@ -31,67 +33,12 @@ from ..core import (
     as_chat_client,
     as_messages,
 )
-from ..schema import OutputSchema
+from ._feature import StructuredOutput
+from ._learned import Learned, Lesson, route_of
 from ._run import INFO_KEY, Run
-from ._strategies import MODES, Mode
+from .strategies import STRATEGIES, Mode
 
-__all__ = ["INFO_KEY", "StructuredOutput", "StructuredOutputChatClient", "with_structured_output"]
-
-T = TypeVar("T")
-
-
-class StructuredOutput(Feature, Generic[T]):
-    """Ask for a typed answer: a feature for `options={"features": [StructuredOutput(Person)]}`.
-
-    `output_type` is any type `OutputSchema` takes (a pydantic model, a dataclass, `list[int]`,
-    an `Enum`, a union, ...); `schema` a raw JSON-schema dict for types known only at run time.
-    `mode` is `auto`, `native`, `tool`, `json_object` or `prompted`. A type that cannot be
-    used raises `UserError` here, before any call. After the run, `feature.response` holds the
-    response, so a caller that only handed the feature down still gets its answer.
-
-    Example:
-        feature = StructuredOutput(list[int], max_retries=1)
-        await agent.run("three primes", options={"features": [feature]})
-        feature.response.value  # [2, 3, 5]
-    """
-
-    handled_by = "with_structured_output"
-
-    def __init__(
-        self,
-        output_type: type[T] | Any = None,
-        *,
-        schema: dict[str, Any] | None = None,
-        name: str | None = None,
-        description: str | None = None,
-        strict: bool = True,
-        mode: Mode = "auto",
-        max_retries: int = 2,
-    ) -> None:
-        if (output_type is None) == (schema is None):
-            raise UserError("StructuredOutput needs exactly one of output_type=... or schema={...}")
-        if mode not in MODES:
-            raise UserError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-            raise UserError(f"max_retries must be an integer >= 0, got {max_retries!r}")
-        self.output_type = output_type if schema is None else schema
-        self.output_schema = OutputSchema(self.output_type, strict=strict, name=name)
-        self.name = name
-        self.description = description
-        self.strict = strict
-        self.mode: Mode = mode
-        self.max_retries = max_retries
-        self.response: ChatResponse[T] | None = None
-
-    def copy_for_run(self) -> StructuredOutput[T]:
-        """A fresh feature with the same settings (the creation-time default is never written to)."""
-        clone: StructuredOutput[T] = object.__new__(type(self))
-        clone.__dict__.update(self.__dict__)
-        clone.response = None
-        return clone
-
-    def __repr__(self) -> str:
-        return f"StructuredOutput({self.output_schema.name()}, mode={self.mode!r}, max_retries={self.max_retries})"
+__all__ = ["INFO_KEY", "Lesson", "StructuredOutput", "StructuredOutputChatClient", "with_structured_output"]
 
 
 class StructuredOutputChatClient(DelegatingChatClient):
@@ -99,14 +46,39 @@ class StructuredOutputChatClient(DelegatingChatClient):
 
     `settings` (name, description, strict, mode, max_retries) apply to runs that give only
     `output_type=`; `default` is the creation-time feature used when a run asks for nothing.
+    What runs learn about the backend is on `learned` (and reflected in `capabilities`);
+    `reset_learned()` forgets it.
     """
 
     def __init__(self, inner: ChatClient | Any, default: StructuredOutput[Any] | None = None, **settings: Any) -> None:
         super().__init__(inner)
         if settings:
-            StructuredOutput(str, **settings)  # validates the settings now, not at the first call
+            StructuredOutput(int, **settings)  # validates the settings now, not at the first call
         self._self_default = default
         self._self_settings = settings
+        self._self_learned = Learned()
+
+    @property
+    def learned(self) -> Mapping[tuple[str, str | None], Lesson]:
+        """What runs learned, per (route, model): the strategies the backend ignored, the one that worked.
+
+        Example: `client.learned[("OpenAIResponsesClient", "m")].ignored == {"native", "tool"}`.
+        """
+        return self._self_learned.view()
+
+    def reset_learned(self) -> None:
+        """Forget what runs learned: the next run starts again at the profile's first strategy."""
+        self._self_learned.clear()
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The inner client's profile, without the strategies runs found ignored (for its default model)."""
+        capabilities = getattr(self.__wrapped__, "capabilities", None)
+        capabilities = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
+        key = (route_of(self.__wrapped__), getattr(self.__wrapped__, "model", None))
+        for name in sorted(self._self_learned.get(key).ignored):
+            capabilities = STRATEGIES[name].turned_off(capabilities)
+        return capabilities
 
     def process(
         self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
@@ -117,9 +89,11 @@ class StructuredOutputChatClient(DelegatingChatClient):
         if feature is None:
             return self.__wrapped__.get_response(messages, options=options, stream=stream)  # type: ignore[no-any-return]
         others = [f for f in chat_options.features if f is not feature]
-        run = Run(self.__wrapped__, feature, as_messages(messages), chat_options.with_features(others))
+        run = Run(
+            self.__wrapped__, feature, as_messages(messages), chat_options.with_features(others), self._self_learned
+        )
         if stream:
-            return ResponseStream(run.stream(), run.final_response)
+            return ResponseStream(run.steps(stream=True), run.final_response)
         return run.respond()
 
     def _feature_for(self, options: ChatOptions, output_type: Any) -> StructuredOutput[Any] | None:
@@ -143,7 +117,7 @@ def with_structured_output(
     schema: dict[str, Any] | None = None,
     name: str | None = None,
     description: str | None = None,
-    strict: bool = True,
+    strict: bool | None = None,
     mode: Mode = "auto",
     max_retries: int = 2,
     **adapter_options: Any,

@@ -13,11 +13,13 @@ from pydantic import ValidationError
 
 from ..core import ModelBehaviorError
 
-__all__ = ["json_error", "truncate", "validation_error"]
+__all__ = ["json_error", "restate_lenient", "truncate", "validation_error"]
 
 _MAX_SHOWN_ERRORS = 10
 _MAX_INPUT_CHARS = 80
 _MAX_RAW_CHARS = 300
+_MAX_MESSAGE_CHARS = 2000  # no message longer than a screen
+_RAW_LINE = "\nOutput was: "
 
 
 def truncate(text: str, limit: int) -> str:
@@ -83,8 +85,19 @@ def from_errors(errors: list[dict[str, Any]], raw_text: str, what: str) -> Model
         head = f"The output does not match {what} ({count} error{'s' if count != 1 else ''}):"
         lines = _describe(errors)
     shown = truncate(_safe_text(raw_text), _MAX_RAW_CHARS) if raw_text.strip() else "<empty>"
-    message = "\n".join([head, *lines, f"Output was: {shown}"])
+    message = truncate("\n".join([head, *lines]), _MAX_MESSAGE_CHARS - _MAX_RAW_CHARS - 100) + _RAW_LINE + shown
     return ModelBehaviorError(message, raw_text=raw_text, errors=_plain_errors(errors))
+
+
+def restate_lenient(error: ModelBehaviorError, said: str, read: str) -> ModelBehaviorError:
+    """The error of a leniently read output, quoting apart what the model said (trimmed, with its
+    length) and what the lenient reader made of it, when that differs."""
+    head = str(error).split(_RAW_LINE, 1)[0]
+    shown = truncate(_safe_text(said), _MAX_RAW_CHARS) if said.strip() else "<empty>"
+    lines = [head, f"The model said ({len(said)} characters): {shown}"]
+    if read.strip() != said.strip():
+        lines.append(f"Read leniently as: {truncate(_safe_text(read), _MAX_RAW_CHARS)}")
+    return ModelBehaviorError("\n".join(lines), raw_text=said, errors=error.errors)
 
 
 def json_error(reason: str, raw_text: str, what: str) -> ModelBehaviorError:

@@ -20,6 +20,7 @@ from typing import Any
 import json_repair
 
 from ..core import ModelBehaviorError
+from ._errors import restate_lenient
 from ._validators import Validator
 
 __all__ = ["json_spans", "lenient_validate"]
@@ -114,8 +115,8 @@ def lenient_validate(text: str, validator: Validator) -> Any:
     checks: list[Callable[[str], Any]] = [validator.validate_json]
     if validator.wrapped:
         checks.append(validator.validate_inner_json)
-    best: ModelBehaviorError | None = None
-    first: ModelBehaviorError | None = None
+    best: tuple[ModelBehaviorError, str] | None = None
+    first: tuple[ModelBehaviorError, str] | None = None
     seen: set[str] = set()
     for candidate, repair in _attempts(text):
         attempt = _repair(candidate) if repair else candidate
@@ -126,15 +127,16 @@ def lenient_validate(text: str, validator: Validator) -> Any:
             try:
                 return check(attempt)
             except ModelBehaviorError as exc:
-                first = first or exc
+                first = first or (exc, attempt)
                 parsed = not all(error.get("type") == "json_invalid" for error in exc.errors)
                 if parsed and best is None:
-                    best = exc
-    error = best or first
-    if error is None:  # only when the text was empty in every form
+                    best = (exc, attempt)
+    chosen = best or first
+    if chosen is None:  # only when the text was empty in every form
         error = _empty_output_error(validator, text)
-    error.raw_text = text
-    raise error
+        error.raw_text = text
+        raise error
+    raise restate_lenient(chosen[0], text, chosen[1])
 
 
 def _empty_output_error(validator: Validator, text: str) -> ModelBehaviorError:

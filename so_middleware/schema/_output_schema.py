@@ -198,19 +198,25 @@ class OutputSchema:
     def validate_complete_json(self, text: str) -> Any:
         """Read a cut-off answer: only a complete JSON value in it counts (the last that
         validates), never one repaired from the truncated tail, which could hold a cut number or
-        string. Raises `ModelBehaviorError` when there is none."""
+        string. Raises `ModelBehaviorError`: with the validation errors of the last complete
+        value when none validates, or with one error of type `"cut_off"` when there is none."""
         if self._compiled is None:
             return text
         spans, _, _ = json_spans(text)
+        last_error: ModelBehaviorError | None = None
         for span in reversed(spans):
             try:
                 return lenient_validate(span, self._compiled.validator)
-            except ModelBehaviorError:
-                continue
-        raise ModelBehaviorError(
-            "the answer was cut off before it held a complete, valid JSON value; answer with the JSON only",
-            raw_text=text[:2000],
-        )
+            except ModelBehaviorError as error:
+                last_error = last_error or error
+        if last_error is not None:
+            raise ModelBehaviorError(
+                f"the answer was cut off after a complete JSON value that is not valid: {str(last_error)[:1900]}",
+                raw_text=text[:2000],
+                errors=last_error.errors,
+            )
+        message = "the answer was cut off before it held a complete, valid JSON value; answer with the JSON only"
+        raise ModelBehaviorError(message, raw_text=text[:2000], errors=[{"type": "cut_off", "loc": (), "msg": message}])
 
     def validate_python(self, obj: Any) -> Any:
         """Validate an already-parsed wire value (e.g. tool-call arguments); return the value."""

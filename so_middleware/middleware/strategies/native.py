@@ -1,0 +1,38 @@
+"""`native`: the backend's own JSON-schema format (`response_format` / `text.format` /
+`output_config.format`); the answer is the text, read strictly."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ...core import Capabilities, ChatMessage, ChatOptions, ResponseFormat
+from ._base import Answer, Plan, Strategy, Target, schema_problem, starts_like_json
+
+__all__ = ["Native"]
+
+
+class Native(Strategy):
+    name: ClassVar[str] = "native"
+
+    def unavailable(self, target: Target) -> str | None:
+        if not target.capabilities.native_json_schema:
+            return "it says the backend does not enforce a JSON-schema response format (native_json_schema=False)"
+        return schema_problem(target)
+
+    def in_auto(self, capabilities: Capabilities) -> bool:
+        return capabilities.native_json_schema
+
+    def turned_off(self, capabilities: Capabilities) -> Capabilities:
+        return capabilities.replace(native_json_schema=False)
+
+    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> Plan:
+        schema, profile = target.schema, target.profile
+        # Only OpenAI's dialect has a strict switch; elsewhere `strict` is left unsent.
+        strict = schema.is_strict_json_schema() if profile == "openai-strict" else None
+        fmt = ResponseFormat.json_schema(
+            schema.json_schema(profile), name=schema.wire_name(profile), strict=strict, description=target.description
+        )
+        return Plan(self, list(messages), options.replace(response_format=fmt), strict=bool(strict))
+
+    def ignored(self, plan: Plan, answer: Answer) -> bool:
+        return not starts_like_json(answer)

@@ -1,0 +1,61 @@
+"""Strategy fallback against the real local model, through adapters built the way a new user
+builds them: an SDK client with a `base_url` and no profile, so the adapter takes the generic
+profile of its protocol (not the llama-server one). llama-server ignores `text.format`, tools
+and `output_config` on these routes: the run must move past what was ignored without spending
+re-asks (`max_retries=0`), reach a strategy that works, and the next call must start there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from so_middleware import with_structured_output
+from so_middleware.anthropic import AnthropicChatClient
+from so_middleware.local import LocalModelServer
+from so_middleware.openai import OpenAIResponsesClient
+
+pytestmark = pytest.mark.anyio
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+def generic_adapter(route: str, local_server: LocalModelServer, local_sdk: Any) -> Any:
+    if route == "responses":
+        return OpenAIResponsesClient(local_sdk("async-openai"), local_server.model)
+    return AnthropicChatClient(local_sdk("async-anthropic"), local_server.model)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize(
+    ("route", "profile"), [("responses", "openai-compatible"), ("anthropic", "anthropic-compatible")]
+)
+async def test_generic_adapter_learns_the_strategy_that_works(
+    local_server: LocalModelServer, local_sdk: Any, route: str, profile: str, stream: bool
+) -> None:
+    adapter = generic_adapter(route, local_server, local_sdk)
+    assert adapter.capabilities.name == profile  # the generic profile, not llama-server's
+    client = with_structured_output(adapter, max_retries=0)
+    options = {"max_tokens": 100, "temperature": 0}
+
+    async def ask() -> Any:
+        if stream:
+            return await client.get_response(
+                "John Smith is 35 years old.", output_type=Person, options=options, stream=True
+            ).get_final_response()
+        return await client.get_response("John Smith is 35 years old.", output_type=Person, options=options)
+
+    first = await ask()
+    assert first.value == Person(name="John Smith", age=35)
+    strategies = [a.strategy for a in first.attempts]
+    assert len(strategies) > 1 and len(set(strategies)) == len(strategies)  # fallbacks only, no re-ask
+    lesson = client.learned[(type(adapter).__name__, local_server.model)]
+    assert lesson.worked == strategies[-1] and lesson.ignored == set(strategies[:-1])
+
+    second = await ask()
+    assert second.value == Person(name="John Smith", age=35)
+    assert [a.strategy for a in second.attempts] == [lesson.worked]
