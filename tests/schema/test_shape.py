@@ -39,7 +39,7 @@ class Item(BaseModel):
         (
             Item,
             '{"name": "<the item\'s name>", "price": <number>, "tags": ["<string>", ...], '
-            '"kind": "a" | "b", "note": "<string>" | null, "flag": "x"}',
+            '"kind": "a", "note": "<string>" | null, "flag": "x"}\nkind is one of "a" or "b"',
         ),
         (tuple[int, str], '{"response": [<integer>, "<string>"]}'),
     ],
