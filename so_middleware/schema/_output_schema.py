@@ -252,7 +252,13 @@ class OutputSchema:
         def finish(text: str) -> Any:
             return self.validate_json(text, lenient=lenient)
 
-        return PartialParser(compiled.plan, finish, what=compiled.what, lenient=lenient)
+        return PartialParser(
+            compiled.plan,
+            finish,
+            what=compiled.what,
+            lenient=lenient,
+            allow_non_finite=compiled.validator.allow_non_finite,
+        )
 
     def __repr__(self) -> str:
         return f"OutputSchema({self.name()}, strict={self._strict})"

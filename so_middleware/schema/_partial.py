@@ -10,6 +10,7 @@ are updated in place, so a chunk costs time proportional to its own length; only
 from __future__ import annotations
 
 import codecs
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -58,8 +59,17 @@ class PartialParser:
         result = parser.finish()  # list[Item], fully validated
     """
 
-    def __init__(self, plan: Plan, finish: Callable[[str], Any], *, what: str, lenient: bool = False) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        finish: Callable[[str], Any],
+        *,
+        what: str,
+        lenient: bool = False,
+        allow_non_finite: bool = False,
+    ) -> None:
         self._plan = plan
+        self._allow_non_finite = allow_non_finite
         self._finish = finish
         self._what = what
         self._lenient = lenient
@@ -196,6 +206,9 @@ class PartialParser:
         self._complete("".join(parts))
 
     def scalar(self, value: Any) -> None:
+        if isinstance(value, float) and not math.isfinite(value) and not self._allow_non_finite:
+            # 1e999: the tokenizer reads it as a float, but JSON has no infinite numbers.
+            raise JsonSyntaxError("a number too large for a float", 0)
         self._complete(value)
 
     def close_container(self) -> None:

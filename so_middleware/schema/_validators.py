@@ -39,6 +39,7 @@ class Validator(Protocol):
 
     what: str
     wrapped: bool
+    allow_non_finite: bool
 
     def validate_json(self, text: str) -> Any:
         """Validate wire text (wrapped when wrapped); return the unwrapped value."""
