@@ -10,11 +10,11 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from .._exceptions import ModelBehaviorError, UserError
+from ._checks import check_schema_values
 from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser
 from ._plan import EnvelopePlan, Plan, plan_for
 from ._profiles import PROFILES, SchemaProfile, render_profile
-from ._checks import check_schema_values
 from ._refs import check_references
 from ._schema_tools import check_schema_size, flatten_root, is_object_schema, wrap_schema
 from ._typeinfo import (

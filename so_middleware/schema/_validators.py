@@ -12,6 +12,7 @@ Validation costs time linear in the answer (one parse, one scan, one validation 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from itertools import islice
@@ -174,10 +175,8 @@ def parse_json(text: str, what: str) -> Any:
         return pydantic_core.from_json(text, allow_inf_nan=False)
     except _DECODE_ERRORS as exc:
         error = exc
-    try:
+    with contextlib.suppress(*_DECODE_ERRORS):  # NaN and Infinity parse here: say so
         check_finite(pydantic_core.from_json(text), _as_text(text), what)
-    except _DECODE_ERRORS:
-        pass
     raise json_error(f"Invalid JSON: {error}", _as_text(text), what) from None
 
 

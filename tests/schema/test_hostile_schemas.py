@@ -9,7 +9,7 @@ from __future__ import annotations
 import http.server
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -120,7 +120,7 @@ def test_refs_that_nest_too_deep_once_inlined_are_a_user_error() -> None:
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         _Recorder.hits.append(self.path)
@@ -199,7 +199,7 @@ def test_a_type_beside_a_ref_keeps_the_target_constraints(check_openai_strict: C
 
 def test_a_type_beside_a_ref_of_another_type_is_refused() -> None:
     raw = {"$defs": {"N": {"type": "integer"}}, **_object({"code": {"type": "string", "$ref": "#/$defs/N"}})}
-    with pytest.raises(UserError, match="code: cannot merge.*no type in common"):
+    with pytest.raises(UserError, match=r"code: cannot merge.*no type in common"):
         OutputSchema(raw)
 
 

@@ -46,7 +46,7 @@ def _schemas() -> list[tuple[OutputSchema, str]]:
 def test_non_finite_numbers_are_rejected_everywhere(token: str, index: int) -> None:
     schema, template = _schemas()[index]
     text = template.format(token)
-    with pytest.raises(ModelBehaviorError, match="not JSON|Invalid JSON"):
+    with pytest.raises(ModelBehaviorError, match=r"not JSON|Invalid JSON"):
         schema.validate_json(text)
     with pytest.raises(ModelBehaviorError):
         schema.validate_json(text, lenient=True)
