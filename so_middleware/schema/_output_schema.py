@@ -19,6 +19,7 @@ from ._refs import check_references
 from ._schema_tools import check_schema_size, flatten_root, is_object_schema, wrap_schema
 from ._typeinfo import (
     cache_key,
+    check_satisfiable,
     check_supported,
     is_plain_text_type,
     is_raw_schema,
@@ -65,6 +66,7 @@ def _compile(output_type: Any) -> _Compiled:
 def _compile_type(output_type: Any) -> _Compiled:
     what = readable_name(output_type)
     check_supported(output_type)
+    check_satisfiable(output_type)
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
         inner = adapter.json_schema(mode="validation")
