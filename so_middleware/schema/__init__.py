@@ -11,8 +11,8 @@ Example:
 """
 
 from ._output_schema import OutputSchema
-from ._partial import PartialParser, TextPartialParser
+from ._partial import CompletedItem, PartialParser, TextPartialParser
 from ._profiles import SchemaProfile
 from ._shape import shape_hint
 
-__all__ = ["OutputSchema", "PartialParser", "SchemaProfile", "TextPartialParser", "shape_hint"]
+__all__ = ["CompletedItem", "OutputSchema", "PartialParser", "SchemaProfile", "TextPartialParser", "shape_hint"]
