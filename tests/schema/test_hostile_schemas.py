@@ -341,3 +341,21 @@ def test_duplicate_enum_values_give_a_short_message_naming_the_field() -> None:
     message = str(info.value)
     assert "colour" in message and '"value-0007" more than once' in message
     assert len(message) < 200
+
+
+@pytest.mark.parametrize("described", [False, True])
+def test_the_deepest_accepted_ref_chain_renders_every_profile(described: bool) -> None:
+    """100 levels once inlined is accepted, and every walk over it stays clear of the recursion limit."""
+    defs: dict[str, Any] = {"d100": {"type": "integer"}}
+    for index in range(100):
+        ref: dict[str, Any] = {"$ref": f"#/$defs/d{index + 1}"}
+        if described:
+            ref["description"] = "next"
+        defs[f"d{index}"] = _object({"x": ref}, additionalProperties=False)
+    schema = OutputSchema({"$defs": defs, "$ref": "#/$defs/d0"}, strict=False)
+    for profile in ("openai-strict", "json-schema"):
+        assert shape_hint(schema.json_schema(profile)).startswith('{"x": {"x": ')
+    with pytest.raises(UserError, match="recursive|levels of object nesting"):
+        OutputSchema({"$defs": defs, "$ref": "#/$defs/d0"})
+    text = '{"x": ' * 100 + "1" + "}" * 100
+    assert schema.validate_json(text)["x"]["x"]["x"]
