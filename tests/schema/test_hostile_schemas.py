@@ -13,8 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from so_middleware import StructuredOutput
-from so_middleware._exceptions import ModelBehaviorError, UserError
+from so_middleware import ModelBehaviorError, StructuredOutput, UserError
 from so_middleware.schema import OutputSchema, shape_hint
 
 Checker = Any
@@ -355,7 +354,7 @@ def test_the_deepest_accepted_ref_chain_renders_every_profile(described: bool) -
     schema = OutputSchema({"$defs": defs, "$ref": "#/$defs/d0"}, strict=False)
     for profile in ("openai-strict", "json-schema"):
         assert shape_hint(schema.json_schema(profile)).startswith('{"x": {"x": ')
-    with pytest.raises(UserError, match="recursive|levels of object nesting"):
+    with pytest.raises(UserError, match=r"recursive|levels of object nesting"):
         OutputSchema({"$defs": defs, "$ref": "#/$defs/d0"})
     text = '{"x": ' * 100 + "1" + "}" * 100
     assert schema.validate_json(text)["x"]["x"]["x"]

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from so_middleware import with_structured_output
-from so_middleware._exceptions import ModelBehaviorError
+from so_middleware import ModelBehaviorError, with_structured_output
 from so_middleware.schema import OutputSchema
 from so_middleware.testing import FakeChatClient
 

@@ -11,8 +11,7 @@ import pytest
 from pydantic import BaseModel, field_validator
 from typing_extensions import TypedDict
 
-from so_middleware import with_structured_output
-from so_middleware._exceptions import ModelBehaviorError
+from so_middleware import ModelBehaviorError, with_structured_output
 from so_middleware.schema import OutputSchema, PartialParser
 from so_middleware.testing import FakeChatClient
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, create_model
 
-from so_middleware._exceptions import ModelBehaviorError, UserError
+from so_middleware import ModelBehaviorError, UserError
 from so_middleware.schema import OutputSchema
 
 Checker = Callable[[dict[str, Any]], None]

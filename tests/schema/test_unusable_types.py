@@ -12,8 +12,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from so_middleware import StructuredOutput
-from so_middleware._exceptions import UserError
+from so_middleware import StructuredOutput, UserError
 from so_middleware.schema import OutputSchema
 
 
