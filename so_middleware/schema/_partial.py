@@ -245,7 +245,7 @@ class PartialParser:
     def scalar(self, value: Any) -> None:
         if isinstance(value, float) and not math.isfinite(value) and not self._allow_non_finite:
             # 1e999: the tokenizer reads it as a float, but JSON has no infinite numbers.
-            raise JsonSyntaxError("a number too large for a float", 0)
+            raise JsonSyntaxError("a number too large for a float", len(self.text))
         self._complete(value)
 
     def close_container(self) -> None:

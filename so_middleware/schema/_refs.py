@@ -23,6 +23,7 @@ __all__ = [
     "MAX_EXPANDED_NODES",
     "Pointer",
     "check_references",
+    "contains_ref",
     "is_alias",
     "pointer_of",
     "resolve",
@@ -131,7 +132,7 @@ class _Graph:
             deepest = max(deepest, depth)
             if not isinstance(node, dict):
                 continue
-            if "$id" in node and pointer and any(_has_ref(child) for child, _, _ in _children(node, pointer)):
+            if "$id" in node and pointer and any(contains_ref(child) for child, _, _ in _children(node, pointer)):
                 self.fail(f"has a sub-schema with its own $id at {'/'.join(pointer)}; move its $defs to the root")
             if "$ref" in node:
                 target = self.target(node["$ref"], pointer)
@@ -194,7 +195,8 @@ class _Graph:
         return sizes[()]
 
 
-def _has_ref(node: Any) -> bool:
+def contains_ref(node: Any) -> bool:
+    """Whether a `$ref` appears anywhere in `node`."""
     stack = [node]
     while stack:
         current = stack.pop()

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._exceptions import UserError
 from ._merge import MergeConflict, flatten
-from ._refs import ANNOTATIONS, MAX_EXPANDED_NODES
+from ._refs import ANNOTATIONS, MAX_EXPANDED_NODES, contains_ref
 from ._schema_tools import cyclic_definitions, definitions_of, ref_target
 
 __all__ = ["Problem", "ProfileRules", "transform_schema"]
@@ -237,7 +237,7 @@ class _Walker:
             return flatten(src, target, keep_ref=keep)
         except MergeConflict as exc:
             parts = src.get("allOf")
-            if self.rules.allow_all_of and isinstance(parts, list) and "$ref" not in _compact(src):
+            if self.rules.allow_all_of and isinstance(parts, list) and not contains_ref(src):
                 return src, []
             self.problem(path, f"cannot merge its parts into one schema: {exc}")
             return None
