@@ -83,9 +83,10 @@ def _merge_key(key: str, a: Any, b: Any) -> Any:
         return _merge_properties(a, b)
     if key == "enum" and isinstance(a, list) and isinstance(b, list):
         return _merge_enum(a, b)
-    if key in _LOWER_BOUNDS and isinstance(a, int | float) and isinstance(b, int | float):
+    numbers = all(isinstance(value, int | float) and not isinstance(value, bool) for value in (a, b))
+    if key in _LOWER_BOUNDS and numbers:
         return max(a, b)
-    if key in _UPPER_BOUNDS and isinstance(a, int | float) and isinstance(b, int | float):
+    if key in _UPPER_BOUNDS and numbers:
         return min(a, b)
     if key == "uniqueItems":
         return bool(a) or bool(b)

@@ -92,7 +92,7 @@ def _checked_root(schema: dict[str, Any], what: str) -> dict[str, Any]:
     check_schema_size(schema, what)
     check_schema_values(schema, what)
     check_references(schema, what)
-    return flatten_root(schema, what)
+    return flatten_root(schema)
 
 
 def _compile_raw(schema: dict[str, Any]) -> _Compiled:

@@ -106,11 +106,11 @@ def cyclic_definitions(schema: dict[str, Any]) -> set[str]:
     return cyclic
 
 
-def flatten_root(schema: dict[str, Any], what: str) -> dict[str, Any]:
+def flatten_root(schema: dict[str, Any]) -> dict[str, Any]:
     """The root with its `$ref` and `allOf` merged in, so an object root is seen as one.
 
     Pydantic roots a recursive model at a `$ref`; raw schemas may do the same, or combine parts
-    with `allOf`. The definitions stay as they are. A conflict between parts is a `UserError`.
+    with `allOf`. The definitions stay as they are. Parts that conflict leave the root as it is.
     """
     if "$ref" not in schema and "allOf" not in schema:
         return schema
@@ -123,8 +123,8 @@ def flatten_root(schema: dict[str, Any], what: str) -> dict[str, Any]:
 
     try:
         flat, _ = flatten(body, target, keep_ref=lambda ref: ref_target(ref) in (None, "#"))
-    except MergeConflict as exc:
-        raise UserError(f"The JSON schema of {what} cannot be used: at <root>, {exc}.") from None
+    except MergeConflict:  # left as written: the strict profiles report the conflict
+        return schema
     return {**flat, **definitions}
 
 

@@ -230,14 +230,19 @@ def test_a_one_entry_all_of_keeps_the_tighter_constraints() -> None:
         schema.validate_json('{"n": 7, "m": true}')
 
 
-def test_a_closed_part_with_extra_properties_elsewhere_is_refused() -> None:
+def test_parts_that_cannot_be_merged_are_refused_when_strict_and_kept_as_written_otherwise() -> None:
     raw = {
         "$defs": {"Closed": _object({"b": {"type": "integer"}}, additionalProperties=False)},
         **_object({"a": {"type": "string"}}),
         "$ref": "#/$defs/Closed",
     }
     with pytest.raises(UserError, match="additionalProperties: false"):
-        OutputSchema(raw, strict=False)
+        OutputSchema(raw)
+    loose = OutputSchema(raw, strict=False)
+    assert loose.json_schema("openai-strict") == loose.json_schema("json-schema")
+    assert loose.json_schema("json-schema")["properties"]["response"]["$ref"] == "#/$defs/Closed"
+    with pytest.raises(ModelBehaviorError):  # both parts apply: a is required, and not allowed
+        loose.validate_json('{"a": "x", "b": 1}')
 
 
 @pytest.mark.parametrize(
@@ -358,3 +363,12 @@ def test_the_deepest_accepted_ref_chain_renders_every_profile(described: bool) -
         OutputSchema({"$defs": defs, "$ref": "#/$defs/d0"})
     text = '{"x": ' * 100 + "1" + "}" * 100
     assert schema.validate_json(text)["x"]["x"]["x"]
+
+
+def test_draft4_boolean_bounds_are_not_merged_as_numbers() -> None:
+    part = {"minimum": 3, "exclusiveMinimum": False}
+    raw = _object({"n": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "allOf": [part]}})
+    raw["$schema"] = "http://json-schema.org/draft-04/schema#"
+    with pytest.raises(UserError, match="n: cannot merge its parts into one schema: 'exclusiveMinimum' is given twice"):
+        OutputSchema(raw)
+    assert not OutputSchema(raw, strict=False).is_strict_json_schema()  # validated by the schema as written
