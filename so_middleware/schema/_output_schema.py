@@ -10,13 +10,16 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from ..core import ModelBehaviorError, UserError
+from ._checks import check_schema_values
 from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser
 from ._plan import EnvelopePlan, Plan, plan_for
 from ._profiles import PROFILES, SchemaProfile, render_profile
-from ._schema_tools import check_schema_size, inline_root_ref, is_object_schema, wrap_schema
+from ._refs import check_references
+from ._schema_tools import check_schema_size, flatten_root, is_object_schema, wrap_schema
 from ._typeinfo import (
     cache_key,
+    check_satisfiable,
     check_supported,
     is_plain_text_type,
     is_raw_schema,
@@ -63,6 +66,7 @@ def _compile(output_type: Any) -> _Compiled:
 def _compile_type(output_type: Any) -> _Compiled:
     what = readable_name(output_type)
     check_supported(output_type)
+    check_satisfiable(output_type)
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
         inner = adapter.json_schema(mode="validation")
@@ -71,8 +75,7 @@ def _compile_type(output_type: Any) -> _Compiled:
     except Exception as exc:
         reason = str(exc).split("\n\nFor further information", 1)[0]
         raise UserError(f"Cannot build a schema for output type {what}: {reason}") from None
-    check_schema_size(inner, what)
-    inner = inline_root_ref(inner)
+    inner = _checked_root(inner, what)
     wrapped = not is_object_schema(inner)
     base = wrap_schema(inner) if wrapped else inner
     try:
@@ -84,11 +87,21 @@ def _compile_type(output_type: Any) -> _Compiled:
     return _Compiled(what=what, wrapped=wrapped, base_schema=base, validator=validator, plan=plan)
 
 
+def _checked_root(schema: dict[str, Any], what: str) -> dict[str, Any]:
+    """The schema checked (size, JSON values, `$ref`s) and its root flattened; `UserError` if unusable."""
+    check_schema_size(schema, what)
+    check_schema_values(schema, what)
+    check_references(schema, what)
+    return flatten_root(schema)
+
+
 def _compile_raw(schema: dict[str, Any]) -> _Compiled:
     what = readable_name(schema)
-    check_schema_size(schema, what)
-    inner = copy.deepcopy(schema)
+    check_schema_size(schema, what)  # before deepcopy, which recurses
+    inner = _checked_root(copy.deepcopy(schema), what)
     wrapped = not is_object_schema(inner)
+    if not wrapped and "type" not in inner:
+        inner = {"type": "object", **inner}
     base = wrap_schema(inner) if wrapped else inner
     validator = RawSchemaValidator(schema, wrapped=wrapped, what=what)
     inner_plan = plan_for(schema)
@@ -127,8 +140,8 @@ class OutputSchema:
         self._compiled: _Compiled | None = None
         if not self._plain:
             self._compiled = _compile(output_type)
-            if strict:
-                self.json_schema("openai-strict")
+            # Strict or not, this surfaces every UserError the schema can raise, here and now.
+            self.json_schema("openai-strict")
 
     @property
     def output_type(self) -> Any:
@@ -247,7 +260,13 @@ class OutputSchema:
         def finish(text: str) -> Any:
             return self.validate_json(text, lenient=lenient)
 
-        return PartialParser(compiled.plan, finish, what=compiled.what, lenient=lenient)
+        return PartialParser(
+            compiled.plan,
+            finish,
+            what=compiled.what,
+            lenient=lenient,
+            allow_non_finite=compiled.validator.allow_non_finite,
+        )
 
     def __repr__(self) -> str:
         return f"OutputSchema({self.name()}, strict={self._strict})"

@@ -10,7 +10,9 @@ are updated in place, so a chunk costs time proportional to its own length; only
 from __future__ import annotations
 
 import codecs
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,11 +21,35 @@ from ._errors import json_error, validation_error
 from ._plan import EnvelopePlan, Plan, SequencePlan
 from ._tokenizer import IncrementalJsonParser, JsonSyntaxError
 
-__all__ = ["PartialParser", "TextPartialParser"]
+__all__ = ["CompletedItem", "PartialParser", "TextPartialParser"]
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class CompletedItem:
+    """A list item that closed while streaming, validated as the list's item type.
+
+    `path` locates the item in the value: `(2,)` is item 2 of a root `list[T]`, `("people", 0)`
+    item 0 of the `people` list of a model. `list_path` says which list it belongs to.
+
+    Example:
+        for item in parser.pop_completed_items():
+            if item.list_path == ("people",):
+                handle(item.value)  # a validated Person
+    """
+
+    path: Path
+    value: Any
+
+    @property
+    def list_path(self) -> Path:
+        """The path of the list holding this item (`()` for a root list)."""
+        return self.path[:-1]
 
 
 class _Frame:
-    __slots__ = ("collect", "display", "is_object", "key", "plan", "raw", "slot")
+    __slots__ = ("collect", "display", "in_item", "is_object", "key", "path", "plan", "raw", "slot")
 
     def __init__(self, is_object: bool, raw: Any, display: Any, plan: Plan | None, slot: Any) -> None:
         self.is_object = is_object
@@ -32,7 +58,9 @@ class _Frame:
         self.plan = plan
         self.slot = slot  # this container's key or index in its parent
         self.key: str | None = None
-        self.collect = False
+        self.collect = False  # a typed list whose items pop as they close
+        self.in_item = False  # inside an item of such a list (its own lists do not pop)
+        self.path: Path = ()
 
 
 def _put(container: Any, key: Any, value: Any) -> None:
@@ -48,6 +76,10 @@ def _put(container: Any, key: Any, value: Any) -> None:
 class PartialParser:
     """Feed JSON chunks; read the value so far; pop list items as they complete.
 
+    Items pop from a root list (`list[Item]`) and from the lists inside a model, a dict or a
+    dataclass (`People(people: list[Person])`), but not from lists inside an item that pops: a
+    `Person`'s own `addresses` come with the `Person`.
+
     Example:
         parser = OutputSchema(list[Item]).partial_parser()
         for chunk in stream:
@@ -58,8 +90,17 @@ class PartialParser:
         result = parser.finish()  # list[Item], fully validated
     """
 
-    def __init__(self, plan: Plan, finish: Callable[[str], Any], *, what: str, lenient: bool = False) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        finish: Callable[[str], Any],
+        *,
+        what: str,
+        lenient: bool = False,
+        allow_non_finite: bool = False,
+    ) -> None:
         self._plan = plan
+        self._allow_non_finite = allow_non_finite
         self._finish = finish
         self._what = what
         self._lenient = lenient
@@ -75,7 +116,7 @@ class PartialParser:
         self._string_parts: list[str] | None = None
         self._string_slot: tuple[_Frame | None, Any] = (None, None)
         self._string_dirty = False
-        self._completed: list[Any] = []
+        self._completed: list[CompletedItem] = []
         self._popped = 0
         self._changed = False
         self._broken: str | None = None
@@ -89,11 +130,15 @@ class PartialParser:
 
     @property
     def completed_items(self) -> list[Any]:
-        """Every item of a list root that has closed so far, each validated as the item type."""
-        return list(self._completed)
+        """Every list item that has closed so far, each validated as the item type."""
+        return [item.value for item in self._completed]
 
     def pop_completed(self) -> list[Any]:
-        """The items completed since the last call."""
+        """The items completed since the last call (of this or `pop_completed_items`)."""
+        return [item.value for item in self.pop_completed_items()]
+
+    def pop_completed_items(self) -> list[CompletedItem]:
+        """The items completed since the last call, each with the path saying which list."""
         fresh = self._completed[self._popped :]
         self._popped = len(self._completed)
         return fresh
@@ -158,13 +203,15 @@ class PartialParser:
         raw: Any = {} if is_object else []
         display = plan.new_display(is_object, raw) if plan is not None else raw
         frame = _Frame(is_object, raw, display, plan, slot)
+        if parent is not None:
+            envelope = parent is self._root and isinstance(parent.plan, EnvelopePlan)
+            frame.path = parent.path if envelope else (*parent.path, slot)
+            frame.in_item = parent.in_item or parent.collect
         frame.collect = (
             not is_object
             and isinstance(plan, SequencePlan)
-            and (
-                (parent is None and self._unwrapped_root)
-                or (parent is not None and parent is self._root and isinstance(parent.plan, EnvelopePlan))
-            )
+            and not frame.in_item
+            and (parent is not None or self._unwrapped_root)
         )
         if parent is None:
             self._root = frame
@@ -196,6 +243,9 @@ class PartialParser:
         self._complete("".join(parts))
 
     def scalar(self, value: Any) -> None:
+        if isinstance(value, float) and not math.isfinite(value) and not self._allow_non_finite:
+            # 1e999: the tokenizer reads it as a float, but JSON has no infinite numbers.
+            raise JsonSyntaxError("a number too large for a float", len(self.text))
         self._complete(value)
 
     def close_container(self) -> None:
@@ -212,7 +262,7 @@ class PartialParser:
         """Record a closed value: validated once here, then placed in both trees."""
         self._changed = True
         if parent is not None and parent.collect:
-            typed = self._item(raw, plan)
+            typed = self._item(raw, plan, (*parent.path, slot))
         else:
             typed = plan.typed(raw, fallback) if plan is not None else raw
         if parent is None:
@@ -222,18 +272,19 @@ class PartialParser:
         _put(parent.raw, slot, raw)
         self._show(parent, slot, typed, raw)
 
-    def _item(self, raw: Any, plan: Plan | None) -> Any:
-        """A list-root item: it must validate on its own, as list[T] validates each T alone."""
+    def _item(self, raw: Any, plan: Plan | None, path: Path) -> Any:
+        """A list item: it must validate on its own, as list[T] validates each T alone."""
         typed = raw
         if plan is not None:
             try:
                 typed = plan.validate_or_raise(raw)
             except ValidationError as exc:
-                what = f"item {len(self._completed)} of {self._what}"
+                where = ".".join(str(part) for part in path[:-1])
+                what = f"item {path[-1]} of {where + ' in ' if where else ''}{self._what}"
                 raise validation_error(exc, self.text, what) from None
             except (RecursionError, TypeError, ValueError) as exc:
                 raise json_error(f"unusable item ({type(exc).__name__})", self.text, self._what) from None
-        self._completed.append(typed)
+        self._completed.append(CompletedItem(path, typed))
         return typed
 
     def _show(self, parent: _Frame, slot: Any, display: Any, raw: Any) -> None:
@@ -287,6 +338,10 @@ class TextPartialParser:
         return []
 
     def pop_completed(self) -> list[Any]:
+        """Always empty: plain text has no items."""
+        return []
+
+    def pop_completed_items(self) -> list[CompletedItem]:
         """Always empty: plain text has no items."""
         return []
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import UserError
+from ._merge import MergeConflict, flatten
+from ._refs import pointer_of
 
 __all__ = [
     "MAX_SCHEMA_DEPTH",
@@ -17,7 +19,7 @@ __all__ = [
     "check_schema_size",
     "cyclic_definitions",
     "definitions_of",
-    "inline_root_ref",
+    "flatten_root",
     "is_object_schema",
     "ref_target",
     "wrap_schema",
@@ -60,16 +62,12 @@ def definitions_of(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def ref_target(ref: Any) -> str | None:
-    """`"#/$defs/A"` → `"$defs/A"`; `"#"` → `"#"`; anything else (external, deep pointer) → None."""
-    if not isinstance(ref, str):
-        return None
-    if ref == "#":
+    """`"#/$defs/A"` → `"$defs/A"` (percent- and `~`-decoded); `"#"` → `"#"`; anything else → None."""
+    pointer = pointer_of(ref)
+    if pointer == ():
         return "#"
-    for key in _DEF_KEYS:
-        prefix = f"#/{key}/"
-        if ref.startswith(prefix) and "/" not in ref[len(prefix) :]:
-            name = ref[len(prefix) :].replace("~1", "/").replace("~0", "~")
-            return f"{key}/{name}"
+    if pointer is not None and len(pointer) == 2 and pointer[0] in _DEF_KEYS:
+        return f"{pointer[0]}/{pointer[1]}"
     return None
 
 
@@ -108,24 +106,37 @@ def cyclic_definitions(schema: dict[str, Any]) -> set[str]:
     return cyclic
 
 
-def inline_root_ref(schema: dict[str, Any]) -> dict[str, Any]:
-    """Pydantic roots a recursive model at `$ref`; providers want the object itself at the root."""
-    target = ref_target(schema.get("$ref"))
-    if target is None or target == "#":
+def flatten_root(schema: dict[str, Any]) -> dict[str, Any]:
+    """The root with its `$ref` and `allOf` merged in, so an object root is seen as one.
+
+    Pydantic roots a recursive model at a `$ref`; raw schemas may do the same, or combine parts
+    with `allOf`. The definitions stay as they are. Parts that conflict leave the root as it is.
+    """
+    if "$ref" not in schema and "allOf" not in schema:
         return schema
-    body = definitions_of(schema).get(target)
-    if body is None:
+    definitions = {key: schema[key] for key in _DEF_KEYS if key in schema}
+    body = {key: value for key, value in schema.items() if key not in _DEF_KEYS}
+    found = definitions_of(schema)
+
+    def target(ref: str) -> dict[str, Any] | None:
+        return found.get(ref_target(ref) or "#")
+
+    try:
+        flat, _ = flatten(body, target, keep_ref=lambda ref: ref_target(ref) in (None, "#"))
+    except MergeConflict:  # left as written: the strict profiles report the conflict
         return schema
-    merged = {key: value for key, value in schema.items() if key != "$ref"}
-    for key, value in body.items():
-        merged.setdefault(key, value)
-    return merged
+    return {**flat, **definitions}
 
 
 def is_object_schema(schema: dict[str, Any]) -> bool:
-    """True when the root is a plain object (no union, no `$ref`), so it needs no wrapper."""
+    """True when the root is a plain object (no union, no `$ref`), so it needs no wrapper.
+
+    A root without `type` that lists `properties` is taken as an object too.
+    """
+    if any(key in schema for key in ("anyOf", "oneOf", "allOf", "$ref", "enum", "const", "items", "prefixItems")):
+        return False
     kind = schema.get("type")
-    return kind == "object" and not any(key in schema for key in ("anyOf", "oneOf", "allOf", "$ref"))
+    return kind == "object" or (kind is None and isinstance(schema.get("properties"), dict))
 
 
 def wrap_schema(inner: dict[str, Any]) -> dict[str, Any]:

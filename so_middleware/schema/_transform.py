@@ -12,6 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import UserError
+from ._merge import MergeConflict, flatten
+from ._refs import ANNOTATIONS, MAX_EXPANDED_NODES, contains_ref
 from ._schema_tools import cyclic_definitions, definitions_of, ref_target
 
 __all__ = ["Problem", "ProfileRules", "transform_schema"]
@@ -113,6 +116,8 @@ class _Walker:
         self.defs = definitions_of(root)
         self.cyclic = cyclic_definitions(root)
         self.problems: list[Problem] = []
+        self.inlining: list[str] = []  # refs whose target is being walked in place
+        self.visited = 0
 
     def problem(self, path: str, reason: str) -> None:
         self.problems.append(Problem(path, reason))
@@ -121,17 +126,41 @@ class _Walker:
         if not isinstance(schema, dict):
             self.problem(path, f"boolean schema {schema!r} is not supported")
             return {}
+        self.visited += 1
+        if self.visited > MAX_EXPANDED_NODES:
+            raise UserError(f"The schema expands to more than {MAX_EXPANDED_NODES} nodes once its $refs are inlined.")
         src = {key: value for key, value in schema.items() if key not in _DROPPED}
+        inlined: list[str] = []
+        if "allOf" in src or ("$ref" in src and len(src) > 1 and not self._wrap_only(src)):
+            merged = self._flatten(src, path)
+            if merged is None:
+                return {}
+            src = {key: value for key, value in merged[0].items() if key not in _DROPPED}
+            inlined = merged[1]
+        if "$ref" in src:
+            return self._ref(src, path)
+        names = [str(ref_target(ref)) for ref in inlined]
+        self.inlining.extend(names)
+        try:
+            return self._body(src, path)
+        finally:
+            del self.inlining[len(self.inlining) - len(names) :]
+
+    def _wrap_only(self, src: dict[str, Any]) -> bool:
+        """A recursive `$ref` with only annotations beside it: kept as a reference."""
+        target = ref_target(src["$ref"])
+        recursive = target == "#" or target in self.cyclic or target in self.inlining
+        return recursive and all(key == "$ref" or key in ANNOTATIONS for key in src)
+
+    def _body(self, src: dict[str, Any], path: str) -> dict[str, Any]:
         description = src.pop("description", None)
         notes: list[str] = []
         out: dict[str, Any] = {}
-        if "allOf" in src:
-            self._all_of(src, out, path)
+        if "allOf" in src:  # kept only where the parts could not be merged
+            out["allOf"] = [self.node(part, path) for part in src.pop("allOf")]
         if "oneOf" in src:
             # Sound for pydantic unions: its oneOf members are mutually exclusive already.
             src["anyOf"] = list(src.pop("anyOf", [])) + list(src.pop("oneOf"))
-        if "$ref" in src:
-            return self._ref(src, description, path)
         self._default(src, out, notes)
         if "const" in src:
             value = src.pop("const")
@@ -193,21 +222,27 @@ class _Walker:
         out["type"] = kind
         return {str(item) for item in kinds}
 
-    def _all_of(self, src: dict[str, Any], out: dict[str, Any], path: str) -> None:
-        parts = src.pop("allOf")
-        if isinstance(parts, list) and len(parts) == 1 and isinstance(parts[0], dict):
-            for key, value in parts[0].items():
-                src.setdefault(key, value)
-        elif (
-            self.rules.allow_all_of
-            and isinstance(parts, list)
-            and not any(isinstance(part, dict) and "$ref" in part for part in parts)
-        ):
-            out["allOf"] = [self.node(part, path) for part in parts]
-        else:
-            self.problem(path, f"'allOf' with several parts is not supported by the {self.rules.name} profile")
+    def _flatten(self, src: dict[str, Any], path: str) -> tuple[dict[str, Any], list[str]] | None:
+        """Merge `allOf` parts and a `$ref` with sibling constraints into one schema."""
 
-    def _ref(self, src: dict[str, Any], description: Any, path: str) -> dict[str, Any]:
+        def target(ref: str) -> dict[str, Any] | None:
+            name = ref_target(ref)
+            return self.defs.get(name) if name is not None else None
+
+        def keep(ref: str) -> bool:  # a recursion already being inlined stays a reference
+            target = ref_target(ref)
+            return target in (None, "#") or target in self.inlining
+
+        try:
+            return flatten(src, target, keep_ref=keep)
+        except MergeConflict as exc:
+            parts = src.get("allOf")
+            if self.rules.allow_all_of and isinstance(parts, list) and not contains_ref(src):
+                return src, []
+            self.problem(path, f"cannot merge its parts into one schema: {exc}")
+            return None
+
+    def _ref(self, src: dict[str, Any], path: str) -> dict[str, Any]:
         ref = src.pop("$ref")
         target = ref_target(ref)
         if target is None:
@@ -223,18 +258,13 @@ class _Walker:
             self.problem(
                 path, f"is recursive ({ref}); the {self.rules.name} profile does not support recursive schemas"
             )
-        if description is None and not src:
+        if not src:
             return {"$ref": ref}
-        if not recursive:
-            merged = dict(self.defs[target])
-            merged.update(src)
-            if description is not None:
-                merged["description"] = description
-            return self.node(merged, path)
-        wrapper: dict[str, Any] = {"anyOf": [{"$ref": ref}], **src}
-        if description is not None:
-            wrapper["description"] = description
-        return self.node(wrapper, path)
+        if any(key not in ANNOTATIONS for key in src):
+            self.problem(path, f"is a recursive $ref ({ref}) with sibling constraints, which cannot be merged")
+            return {}
+        # Strict providers reject keywords beside a $ref: keep the annotations on a wrapper.
+        return self.node({"anyOf": [{"$ref": ref}], **src}, path)
 
     def _object(self, src: dict[str, Any], out: dict[str, Any], notes: list[str], path: str) -> None:
         properties = src.pop("properties", {})

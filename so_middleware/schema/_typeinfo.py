@@ -5,6 +5,8 @@ Nothing here builds schemas; it only looks at the Python type.
 
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
 import inspect
 import json
 import re
@@ -13,10 +15,14 @@ import typing
 from collections.abc import Hashable
 from typing import Any
 
+from pydantic import BaseModel
+from typing_extensions import is_typeddict
+
 from ..core import UserError
 
 __all__ = [
     "cache_key",
+    "check_satisfiable",
     "check_supported",
     "is_plain_text_type",
     "is_raw_schema",
@@ -24,6 +30,20 @@ __all__ = [
     "sanitize_wire_name",
 ]
 
+_SETS = (set, frozenset, collections.abc.Set, collections.abc.MutableSet)
+# Containers pydantic validates into mutable, unhashable values.
+_UNHASHABLE = (
+    list,
+    dict,
+    set,
+    bytearray,
+    collections.abc.Sequence,
+    collections.abc.MutableSequence,
+    collections.abc.Mapping,
+    collections.abc.MutableMapping,
+    collections.abc.MutableSet,
+)
+_MAX_TYPE_NODES = 10_000
 _WIRE_NAME_INVALID = re.compile(r"[^a-zA-Z0-9_-]+")
 _WIRE_NAME_MAX = 64
 
@@ -59,6 +79,58 @@ def check_supported(output_type: Any) -> None:
         or type(output_type).__module__ in {"typing", "typing_extensions"}
     ):
         raise UserError(f"Output type {output_type!r} is not a type (got an instance of {type(output_type).__name__}).")
+
+
+def _is_hashable(item: Any) -> bool:
+    """Whether the values pydantic makes for `item` can go in a set."""
+    origin = typing.get_origin(item)
+    args = typing.get_args(item)
+    if origin is typing.Annotated:
+        return _is_hashable(args[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_is_hashable(arg) for arg in args)
+    if origin is tuple:
+        return all(_is_hashable(arg) for arg in args if arg is not Ellipsis)
+    shape = origin if origin is not None else item
+    if shape in _UNHASHABLE or is_typeddict(shape):
+        return False
+    return not (isinstance(shape, type) and getattr(shape, "__hash__", None) is None)
+
+
+def _inner_types(item: Any, path: str) -> list[tuple[Any, str]]:
+    """The types inside `item`, each with the field path it sits at."""
+
+    def at(name: str) -> str:
+        return f"{path}.{name}" if path else name
+
+    if isinstance(item, type) and issubclass(item, BaseModel):
+        return [(info.annotation, at(name)) for name, info in item.model_fields.items()]
+    if isinstance(item, type) and (dataclasses.is_dataclass(item) or is_typeddict(item)):
+        try:
+            return [(hint, at(name)) for name, hint in typing.get_type_hints(item).items()]
+        except Exception:
+            return []
+    args = [arg for arg in typing.get_args(item) if arg is not Ellipsis and not isinstance(arg, str | int | bytes)]
+    return [(arg, path) for arg in args]
+
+
+def check_satisfiable(output_type: Any) -> None:
+    """Refuse a type no JSON answer can satisfy: a set whose items cannot be hashed (`set[list[int]]`)."""
+    stack: list[tuple[Any, str]] = [(output_type, "")]
+    seen: set[int] = set()
+    while stack and len(seen) < _MAX_TYPE_NODES:
+        item, path = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if typing.get_origin(item) in _SETS and typing.get_args(item) and not _is_hashable(typing.get_args(item)[0]):
+            where = f"field {path!r} is" if path else "it is"
+            raise UserError(
+                f"Output type {readable_name(output_type)!r} can never be satisfied: {where} "
+                f"{readable_name(item)}, whose {readable_name(typing.get_args(item)[0])} items are not hashable, "
+                "so no answer can become the set. Use a list, or a frozen (hashable) item type."
+            )
+        stack.extend(_inner_types(item, path))
 
 
 def cache_key(output_type: Any) -> Hashable:

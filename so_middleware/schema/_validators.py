@@ -1,13 +1,20 @@
 """Parse and validate wire JSON for one output type, unwrapping `{"response": ...}` when wrapped.
 
 `TypedValidator` serves Python types through pydantic; `RawSchemaValidator` serves a raw
-JSON-schema dict through the `jsonschema` library. Both raise only `ModelBehaviorError` on bad
-output, whatever the text is.
+JSON-schema dict through `jsonschema-rs`, whose patterns run on a regex engine with linear-time
+matching (a pattern it cannot run, with lookaround or backreferences, is a `UserError` when the
+schema is built) and which never fetches a remote `$ref`. Both raise only `ModelBehaviorError`
+on bad output, whatever the text is, and both reject `NaN`, `Infinity` and numbers too large
+for a float (`1e999`): they are not JSON. A typed output accepts them only where its type says
+so explicitly (`allow_inf_nan=True` in a model's config or a field); pydantic then decides.
+Validation costs time linear in the answer (one parse, one scan, one validation pass).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 from itertools import islice
 from typing import Any, Protocol
 
@@ -22,6 +29,8 @@ from ._schema_tools import WRAPPER_KEY
 __all__ = ["RawSchemaValidator", "TypedValidator", "Validator"]
 
 _MAX_RAW_ERRORS = 20
+# pydantic's JSON parser stops at about 200 levels; wire-form Python objects get the same limit.
+_MAX_VALUE_DEPTH = 200
 # Text that is not even a str (or holds lone surrogates) fails in the codec, not in pydantic.
 _DECODE_ERRORS = (UnicodeError, TypeError, ValueError, RecursionError, OverflowError)
 
@@ -31,6 +40,7 @@ class Validator(Protocol):
 
     what: str
     wrapped: bool
+    allow_non_finite: bool
 
     def validate_json(self, text: str) -> Any:
         """Validate wire text (wrapped when wrapped); return the unwrapped value."""
@@ -52,6 +62,7 @@ class TypedValidator:
         self.what = what
         self.wrapped = wrapped
         self.adapter = adapter
+        self.allow_non_finite = allows_non_finite(adapter.core_schema)
         self.wire: TypeAdapter[Any] = adapter
         if wrapped:
             envelope = TypedDict("OutputEnvelope", {WRAPPER_KEY: output_type})  # type: ignore[misc]
@@ -60,23 +71,26 @@ class TypedValidator:
     def _unwrap(self, value: Any) -> Any:
         return value[WRAPPER_KEY] if self.wrapped else value
 
-    def validate_json(self, text: str) -> Any:
+    def _json(self, adapter: TypeAdapter[Any], text: str) -> Any:
         try:
-            return self._unwrap(self.wire.validate_json(text))
+            value = adapter.validate_json(text)
         except ValidationError as exc:
             raise validation_error(exc, _as_text(text), self.what) from None
         except _DECODE_ERRORS as exc:
             raise json_error(f"unreadable text ({type(exc).__name__})", _as_text(text), self.what) from None
+        if not self.allow_non_finite:
+            check_finite(parse_json(text, self.what), _as_text(text), self.what)
+        return value
+
+    def validate_json(self, text: str) -> Any:
+        return self._unwrap(self._json(self.wire, text))
 
     def validate_inner_json(self, text: str) -> Any:
-        try:
-            return self.adapter.validate_json(text)
-        except ValidationError as exc:
-            raise validation_error(exc, _as_text(text), self.what) from None
-        except _DECODE_ERRORS as exc:
-            raise json_error(f"unreadable text ({type(exc).__name__})", _as_text(text), self.what) from None
+        return self._json(self.adapter, text)
 
     def validate_python(self, obj: Any) -> Any:
+        if not self.allow_non_finite:
+            check_finite(obj, _preview(obj), self.what)
         try:
             return self._unwrap(self.wire.validate_python(obj))
         except ValidationError as exc:
@@ -95,41 +109,40 @@ class TypedValidator:
 class RawSchemaValidator:
     """Validation against a raw JSON-schema dict; the value is the plain parsed JSON."""
 
+    allow_non_finite = False
+
     def __init__(self, schema: dict[str, Any], *, wrapped: bool, what: str) -> None:
         try:
-            import jsonschema
+            import jsonschema_rs
         except ImportError:  # pragma: no cover - depends on the environment
             raise UserError(
-                "A raw JSON-schema output type needs the 'jsonschema' package: pip install jsonschema"
+                "A raw JSON-schema output type needs the 'jsonschema-rs' package: pip install jsonschema-rs"
             ) from None
         self.what = what
         self.wrapped = wrapped
-        cls = jsonschema.validators.validator_for(schema)
         try:
-            cls.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise UserError(f"The JSON schema {what!r} is invalid: {exc.message}") from None
-        except RecursionError:
-            raise UserError(f"The JSON schema {what!r} nests too deeply to check.") from None
-        self._validator = cls(schema)
+            # RegexOptions: the linear-time engine; offline: no $ref is ever fetched.
+            self._validator = jsonschema_rs.validator_for(
+                schema, pattern_options=jsonschema_rs.RegexOptions(), offline=True
+            )
+        except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
+            raise UserError(f"The JSON schema {what!r} is invalid: {_schema_error(exc)}") from None
 
     def _check(self, value: Any, raw_text: str, prefix: tuple[str, ...]) -> Any:
+        check_finite(value, raw_text, self.what)
         try:
             found = list(islice(self._validator.iter_errors(value), _MAX_RAW_ERRORS))
-        except RecursionError:
-            raise json_error("the value nests too deeply to validate", raw_text, self.what) from None
+        except (RecursionError, ValueError) as exc:
+            raise json_error(f"the value cannot be validated ({exc})", raw_text, self.what) from None
         if found:
             errors = [
-                {"type": "schema", "loc": (*prefix, *error.absolute_path), "msg": error.message} for error in found
+                {"type": "schema", "loc": (*prefix, *error.instance_path), "msg": error.message} for error in found
             ]
             raise from_errors(errors, raw_text, self.what)
         return value
 
     def _parse(self, text: str) -> Any:
-        try:
-            return pydantic_core.from_json(text)
-        except _DECODE_ERRORS as exc:
-            raise json_error(f"Invalid JSON: {exc}", _as_text(text), self.what) from None
+        return parse_json(text, self.what)
 
     def _unwrap(self, value: Any, raw_text: str) -> Any:
         if not self.wrapped:
@@ -154,6 +167,65 @@ class RawSchemaValidator:
             return json.dumps(wire_value, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError) as exc:
             raise UserError(f"Cannot serialise {_preview(value)} as JSON: {exc}") from None
+
+
+def parse_json(text: str, what: str) -> Any:
+    """Strict JSON: `NaN` and `Infinity` are syntax errors (too-large numbers are left to `check_finite`)."""
+    try:
+        return pydantic_core.from_json(text, allow_inf_nan=False)
+    except _DECODE_ERRORS as exc:
+        error = exc
+    with contextlib.suppress(*_DECODE_ERRORS):  # NaN and Infinity parse here: say so
+        check_finite(pydantic_core.from_json(text), _as_text(text), what)
+    raise json_error(f"Invalid JSON: {error}", _as_text(text), what) from None
+
+
+def check_finite(value: Any, raw_text: str, what: str) -> None:
+    """Raise `ModelBehaviorError` for a non-finite float or nesting past 200 levels; one iterative pass."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            errors = [
+                {
+                    "type": "finite_number",
+                    "loc": path,
+                    "msg": "NaN, Infinity and numbers as large as 1e999 are not JSON numbers; give a finite number",
+                }
+            ]
+            raise from_errors(errors, raw_text, what)
+        if len(path) > _MAX_VALUE_DEPTH:
+            raise json_error(f"the value nests deeper than {_MAX_VALUE_DEPTH} levels", raw_text, what)
+        if isinstance(node, dict):
+            stack.extend((child, (*path, key)) for key, child in node.items())
+        elif isinstance(node, list | tuple):
+            stack.extend((child, (*path, index)) for index, child in enumerate(node))
+
+
+def allows_non_finite(core_schema: Any) -> bool:
+    """True when a pydantic core schema says `allow_inf_nan=True` anywhere (a field or a config)."""
+    stack = [core_schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("allow_inf_nan") is True:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return False
+
+
+def _schema_error(exc: Exception) -> str:
+    """The first line of a schema error, short, without the dump of the schema that follows."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = text if len(text) <= 200 else text[:197] + "..."
+    if '"regex"' in text:
+        text += (
+            " (patterns run on a linear-time regex engine, which has no lookaround and no backreferences;"
+            " rewrite the pattern without them)"
+        )
+    return text
 
 
 def _as_text(text: Any) -> str:

@@ -11,8 +11,9 @@ import pytest
 from pydantic import BaseModel, field_validator
 from typing_extensions import TypedDict
 
-from so_middleware import ModelBehaviorError
+from so_middleware import ModelBehaviorError, with_structured_output
 from so_middleware.schema import OutputSchema, PartialParser
+from so_middleware.testing import FakeChatClient
 
 
 class Address(BaseModel):
@@ -228,3 +229,82 @@ def test_plain_text_parser() -> None:
     assert parser.feed(b"caf\xc3") and parser.feed(b"\xa9")
     assert parser.value == "café"
     assert parser.completed_items == [] and parser.pop_completed() == []
+
+
+class Pet(BaseModel):
+    name: str
+    tags: list[str] = []
+
+
+class People(BaseModel):
+    title: str
+    people: list[Person]
+    pets: list[Pet] = []
+
+
+def _popped(parser: Any, text: str, size: int) -> list[Any]:
+    popped = []
+    for start in range(0, len(text), size):
+        parser.feed(text[start : start + size])
+        popped.extend(parser.pop_completed_items())
+    return popped
+
+
+@pytest.mark.parametrize("size", [1, 4, 64])
+def test_items_of_lists_inside_a_model_pop_one_by_one_with_their_path(size: int) -> None:
+    people = [{"name": f"p{index}", "age": index, "address": {"city": "c", "zip": "z"}} for index in range(3)]
+    value = {"title": "t", "people": people, "pets": [{"name": "rex", "tags": ["a", "b"]}]}
+    text = json.dumps(value)
+    parser = OutputSchema(People).partial_parser()
+    popped = _popped(parser, text, size)
+    assert [item.path for item in popped] == [("people", 0), ("people", 1), ("people", 2), ("pets", 0)]
+    assert [item.list_path for item in popped] == [("people",)] * 3 + [("pets",)]
+    assert [item.value for item in popped] == [Person.model_validate(p) for p in people] + [
+        Pet(name="rex", tags=["a", "b"])
+    ]
+    # the pet's own tags came with the pet, not one by one
+    assert parser.completed_items == [item.value for item in popped]
+    assert parser.finish() == People.model_validate(value)
+
+
+def test_an_item_pops_as_soon_as_it_closes() -> None:
+    parser = OutputSchema(People).partial_parser()
+    parser.feed('{"title": "t", "people": [{"name": "a", "age": 1, "address": {"city": "c", "zip": "z"}}')
+    assert [item.path for item in parser.pop_completed_items()] == [("people", 0)]
+    parser.feed(', {"name": "b", "age": 2, "address": {"city": "c", "zip": "z"}}')
+    assert parser.pop_completed() == [Person(name="b", age=2, address=Address(city="c", zip="z"))]
+
+
+def test_root_list_items_keep_their_values_and_get_index_paths() -> None:
+    text = json.dumps({"response": [1, 2, 3]})
+    parser = OutputSchema(list[int]).partial_parser()
+    assert [(item.path, item.value) for item in _popped(parser, text, 2)] == [((0,), 1), ((1,), 2), ((2,), 3)]
+    lenient = OutputSchema(list[int]).partial_parser(lenient=True)
+    assert [item.path for item in _popped(lenient, "Sure: [4, 5]", 3)] == [(0,), (1,)]
+
+
+def test_lists_in_a_dict_pop_with_the_key_in_the_path() -> None:
+    parser = OutputSchema(dict[str, list[int]], strict=False).partial_parser()
+    assert [item.path for item in _popped(parser, '{"a": [1], "b": [2, 3]}', 5)] == [("a", 0), ("b", 0), ("b", 1)]
+
+
+def test_an_invalid_nested_item_names_its_list() -> None:
+    parser = OutputSchema(People).partial_parser()
+    with pytest.raises(ModelBehaviorError, match=r"item 1 of people in People"):
+        parser.feed(
+            '{"title": "t", "people": [{"name": "a", "age": 1, "address": {"city": "c", "zip": "z"}}, {"name": 5}]'
+        )
+
+
+@pytest.mark.anyio
+async def test_streamed_updates_carry_the_items_of_a_list_inside_a_model() -> None:
+    """README, Streaming: `update.completed_items` holds the list items that just closed."""
+    people = [{"name": f"p{index}", "age": index, "address": {"city": "c", "zip": "z"}} for index in range(2)]
+    fake = FakeChatClient([json.dumps({"title": "t", "people": people})])
+    stream = with_structured_output(fake).get_response("Who?", output_type=People, stream=True)
+    seen: list[Any] = []
+    async with stream:
+        async for update in stream:
+            seen.extend(update.completed_items)
+    assert seen == [Person.model_validate(person) for person in people]
+    assert (await stream.get_final_response()).value.people == seen

@@ -9,16 +9,19 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, create_model
 
-from so_middleware import ModelBehaviorError
+from so_middleware import ModelBehaviorError, UserError
 from so_middleware.schema import OutputSchema
 
 Checker = Callable[[dict[str, Any]], None]
 
-SETTINGS = settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run, so the suite passes or fails the same way each time.
+SETTINGS = settings(
+    max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True, database=None
+)
 _model_ids = itertools.count()
 
 TypeAndValues = tuple[Any, st.SearchStrategy[Any]]
@@ -53,16 +56,30 @@ def _extend(children: st.SearchStrategy[TypeAndValues]) -> st.SearchStrategy[Typ
 TYPES = st.recursive(st.sampled_from(BASE), _extend, max_leaves=6)
 
 
+def test_plain_text_round_trips_as_text() -> None:
+    """The case that made the property test flaky, pinned: a bare `str` is plain text."""
+    schema = OutputSchema(str)
+    parser = schema.partial_parser()
+    parser.feed('{"not": "json"')
+    assert (
+        schema.dump_json("a") == "a" and schema.validate_json('{"x"') == '{"x"' and parser.finish() == '{"not": "json"'
+    )
+
+
 @SETTINGS
 @given(data=st.data(), type_and_values=TYPES)
 def test_generated_types_round_trip(
     data: st.DataObject, type_and_values: TypeAndValues, check_openai_strict: Checker
 ) -> None:
     output_type, values = type_and_values
-    assume(output_type is not str)  # a bare str is plain text, not JSON: no schema to round-trip
     schema = OutputSchema(output_type)
-    check_openai_strict(schema.json_schema())
     value = data.draw(values)
+    if output_type is str:  # plain text: no schema, the text is the value
+        assert schema.is_plain_text()
+        with pytest.raises(UserError, match="plain text"):
+            schema.json_schema()
+    else:
+        check_openai_strict(schema.json_schema())
     wire = schema.dump_json(value)
     assert schema.validate_json(wire) == value
     assert schema.validate_json(wire, lenient=True) == value

@@ -39,7 +39,7 @@ class Item(BaseModel):
         (
             Item,
             '{"name": "<the item\'s name>", "price": <number>, "tags": ["<string>", ...], '
-            '"kind": "a" | "b", "note": "<string>" | null, "flag": "x"}',
+            '"kind": "a", "note": "<string>" | null, "flag": "x"}\nkind is one of "a" or "b"',
         ),
         (tuple[int, str], '{"response": [<integer>, "<string>"]}'),
     ],
@@ -62,3 +62,26 @@ def test_hostile_schemas_do_not_explode() -> None:
     assert "<value>" in shape_hint(deep)
     assert shape_hint({"$ref": "#/$defs/missing"}) == "<value>"
     assert shape_hint({"type": ["string", "null"]}) == '"<string>" | null'
+
+
+class Day(BaseModel):
+    day: Literal["monday", "tuesday", "friday"]
+    mood: Kind | None = None
+    tags: list[Literal["x", "y"]] = []
+
+
+def test_choices_show_the_first_as_the_example_and_are_listed_in_words() -> None:
+    """A small model copied `"spam" | "ham"` verbatim; the skeleton shows one value instead."""
+    hint = shape_hint(OutputSchema(Day, strict=False).json_schema("anthropic"))
+    assert hint.splitlines() == [
+        '{"day": "monday", "mood": "a" | null, "tags": ["x", ...]}',
+        'day is one of "monday", "tuesday" or "friday"',
+        'mood is one of "a" or "b"',
+        'tags[] is one of "x" or "y"',
+    ]
+
+
+def test_a_root_enum_and_a_long_enum() -> None:
+    assert shape_hint(OutputSchema(Kind).json_schema()) == '{"response": "a"}\nresponse is one of "a" or "b"'
+    many = {"type": "object", "properties": {"n": {"enum": list(range(30))}}}
+    assert shape_hint(many).splitlines()[1] == "n is one of " + ", ".join(str(i) for i in range(20)) + " or 10 more"
