@@ -1,0 +1,229 @@
+"""Writing Responses API output: the response object and its streaming events.
+
+`ResponseWriter` turns the chat updates of one run into the documented event sequence
+(`response.created`, `response.in_progress`, `response.output_item.added`,
+`response.content_part.added`, `response.output_text.delta`/`.done`, ...,
+`response.completed`/`.incomplete`/`.failed`), each with its `sequence_number`. A plain
+(non-streaming) response is the same writer fed the whole answer at once, so both modes build
+their output one way (seed 004 FR-009).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from so_middleware import (
+    ChatResponseUpdate,
+    FinishReason,
+    FunctionCallContent,
+    RefusalContent,
+    TextContent,
+    UsageDetails,
+)
+
+from ._request import GatewayRequest
+
+__all__ = ["ResponseWriter", "new_id", "response_skeleton"]
+
+_INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
+
+
+def new_id(prefix: str) -> str:
+    """A unique id in OpenAI's style: `resp_…`, `msg_…`, `fc_…`."""
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def response_skeleton(request: GatewayRequest, response_id: str, status: str) -> dict[str, Any]:
+    """The response object before any output: the request's settings echoed (`text.format` as received)."""
+    body = request.body
+    text = dict(request.text) if request.text else {}
+    text.setdefault("format", {"type": "text"})
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "background": request.background,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": body.get("instructions"),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "metadata": body.get("metadata") or {},
+        "model": request.model,
+        "output": [],
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "previous_response_id": request.previous_response_id,
+        "store": request.store,
+        "temperature": body.get("temperature"),
+        "text": text,
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools") or [],
+        "top_p": body.get("top_p"),
+        "truncation": body.get("truncation", "disabled"),
+        "usage": None,
+        "user": body.get("user"),
+    }
+
+
+class ResponseWriter:
+    """Builds one response's events and final object from chat updates. Per-run state only."""
+
+    def __init__(self, response: dict[str, Any]) -> None:
+        self.response = response
+        self.events: list[dict[str, Any]] = []
+        self._part: dict[str, Any] | None = None  # the open content part of the open message item
+        self._item: dict[str, Any] | None = None  # the open output item
+        self._calls: dict[str, dict[str, Any]] = {}
+        self._finish: FinishReason | None = None
+        self._usage: UsageDetails | None = None
+
+    def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Append one event (numbered in order) and return it."""
+        event = {"type": kind, "sequence_number": len(self.events), **fields}
+        self.events.append(event)
+        return event
+
+    def start(self) -> list[dict[str, Any]]:
+        """`response.created` and `response.in_progress`."""
+        self.response["status"] = "in_progress"
+        self.emit("response.created", response=_snapshot(self.response))
+        self.emit("response.in_progress", response=_snapshot(self.response))
+        return self.events[-2:]
+
+    def feed(self, update: ChatResponseUpdate[Any]) -> list[dict[str, Any]]:
+        """The events for one chat update."""
+        first = len(self.events)
+        for content in update.contents:
+            if isinstance(content, (TextContent, RefusalContent)):
+                self._text(content)
+            elif isinstance(content, FunctionCallContent):
+                self._call(content)
+        self._finish = update.finish_reason or self._finish
+        self._usage = update.usage or self._usage
+        return self.events[first:]
+
+    def finish(self, error: str | None = None) -> list[dict[str, Any]]:
+        """Close the open items and emit the terminal event (`failed` when `error` is given)."""
+        first = len(self.events)
+        reason = _INCOMPLETE.get(self._finish) if self._finish else None
+        self._close_item("incomplete" if reason else "completed")
+        if error is not None:
+            self.response.update(status="failed", error={"code": "server_error", "message": error})
+        elif reason:
+            self.response.update(status="incomplete", incomplete_details={"reason": reason})
+        else:
+            self.response["status"] = "completed"
+        self.response["usage"] = _usage(self._usage)
+        self.emit(f"response.{self.response['status']}", response=_snapshot(self.response))
+        return self.events[first:]
+
+    def _text(self, content: TextContent | RefusalContent) -> None:
+        kind = "output_text" if isinstance(content, TextContent) else "refusal"
+        delta = content.text if isinstance(content, TextContent) else content.refusal
+        if self._item is None or self._item["type"] != "message":
+            self._close_item("completed")
+            self._open(
+                {"id": new_id("msg"), "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+            )
+        item = self._item
+        assert item is not None
+        if self._part is None or self._part["type"] != kind:
+            self._close_part()
+            self._part = (
+                {"type": kind, "text": "", "annotations": []}
+                if kind == "output_text"
+                else {"type": kind, "refusal": ""}
+            )
+            item["content"].append(self._part)
+            self.emit("response.content_part.added", **self._where(), part=dict(self._part))
+        self._part["text" if kind == "output_text" else "refusal"] += delta
+        name = "response.output_text.delta" if kind == "output_text" else "response.refusal.delta"
+        extra: dict[str, Any] = {"logprobs": []} if kind == "output_text" else {}
+        self.emit(name, **self._where(), delta=delta, **extra)
+
+    def _call(self, content: FunctionCallContent) -> None:
+        item = self._calls.get(content.call_id)
+        if item is None:
+            self._close_item("completed")
+            item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "call_id": content.call_id,
+                    "name": content.name, "arguments": ""}  # fmt: skip
+            self._calls[content.call_id] = item
+            self._open(item)
+        item["name"] = item["name"] or content.name
+        if content.arguments:
+            item["arguments"] += content.arguments
+            self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=self._index(),
+                      delta=content.arguments)  # fmt: skip
+
+    def _open(self, item: dict[str, Any]) -> None:
+        self._item = item
+        self.response["output"].append(item)
+        self.emit("response.output_item.added", output_index=self._index(), item=_copy(item))
+
+    def _close_part(self) -> None:
+        part = self._part
+        if part is None:
+            return
+        if part["type"] == "output_text":
+            self.emit("response.output_text.done", **self._where(), text=part["text"], logprobs=[])
+        else:
+            self.emit("response.refusal.done", **self._where(), refusal=part["refusal"])
+        self.emit("response.content_part.done", **self._where(), part=dict(part))
+        self._part = None
+
+    def _close_item(self, status: str) -> None:
+        item = self._item
+        if item is None:
+            return
+        if item["type"] == "message":
+            self._close_part()
+        else:
+            self.emit("response.function_call_arguments.done", item_id=item["id"], output_index=self._index(),
+                      name=item["name"], arguments=item["arguments"])  # fmt: skip
+        item["status"] = status
+        self.emit("response.output_item.done", output_index=self._index(), item=_copy(item))
+        self._item = None
+
+    def _index(self) -> int:
+        return len(self.response["output"]) - 1
+
+    def _where(self) -> dict[str, Any]:
+        assert self._item is not None and self._part is not None
+        return {
+            "item_id": self._item["id"],
+            "output_index": self._index(),
+            "content_index": len(self._item["content"]) - 1,
+        }
+
+
+def output_text(response: dict[str, Any]) -> str:
+    """The text of every `output_text` part of every message item, joined."""
+    return "".join(
+        part.get("text", "")
+        for item in response.get("output", [])
+        if item.get("type") == "message"
+        for part in item.get("content", [])
+        if part.get("type") == "output_text"
+    )
+
+
+def _usage(usage: UsageDetails | None) -> dict[str, Any]:
+    usage = usage or UsageDetails()
+    inputs, outputs = usage.input_tokens or 0, usage.output_tokens or 0
+    return {
+        "input_tokens": inputs,
+        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens or 0},
+        "output_tokens": outputs,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
+        "total_tokens": usage.total_tokens if usage.total_tokens is not None else inputs + outputs,
+    }
+
+
+def _copy(item: dict[str, Any]) -> dict[str, Any]:
+    return {**item, "content": [dict(p) for p in item["content"]]} if "content" in item else dict(item)
+
+
+def _snapshot(response: dict[str, Any]) -> dict[str, Any]:
+    return {**response, "output": [_copy(item) for item in response["output"]]}

@@ -1,0 +1,102 @@
+"""A recording Chat Completions backend on a real loopback socket, for what only a fake can show:
+the exact bytes the gateway sent, errors on demand, a slow stream. Its replies follow the
+documented Chat Completions wire format (non-streaming body and `chat.completion.chunk` SSE)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass
+class FakeChatBackend:
+    """Answers every chat completion with `text`, split into `pieces` chunks when streamed."""
+
+    text: str = '{"name": "Ada Lovelace", "age": 36}'
+    pieces: int = 4
+    finish_reason: str = "stop"
+    chunk_delay: float = 0.0
+    error: tuple[int, dict[str, Any]] | None = None  # (status, body) answered instead
+    tool_call: dict[str, str] | None = None  # {"name":..., "arguments":...} answered instead of text
+    raw_bodies: list[bytes] = field(default_factory=list)
+    streams_closed_early: int = 0
+    streams_finished: int = 0
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(raw) for raw in self.raw_bodies]
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                                 Route("/v1/models", self.models, methods=["GET"])])  # fmt: skip
+
+    async def models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model", "created": 0,
+                                                         "owned_by": "tests"}]})  # fmt: skip
+
+    async def chat(self, request: Request) -> Response:
+        raw = await request.body()
+        self.raw_bodies.append(raw)
+        if self.error is not None:
+            return JSONResponse(self.error[1], status_code=self.error[0])
+        body = json.loads(raw)
+        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": self.text}
+            finish = self.finish_reason
+            if self.tool_call:
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "call_1", "type": "function", "function": self.tool_call}],
+                }
+                finish = "tool_calls"
+            return JSONResponse({"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
+                                 "model": body["model"], "usage": usage, "choices": [
+                                     {"index": 0, "message": message, "finish_reason": finish}]})  # fmt: skip
+        return StreamingResponse(self._chunks(body["model"], usage), media_type="text/event-stream")
+
+    async def _chunks(self, model: str, usage: dict[str, int]) -> Any:
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+            payload = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}  # fmt: skip
+            return f"data: {json.dumps(payload)}\n\n"
+
+        finished = False
+        try:
+            yield chunk({"role": "assistant", "content": ""})
+            if self.tool_call:
+                call = {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": self.tool_call["name"], "arguments": ""},
+                }
+                yield chunk({"tool_calls": [call]})
+                yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": self.tool_call["arguments"]}}]})
+                finish = "tool_calls"
+            else:
+                size = max(1, -(-len(self.text) // self.pieces))
+                for start in range(0, len(self.text), size):
+                    if self.chunk_delay:
+                        await asyncio.sleep(self.chunk_delay)
+                    yield chunk({"content": self.text[start : start + size]})
+                finish = self.finish_reason
+            yield chunk({}, finish)
+            payload = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                       "choices": [], "usage": usage}  # fmt: skip
+            yield f"data: {json.dumps(payload)}\n\ndata: [DONE]\n\n"
+            finished = True
+        finally:
+            if finished:
+                self.streams_finished += 1
+            else:
+                self.streams_closed_early += 1
