@@ -27,6 +27,7 @@ class FakeChatBackend:
     error: tuple[int, dict[str, Any]] | None = None  # (status, body) answered instead
     tool_call: dict[str, str] | None = None  # {"name":..., "arguments":...} answered instead of text
     raw_bodies: list[bytes] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)
     streams_closed_early: int = 0
     streams_finished: int = 0
 
@@ -45,6 +46,7 @@ class FakeChatBackend:
     async def chat(self, request: Request) -> Response:
         raw = await request.body()
         self.raw_bodies.append(raw)
+        self.authorizations.append(request.headers.get("authorization"))
         if self.error is not None:
             return JSONResponse(self.error[1], status_code=self.error[0])
         body = json.loads(raw)
