@@ -44,6 +44,8 @@ class Run:
         self._changed = asyncio.Condition()
         self.task: asyncio.Task[None] | None = None
         self.error: Exception | None = None
+        self.published = 0  # events before this index are visible to followers (the stored state is saved)
+        self.finished = False
 
     @property
     def response(self) -> dict[str, Any]:
@@ -93,6 +95,7 @@ class Run:
             await stream.aclose()
 
     async def _publish(self, event: dict[str, Any]) -> dict[str, Any]:
+        self.published = event["sequence_number"] + 1
         await self.notify()
         return event
 
@@ -106,9 +109,9 @@ class Run:
         sent = starting_after
         while True:
             async with self._changed:
-                pending = self.writer.events[sent + 1 :]
+                pending = self.writer.events[sent + 1 : self.published]
                 if not pending:
-                    if self.response["status"] in TERMINAL:
+                    if self.finished:
                         return
                     await self._changed.wait()
                     continue
@@ -135,12 +138,13 @@ class Run:
                 self.writer.finish(error=f"{type(error).__name__}: {error}")
                 await self.save()
         finally:
+            self.finished = True
             await self.notify()
 
     async def started(self) -> None:
         """Wait for the first event; raise the backend's error when it refused the request."""
         async with self._changed:
-            while not self.writer.events and self.error is None and not (self.task and self.task.done()):
+            while not self.published and not self.finished:
                 await self._changed.wait()
         if self.error is not None:
             raise self.error
@@ -158,7 +162,8 @@ class Run:
         if self.response["status"] not in TERMINAL:
             self.response["status"] = "cancelled"
             await self.save()
-            await self.notify()
+        self.finished = True
+        await self.notify()
 
 
 class Runs:

@@ -3,7 +3,12 @@ real local llama-server or of a recording fake Chat Completions backend."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -11,7 +16,7 @@ import pytest
 from fakes import FakeChatBackend
 
 from so_middleware.gateway import GatewayConfig, create_app
-from so_middleware.gateway._server import AppServer
+from so_middleware.gateway._server import AppServer, free_port
 from so_middleware.local import LocalModelServer
 
 MODEL = "smollm2"
@@ -55,3 +60,42 @@ def fake_gateway(fake_backend: tuple[FakeChatBackend, AppServer]) -> Iterator[Ca
     yield make
     for server in servers:
         server.stop()
+
+
+def _pg_bindir() -> Path | None:
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return candidates[-1].parent if candidates else None
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server in a temporary directory (initdb + pg_ctl), on a free loopback port.
+
+    `make test` installs Debian's postgresql when it is missing; without it this fixture skips.
+    """
+    bindir = _pg_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed (initdb not found); `make test` installs it with apt-get where it can")
+    root = Path(tempfile.mkdtemp(prefix="so-middleware-pg-"))  # not under pytest's 0700 tmp: postgres must enter it
+    data = root / "data"
+    port = free_port()
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses to run as root: the cluster belongs to the postgres user
+        if shutil.which("runuser") is None:
+            pytest.skip("running as root without runuser: cannot start PostgreSQL as another user")
+        as_user = ["runuser", "-u", "postgres", "--"]
+        root.chmod(0o777)
+    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    options = f"-p {port} -k {data} -h 127.0.0.1 -c fsync=off"
+    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(data / "log"), "-w",
+                    "start"], check=True, capture_output=True, timeout=120)  # fmt: skip
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+                       capture_output=True, timeout=60)  # fmt: skip
+        shutil.rmtree(root, ignore_errors=True)
