@@ -21,6 +21,7 @@ class FakeChatBackend:
     """Answers every chat completion with `text`, split into `pieces` chunks when streamed."""
 
     text: str = '{"name": "Ada Lovelace", "age": 36}'
+    replies: list[str] = field(default_factory=list)  # answered first, one per request, before `text`
     pieces: int = 4
     finish_reason: str = "stop"
     chunk_delay: float = 0.0
@@ -50,9 +51,10 @@ class FakeChatBackend:
         if self.error is not None:
             return JSONResponse(self.error[1], status_code=self.error[0])
         body = json.loads(raw)
+        text = self.replies.pop(0) if self.replies else self.text
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         if not body.get("stream"):
-            message: dict[str, Any] = {"role": "assistant", "content": self.text}
+            message: dict[str, Any] = {"role": "assistant", "content": text}
             finish = self.finish_reason
             if self.tool_call:
                 message = {
@@ -64,9 +66,9 @@ class FakeChatBackend:
             return JSONResponse({"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
                                  "model": body["model"], "usage": usage, "choices": [
                                      {"index": 0, "message": message, "finish_reason": finish}]})  # fmt: skip
-        return StreamingResponse(self._chunks(body["model"], usage), media_type="text/event-stream")
+        return StreamingResponse(self._chunks(body["model"], text, usage), media_type="text/event-stream")
 
-    async def _chunks(self, model: str, usage: dict[str, int]) -> Any:
+    async def _chunks(self, model: str, text: str, usage: dict[str, int]) -> Any:
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
             payload = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}  # fmt: skip
@@ -86,11 +88,11 @@ class FakeChatBackend:
                 yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": self.tool_call["arguments"]}}]})
                 finish = "tool_calls"
             else:
-                size = max(1, -(-len(self.text) // self.pieces))
-                for start in range(0, len(self.text), size):
+                size = max(1, -(-len(text) // self.pieces))
+                for start in range(0, len(text), size):
                     if self.chunk_delay:
                         await asyncio.sleep(self.chunk_delay)
-                    yield chunk({"content": self.text[start : start + size]})
+                    yield chunk({"content": text[start : start + size]})
                 finish = self.finish_reason
             yield chunk({}, finish)
             payload = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
