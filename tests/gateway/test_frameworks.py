@@ -1,0 +1,44 @@
+"""A framework no one here wrote, unmodified, through the gateway over the real local model:
+pydantic-ai's OpenAI Responses model with `NativeOutput` (its structured output on the Responses
+API, i.e. `text.format` json_schema), plain and streamed."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from so_middleware.gateway._server import AppServer
+
+pytest.importorskip("pydantic_ai", reason="pydantic-ai-slim[openai] is a test dependency: pip install -e '.[test]'")
+
+from pydantic_ai import Agent, NativeOutput
+from pydantic_ai.models.openai import OpenAIResponsesModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+pytestmark = [pytest.mark.local_server, pytest.mark.anyio]
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+PROMPT = "John Smith is a 35-year-old engineer. Extract the person."
+
+
+def _agent(gateway: AppServer) -> Agent[None, Person]:
+    model = OpenAIResponsesModel("smollm2", provider=OpenAIProvider(base_url=gateway.base_url, api_key="none"))
+    return Agent(model, output_type=NativeOutput(Person), retries=0)
+
+
+def test_pydantic_ai_native_output(local_gateway: AppServer) -> None:
+    result = _agent(local_gateway).run_sync(PROMPT, model_settings={"max_tokens": 60, "temperature": 0})
+    assert isinstance(result.output, Person)
+
+
+async def test_pydantic_ai_native_output_streamed(local_gateway: AppServer) -> None:
+    agent = _agent(local_gateway)
+    async with agent.run_stream(PROMPT, model_settings={"max_tokens": 60, "temperature": 0}) as run:
+        partials = [partial async for partial in run.stream_output(debounce_by=None)]
+        output = await run.get_output()
+    assert isinstance(output, Person) and partials
