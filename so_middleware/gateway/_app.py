@@ -25,8 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from so_middleware import ChatClient, UserError, with_retries, with_structured_output, with_telemetry
 from so_middleware.openai import OPENAI_COMPATIBLE, OpenAIChatClient
 
-from ._errors import error_response, to_error_response
-from ._request import BadRequest
+from ._errors import BadRequest, error_response, to_error_response
 from ._routes import Gateway
 from ._store import ResponseStore, open_store
 

@@ -14,13 +14,22 @@ from starlette.responses import JSONResponse
 
 from so_middleware import UserError
 
-from ._request import BadRequest
-
-__all__ = ["error_response", "to_error_response"]
+__all__ = ["BadRequest", "error_response", "to_error_response"]
 
 _log = logging.getLogger("so_middleware.gateway")
 _TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
           409: "invalid_request_error", 413: "invalid_request_error"}  # fmt: skip
+
+
+class BadRequest(Exception):
+    """A request the gateway refuses (400): `param` names the offending field."""
+
+    def __init__(self, message: str, param: str | None = None, status: int = 400, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.status = status
+        self.code = code
 
 
 def error_response(status: int, message: str, *, param: str | None = None, code: str | None = None) -> JSONResponse:

@@ -10,8 +10,6 @@ their output one way (seed 004 FR-009).
 
 from __future__ import annotations
 
-import time
-import uuid
 from typing import Any
 
 from so_middleware import (
@@ -23,48 +21,11 @@ from so_middleware import (
     UsageDetails,
 )
 
-from ._request import GatewayRequest
+from ._response import new_id, usage_json
 
-__all__ = ["ResponseWriter", "new_id", "response_skeleton"]
+__all__ = ["ResponseWriter"]
 
 _INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
-
-
-def new_id(prefix: str) -> str:
-    """A unique id in OpenAI's style: `resp_…`, `msg_…`, `fc_…`."""
-    return f"{prefix}_{uuid.uuid4().hex}"
-
-
-def response_skeleton(request: GatewayRequest, response_id: str, status: str) -> dict[str, Any]:
-    """The response object before any output: the request's settings echoed (`text.format` as received)."""
-    body = request.body
-    text = dict(request.text) if request.text else {}
-    text.setdefault("format", {"type": "text"})
-    return {
-        "id": response_id,
-        "object": "response",
-        "created_at": int(time.time()),
-        "status": status,
-        "background": request.background,
-        "error": None,
-        "incomplete_details": None,
-        "instructions": body.get("instructions"),
-        "max_output_tokens": body.get("max_output_tokens"),
-        "metadata": body.get("metadata") or {},
-        "model": request.model,
-        "output": [],
-        "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "previous_response_id": request.previous_response_id,
-        "store": request.store,
-        "temperature": body.get("temperature"),
-        "text": text,
-        "tool_choice": body.get("tool_choice", "auto"),
-        "tools": body.get("tools") or [],
-        "top_p": body.get("top_p"),
-        "truncation": body.get("truncation", "disabled"),
-        "usage": None,
-        "user": body.get("user"),
-    }
 
 
 class ResponseWriter:
@@ -115,7 +76,7 @@ class ResponseWriter:
             self.response.update(status="incomplete", incomplete_details={"reason": reason})
         else:
             self.response["status"] = "completed"
-        self.response["usage"] = _usage(self._usage)
+        self.response["usage"] = usage_json(self._usage)
         self.emit(f"response.{self.response['status']}", response=_snapshot(self.response))
         return self.events[first:]
 
@@ -196,29 +157,6 @@ class ResponseWriter:
             "output_index": self._index(),
             "content_index": len(self._item["content"]) - 1,
         }
-
-
-def output_text(response: dict[str, Any]) -> str:
-    """The text of every `output_text` part of every message item, joined."""
-    return "".join(
-        part.get("text", "")
-        for item in response.get("output", [])
-        if item.get("type") == "message"
-        for part in item.get("content", [])
-        if part.get("type") == "output_text"
-    )
-
-
-def _usage(usage: UsageDetails | None) -> dict[str, Any]:
-    usage = usage or UsageDetails()
-    inputs, outputs = usage.input_tokens or 0, usage.output_tokens or 0
-    return {
-        "input_tokens": inputs,
-        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens or 0},
-        "output_tokens": outputs,
-        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
-        "total_tokens": usage.total_tokens if usage.total_tokens is not None else inputs + outputs,
-    }
 
 
 def _copy(item: dict[str, Any]) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from starlette.responses import JSONResponse, Response
 
 from so_middleware import ChatClient
 
-from ._errors import error_response
-from ._output import new_id, response_skeleton
-from ._request import BadRequest, parse_request, to_messages
+from ._errors import BadRequest, error_response
+from ._items import to_messages
+from ._request import parse_request
+from ._response import new_id, response_skeleton
 from ._runs import TERMINAL, Run, Runs
 from ._store import ResponseStore
 from ._telemetry import server_span

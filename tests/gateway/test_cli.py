@@ -114,3 +114,13 @@ def test_api_keys_from_the_environment(fake_backend: Any) -> None:
     finally:
         process.terminate()
         process.communicate(timeout=30)
+
+
+def test_defaults_are_loopback_port_8000_and_16_mib() -> None:
+    from so_middleware.gateway import GatewayConfig
+    from so_middleware.gateway._cli import parser
+
+    args = parser().parse_args([])
+    assert (args.host, args.port, args.max_body_bytes) == ("127.0.0.1", 8000, 16 * 1024 * 1024)
+    assert GatewayConfig(backend_url="x").max_body_bytes == 16 * 1024 * 1024
+    assert args.backend is None and args.store is None and args.validate is False
