@@ -130,12 +130,12 @@ class Gateway:
 
 
 def _sse(
-    events: AsyncIterator[dict[str, Any]], on_close: Callable[[], Awaitable[None]] | None = None
+    batches: AsyncIterator[list[dict[str, Any]]], on_close: Callable[[], Awaitable[None]] | None = None
 ) -> EventSourceResponse:
-    async def frames() -> AsyncIterator[dict[str, str]]:
+    async def frames() -> AsyncIterator[bytes]:
         try:
-            async for event in events:
-                yield {"event": event["type"], "data": json.dumps(event)}
+            async for batch in batches:
+                yield "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in batch).encode()
         finally:  # a client gone mid-stream: the run stops and the backend stream is closed now
             if on_close is not None:
                 await on_close()

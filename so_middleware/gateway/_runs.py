@@ -104,8 +104,9 @@ class Run:
         async with self._changed:
             self._changed.notify_all()
 
-    async def follow(self, starting_after: int = -1) -> AsyncIterator[dict[str, Any]]:
-        """The events after `starting_after`, the stored ones first, then live until the run ends."""
+    async def follow(self, starting_after: int = -1) -> AsyncIterator[list[dict[str, Any]]]:
+        """The events after `starting_after`, the stored ones first, then live until the run ends;
+        in batches (every event ready at once), so a fast backend costs one write per batch."""
         sent = starting_after
         while True:
             async with self._changed:
@@ -115,8 +116,7 @@ class Run:
                         return
                     await self._changed.wait()
                     continue
-            for event in pending:
-                yield event
+            yield pending
             sent = pending[-1]["sequence_number"]
 
     async def save(self) -> None:
