@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
 LEVELS = (1, 50, 200)
 HELD = 200
 
@@ -50,28 +51,20 @@ def _sse_body(pieces: int = 20) -> bytes:
 
 async def _serve(hold: bool) -> None:
     body = _sse_body()
+    if not hold:  # the same keep-alive server as the concurrency section, with this SSE body
+        import concurrency
+
+        await concurrency._serve(body, "text/event-stream")
+        return
     first = body.split(b"\n\n", 1)[0] + b"\n\n"
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                headers = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":", 1)[1]) for line in headers.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
-                if length:
-                    await reader.readexactly(length)
-                if hold:  # one chunk, then the stream stays open until the client goes
-                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n" + first)
-                    await writer.drain()
-                    await reader.read()
-                    return
-                head = f"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {len(body)}\r\n\r\n"
-                writer.write(head.encode() + body)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+        # one chunk, then the stream stays open until the client goes
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n" + first)
+        await writer.drain()
+        await reader.read()
+        writer.close()
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=2048)
     print(server.sockets[0].getsockname()[1], flush=True)

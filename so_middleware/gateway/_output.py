@@ -69,7 +69,7 @@ class ResponseWriter:
         """Close the open items and emit the terminal event (`failed` when `error` is given)."""
         first = len(self.events)
         reason = _INCOMPLETE.get(self._finish) if self._finish else None
-        self._close_item("incomplete" if reason else "completed")
+        self._close_item("incomplete" if reason or error is not None else "completed")
         if error is not None:
             self.response.update(status="failed", error={"code": "server_error", "message": error})
         elif reason:

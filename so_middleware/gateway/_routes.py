@@ -94,6 +94,7 @@ class Gateway:
         run = self.runs.get(response_id)
         if run is not None:
             await run.cancel()
+            self.runs.forget(response_id)
         if not await self.store.delete(response_id):
             return _not_found(response_id)
         return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})

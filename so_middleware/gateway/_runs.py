@@ -185,6 +185,10 @@ class Runs:
         for key in finished[: max(0, len(finished) - self._keep)]:
             del self._runs[key]
 
+    def forget(self, response_id: str) -> None:
+        """Drop a run (its response was deleted)."""
+        self._runs.pop(response_id, None)
+
     async def close(self) -> None:
         """Cancel every run still going (graceful shutdown): each ends `cancelled` in the store."""
         for run in list(self._runs.values()):

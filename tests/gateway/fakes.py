@@ -26,6 +26,7 @@ class FakeChatBackend:
     finish_reason: str = "stop"
     chunk_delay: float = 0.0
     error: tuple[int, dict[str, Any]] | None = None  # (status, body) answered instead
+    break_after: int | None = None  # text chunks sent before the connection is cut (no finish)
     tool_call: dict[str, str] | None = None  # {"name":..., "arguments":...} answered instead of text
     raw_bodies: list[bytes] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
@@ -89,7 +90,9 @@ class FakeChatBackend:
                 finish = "tool_calls"
             else:
                 size = max(1, -(-len(text) // self.pieces))
-                for start in range(0, len(text), size):
+                for index, start in enumerate(range(0, len(text), size)):
+                    if self.break_after is not None and index == self.break_after:
+                        raise RuntimeError("the fake backend cuts the stream")  # the connection is dropped
                     if self.chunk_delay:
                         await asyncio.sleep(self.chunk_delay)
                     yield chunk({"content": text[start : start + size]})

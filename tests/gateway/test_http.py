@@ -5,6 +5,7 @@ Chat Completions wire format; errors and tool calls on demand are why it is a fa
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx2
@@ -196,4 +197,33 @@ def test_models_come_from_the_backend(fake_gateway: Any) -> None:
     _, gateway = fake_gateway()
     client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
     assert [model.id for model in client.models.list()] == ["fake-model"]
+    client.close()
+
+
+def test_a_stream_broken_mid_way_fails_the_response(fake_gateway: Any) -> None:
+    backend, gateway = fake_gateway()
+    backend.break_after, backend.pieces = 2, 6
+    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    events = list(client.responses.create(model="m", input="hi", stream=True))
+    assert events[-1].type == "response.failed"
+    failed = events[-1].response
+    assert failed.status == "failed" and failed.error is not None and "broke off" in failed.error.message
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta")  # what came is kept
+    assert client.responses.retrieve(failed.id).status == "failed"
+    plain = httpx2.post(f"{gateway.base_url}/responses", json={"model": "m", "input": "hi"}, timeout=30).json()
+    assert plain["status"] == "failed" and plain["output"][0]["status"] == "incomplete"
+    client.close()
+
+
+def test_delete_stops_a_running_background_response(fake_gateway: Any) -> None:
+    backend, gateway = fake_gateway()
+    backend.chunk_delay, backend.pieces = 0.2, 100
+    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    started = client.responses.create(model="m", input="hi", background=True)
+    while client.responses.retrieve(started.id).status == "queued":
+        time.sleep(0.05)
+    client.responses.delete(started.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(started.id)
+    assert backend.streams_closed_early == 1
     client.close()
