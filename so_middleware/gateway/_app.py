@@ -66,7 +66,12 @@ def backend_client(config: GatewayConfig) -> tuple[AsyncOpenAI, ChatClient]:
 
 
 def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> Starlette:
-    """The Starlette app. `store` overrides `config.store` (any `ResponseStore`)."""
+    """The Starlette app. `store` overrides `config.store` (any `ResponseStore`).
+
+    Example:
+        app = create_app(GatewayConfig(backend_url="http://127.0.0.1:8080/v1", store="responses.db"))
+        uvicorn.run(app, host="127.0.0.1", port=8000)
+    """
     sdk, chain = backend_client(config)
     gateway = Gateway(config, sdk, chain, store or open_store(config.store))
 

@@ -21,14 +21,21 @@ __all__ = ["ResponseStore", "SQLiteStore", "StoredResponse", "open_store"]
 
 @dataclass(frozen=True)
 class StoredResponse:
-    """A response object and the input items its run saw."""
+    """A response object and the input items its run saw.
+
+    Example: `(await store.get("resp_…")).response["status"]`.
+    """
 
     response: dict[str, Any]
     input_items: list[dict[str, Any]]
 
 
 class ResponseStore(Protocol):
-    """Where responses are kept. Every method is safe to call from several tasks at once."""
+    """Where responses are kept. Every method is safe to call from several tasks at once.
+
+    Example (any object with these five coroutines will do):
+        store = SQLiteStore(); await store.open(); await store.put(response, items); await store.get(response["id"])
+    """
 
     async def open(self) -> None:
         """Connect and create the table if needed."""
@@ -99,7 +106,10 @@ class SQLiteStore:
 
 
 def open_store(url: str | None) -> ResponseStore:
-    """The store for a `--store` value: a `postgresql://` URL, a SQLite file path, or None (in memory)."""
+    """The store for a `--store` value: a `postgresql://` URL, a SQLite file path, or None (in memory).
+
+    Example: `open_store("postgresql://gateway@db/gateway")` is a `PostgresStore`.
+    """
     if url and url.startswith(("postgres://", "postgresql://")):
         from ._postgres import PostgresStore
 

@@ -227,3 +227,17 @@ def test_delete_stops_a_running_background_response(fake_gateway: Any) -> None:
         client.responses.retrieve(started.id)
     assert backend.streams_closed_early == 1
     client.close()
+
+
+def test_ids_are_stable_across_a_stream_and_retrieve(fake_gateway: Any) -> None:
+    _, gateway = fake_gateway()
+    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    events = list(client.responses.create(model="m", input="hi", stream=True))
+    final = events[-1].response
+    assert {e.response.id for e in events if hasattr(e, "response")} == {final.id}
+    item_id = final.output[0].id
+    assert {
+        getattr(e, "item_id", None) or e.item.id for e in events if hasattr(e, "item_id") or hasattr(e, "item")
+    } == {item_id}
+    assert client.responses.retrieve(final.id).output[0].id == item_id
+    client.close()
