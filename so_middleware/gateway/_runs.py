@@ -62,6 +62,8 @@ class Run:
         try:
             for event in self.writer.start():
                 yield await self._publish(event)
+            if self.request.background:  # other gateway processes see it running
+                await self.save()
             if first is not None:
                 for event in self.writer.feed(first):
                     yield await self._publish(event)

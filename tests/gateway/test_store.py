@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,15 @@ def test_two_gateway_processes_share_postgres(postgres_url: str, fake_backend: A
         b.responses.delete(first.id)
         with pytest.raises(openai.NotFoundError):
             a.responses.retrieve(first.id)
+        # a background run belongs to the process running it; the other one sees its status
+        backend.chunk_delay, backend.pieces = 0.1, 100
+        running = a.responses.create(model="m", input="hi", background=True)
+        while b.responses.retrieve(running.id).status == "queued":
+            time.sleep(0.05)
+        with pytest.raises(openai.ConflictError):
+            b.responses.cancel(running.id)
+        assert a.responses.cancel(running.id).status == "cancelled"
+        assert b.responses.retrieve(running.id).status == "cancelled"
         a.close()
         b.close()
     finally:
