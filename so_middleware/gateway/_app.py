@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,11 +152,3 @@ class _Guard:
             return message
 
         return limited
-
-
-def read_json(raw: bytes) -> Any:
-    """The decoded body; malformed JSON is a 400."""
-    try:
-        return json.loads(raw)
-    except ValueError as error:
-        raise BadRequest(f"The request body is not valid JSON: {error}", None) from error

@@ -14,6 +14,7 @@ are forwarded into the backend's request body unchanged (the passthrough philoso
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from so_middleware import ChatOptions, ForcedTool, FunctionTool, ResponseFormat
 from ._errors import BadRequest
 from ._items import to_message
 
-__all__ = ["GatewayRequest", "chat_response_format", "input_items", "parse_request"]
+__all__ = ["GatewayRequest", "chat_response_format", "input_items", "parse_request", "read_json"]
 
 # Responses fields that shape the gateway's behaviour or are echoed; never sent on as they are.
 _GATEWAY_FIELDS = {
@@ -66,6 +67,14 @@ def chat_response_format(text_format: Any) -> dict[str, Any] | None:
     if kind == "json_schema":
         return {"type": kind, "json_schema": {k: v for k, v in text_format.items() if k != "type"}}
     return dict(text_format)
+
+
+def read_json(raw: bytes) -> Any:
+    """The decoded body; malformed JSON is a 400."""
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise BadRequest(f"The request body is not valid JSON: {error}", None) from error
 
 
 def parse_request(body: Any, *, default_model: str | None = None) -> GatewayRequest:

@@ -15,7 +15,7 @@ from so_middleware import ChatClient
 
 from ._errors import BadRequest, error_response
 from ._items import to_messages
-from ._request import parse_request
+from ._request import parse_request, read_json
 from ._response import new_id, response_skeleton
 from ._runs import TERMINAL, Run, Runs
 from ._store import ResponseStore
@@ -45,8 +45,6 @@ class Gateway:
 
     async def create(self, request: Request) -> Response:
         """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""
-        from ._app import read_json
-
         parsed = parse_request(read_json(await request.body()), default_model=self.config.default_model)
         history: list[dict[str, Any]] = []
         if parsed.previous_response_id:
