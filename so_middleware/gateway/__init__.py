@@ -13,6 +13,13 @@ Example:
     uvicorn.run(app, host="127.0.0.1", port=8000)
 """
 
+try:
+    import sse_starlette as _sse_starlette  # noqa: F401
+    import starlette as _starlette  # noqa: F401
+    import uvicorn as _uvicorn  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised in a subprocess without the extra
+    raise ImportError("so_middleware.gateway needs its extra: pip install 'so-middleware[gateway]'") from error
+
 from ._app import GatewayConfig, create_app
 from ._request import chat_response_format
 from ._store import ResponseStore, SQLiteStore, StoredResponse, open_store

@@ -124,3 +124,10 @@ def test_defaults_are_loopback_port_8000_and_16_mib() -> None:
     assert (args.host, args.port, args.max_body_bytes) == ("127.0.0.1", 8000, 16 * 1024 * 1024)
     assert GatewayConfig(backend_url="x").max_body_bytes == 16 * 1024 * 1024
     assert args.backend is None and args.store is None and args.validate is False
+
+
+def test_without_the_extra_the_import_error_names_it() -> None:
+    code = "import sys; sys.modules['starlette'] = None\nimport so_middleware.gateway"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert result.returncode == 1
+    assert "pip install 'so-middleware[gateway]'" in result.stderr
