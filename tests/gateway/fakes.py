@@ -107,3 +107,19 @@ class FakeChatBackend:
                 self.streams_finished += 1
             else:
                 self.streams_closed_early += 1
+
+
+def sdk(server: Any) -> Any:
+    """The unmodified OpenAI SDK on a served gateway (no SDK retries: the tests count requests)."""
+    import openai
+
+    return openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+
+
+def running_background(client: Any, backend: FakeChatBackend, *, delay: float = 0.2, pieces: int = 100) -> Any:
+    """A background response whose slow backend stream is under way."""
+    backend.chunk_delay, backend.pieces = delay, pieces
+    started = client.responses.create(model="m", input="hi", background=True)
+    while client.responses.retrieve(started.id).status == "queued":
+        time.sleep(0.05)
+    return started

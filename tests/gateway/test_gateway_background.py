@@ -9,6 +9,7 @@ from typing import Any
 
 import openai
 import pytest
+from fakes import running_background, sdk
 
 MODEL = "smollm2"
 
@@ -45,11 +46,8 @@ def test_cancel_stops_a_run_on_the_local_model(gateway_sdk: openai.OpenAI) -> No
 
 def test_cancel_closes_the_backend_stream(fake_gateway: Any) -> None:
     backend, gateway = fake_gateway()
-    backend.chunk_delay, backend.pieces = 0.2, 50
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
-    started = client.responses.create(model="m", input="hi", background=True)
-    while client.responses.retrieve(started.id).status != "in_progress":
-        time.sleep(0.05)
+    client = sdk(gateway)
+    started = running_background(client, backend)
     assert client.responses.cancel(started.id).status == "cancelled"
     deadline = time.monotonic() + 10
     while backend.streams_closed_early == 0 and time.monotonic() < deadline:
@@ -64,7 +62,7 @@ def test_cancel_closes_the_backend_stream(fake_gateway: Any) -> None:
 def test_resume_the_event_stream_from_a_sequence_number(fake_gateway: Any) -> None:
     backend, gateway = fake_gateway()
     backend.chunk_delay, backend.pieces = 0.05, 10
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     started = client.responses.create(model="m", input="hi", background=True)
     resumed = list(client.responses.retrieve(started.id, stream=True, starting_after=3))
     numbers = [event.sequence_number for event in resumed]
@@ -78,7 +76,7 @@ def test_resume_the_event_stream_from_a_sequence_number(fake_gateway: Any) -> No
 
 def test_background_with_stream_streams_the_run(fake_gateway: Any) -> None:
     _, gateway = fake_gateway()
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     events = list(client.responses.create(model="m", input="hi", background=True, stream=True))
     assert events[0].type == "response.created" and events[-1].type == "response.completed"
     assert client.responses.retrieve(events[-1].response.id).status == "completed"
@@ -89,7 +87,7 @@ def test_a_backend_error_fails_the_background_response(fake_gateway: Any) -> Non
     backend, gateway = fake_gateway()
     backend.error = (400, {"error": {"message": "no such model", "type": "invalid_request_error", "param": None,
                                      "code": None}})  # fmt: skip
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     started = client.responses.create(model="m", input="hi", background=True)
     final = _poll(client, started.id, timeout=10)
     assert final.status == "failed" and "no such model" in final.error.message

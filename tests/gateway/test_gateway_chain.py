@@ -10,8 +10,8 @@ from typing import Any
 
 import anyio
 import httpx2
-import openai
 import pytest
+from fakes import sdk
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -30,7 +30,7 @@ def test_server_spans_parent_the_chat_spans(fake_gateway: Any, stream: bool) -> 
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     _, gateway = fake_gateway(tracer_provider=provider)
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     if stream:
         list(client.responses.create(model="m", input="hi", stream=True))
     else:
@@ -75,7 +75,7 @@ def test_output_is_passed_through_unvalidated_by_default(fake_gateway: Any) -> N
 def test_validate_mode_re_asks_until_the_schema_holds(fake_gateway: Any, stream: bool) -> None:
     backend, gateway = fake_gateway(validate=True)
     backend.replies = ['{"name": "Ada"}']  # age missing: invalid, then the valid default
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     body: Any = {"model": "m", "input": "Ada, 36", "text": {"format": PERSON}}
     if stream:
         events = list(client.responses.create(**body, stream=True))

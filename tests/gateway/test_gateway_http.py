@@ -5,12 +5,12 @@ Chat Completions wire format; errors and tool calls on demand are why it is a fa
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import httpx2
 import openai
 import pytest
+from fakes import running_background, sdk
 
 
 def _post(url: str, body: Any, *, raw: bytes | None = None, **kwargs: Any) -> httpx2.Response:
@@ -72,7 +72,7 @@ def test_output_message_and_usage(fake_gateway: Any) -> None:
 def test_function_calls_become_function_call_items(fake_gateway: Any, stream: bool) -> None:
     backend, gateway = fake_gateway()
     backend.tool_call = {"name": "lookup", "arguments": '{"q": "Ada"}'}
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     tools: Any = [{"type": "function", "name": "lookup", "parameters": {"type": "object"}, "strict": False}]
     if stream:
         with client.responses.stream(model="m", input="look Ada up", tools=tools) as events:
@@ -90,7 +90,7 @@ def test_function_calls_become_function_call_items(fake_gateway: Any, stream: bo
 def test_a_length_finish_is_incomplete_when_streaming(fake_gateway: Any) -> None:
     backend, gateway = fake_gateway()
     backend.finish_reason = "length"
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     events = list(client.responses.create(model="m", input="hi", stream=True))
     assert events[-1].type == "response.incomplete"
     response = events[-1].response
@@ -117,7 +117,7 @@ def test_backend_error_reaches_the_sdk_as_its_typed_error(fake_gateway: Any) -> 
         400,
         {"error": {"message": "bad schema", "type": "invalid_request_error", "param": None, "code": None}},
     )
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     with pytest.raises(openai.BadRequestError, match="bad schema"):
         client.responses.create(model="m", input="hi")
     client.close()
@@ -195,7 +195,7 @@ def test_api_keys(fake_gateway: Any) -> None:
 
 def test_models_come_from_the_backend(fake_gateway: Any) -> None:
     _, gateway = fake_gateway()
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     assert [model.id for model in client.models.list()] == ["fake-model"]
     client.close()
 
@@ -203,7 +203,7 @@ def test_models_come_from_the_backend(fake_gateway: Any) -> None:
 def test_a_stream_broken_mid_way_fails_the_response(fake_gateway: Any) -> None:
     backend, gateway = fake_gateway()
     backend.break_after, backend.pieces = 2, 6
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     events = list(client.responses.create(model="m", input="hi", stream=True))
     assert events[-1].type == "response.failed"
     failed = events[-1].response
@@ -217,11 +217,8 @@ def test_a_stream_broken_mid_way_fails_the_response(fake_gateway: Any) -> None:
 
 def test_delete_stops_a_running_background_response(fake_gateway: Any) -> None:
     backend, gateway = fake_gateway()
-    backend.chunk_delay, backend.pieces = 0.2, 100
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
-    started = client.responses.create(model="m", input="hi", background=True)
-    while client.responses.retrieve(started.id).status == "queued":
-        time.sleep(0.05)
+    client = sdk(gateway)
+    started = running_background(client, backend)
     client.responses.delete(started.id)
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(started.id)
@@ -231,7 +228,7 @@ def test_delete_stops_a_running_background_response(fake_gateway: Any) -> None:
 
 def test_ids_are_stable_across_a_stream_and_retrieve(fake_gateway: Any) -> None:
     _, gateway = fake_gateway()
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     events = list(client.responses.create(model="m", input="hi", stream=True))
     final = events[-1].response
     assert {e.response.id for e in events if hasattr(e, "response")} == {final.id}

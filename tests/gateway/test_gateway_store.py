@@ -16,6 +16,7 @@ import anyio
 import httpx2
 import openai
 import pytest
+from fakes import sdk
 
 from so_middleware.gateway import ResponseStore, SQLiteStore
 from so_middleware.gateway._server import free_port
@@ -26,7 +27,7 @@ MODEL = "smollm2"
 
 def test_stored_responses_over_the_sdk(fake_gateway: Any) -> None:
     backend, gateway = fake_gateway()
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     first = client.responses.create(model="m", input="My name is Ada.")
     assert client.responses.retrieve(first.id).output_text == first.output_text
     second = client.responses.create(model="m", input="What is my name?", previous_response_id=first.id)
@@ -46,7 +47,7 @@ def test_stored_responses_over_the_sdk(fake_gateway: Any) -> None:
 
 def test_store_false_keeps_nothing(fake_gateway: Any) -> None:
     _, gateway = fake_gateway()
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     response = client.responses.create(model="m", input="hi", store=False)
     assert response.store is False
     with pytest.raises(openai.NotFoundError):
@@ -56,7 +57,7 @@ def test_store_false_keeps_nothing(fake_gateway: Any) -> None:
 
 def test_streamed_responses_are_stored_too(fake_gateway: Any) -> None:
     _, gateway = fake_gateway()
-    client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0)
+    client = sdk(gateway)
     events = list(client.responses.create(model="m", input="hi", stream=True))
     final = events[-1].response
     assert client.responses.retrieve(final.id).model_dump() == final.model_dump()
