@@ -16,6 +16,7 @@ from so_middleware import (
     ChatResponseUpdate,
     FinishReason,
     FunctionCallContent,
+    ReasoningContent,
     RefusalContent,
     TextContent,
     UsageDetails,
@@ -61,6 +62,8 @@ class ResponseWriter:
                 self._text(content)
             elif isinstance(content, FunctionCallContent):
                 self._call(content)
+            elif isinstance(content, ReasoningContent):
+                self._reasoning(content)
         self._finish = update.finish_reason or self._finish
         self._usage = update.usage or self._usage
         return self.events[first:]
@@ -104,6 +107,17 @@ class ResponseWriter:
         extra: dict[str, Any] = {"logprobs": []} if kind == "output_text" else {}
         self.emit(name, **self._where(), delta=delta, **extra)
 
+    def _reasoning(self, content: ReasoningContent) -> None:
+        if self._item is None or self._item["type"] != "reasoning":
+            self._close_item("completed")
+            self._open({"id": new_id("rs"), "type": "reasoning", "status": "in_progress", "summary": [],
+                        "content": [{"type": "reasoning_text", "text": ""}]})  # fmt: skip
+        item = self._item
+        assert item is not None
+        item["content"][0]["text"] += content.text
+        self.emit("response.reasoning_text.delta", item_id=item["id"], output_index=self._index(), content_index=0,
+                  delta=content.text)  # fmt: skip
+
     def _call(self, content: FunctionCallContent) -> None:
         item = self._calls.get(content.call_id)
         if item is None:
@@ -140,6 +154,9 @@ class ResponseWriter:
             return
         if item["type"] == "message":
             self._close_part()
+        elif item["type"] == "reasoning":
+            self.emit("response.reasoning_text.done", item_id=item["id"], output_index=self._index(), content_index=0,
+                      text=item["content"][0]["text"])  # fmt: skip
         else:
             self.emit("response.function_call_arguments.done", item_id=item["id"], output_index=self._index(),
                       name=item["name"], arguments=item["arguments"])  # fmt: skip

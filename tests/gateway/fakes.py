@@ -26,6 +26,7 @@ class FakeChatBackend:
     finish_reason: str = "stop"
     chunk_delay: float = 0.0
     error: tuple[int, dict[str, Any]] | None = None  # (status, body) answered instead
+    reasoning: str | None = None  # sent first as `reasoning_content` (llama.cpp, vLLM)
     break_after: int | None = None  # text chunks sent before the connection is cut (no finish)
     tool_call: dict[str, str] | None = None  # {"name":..., "arguments":...} answered instead of text
     raw_bodies: list[bytes] = field(default_factory=list)
@@ -56,6 +57,8 @@ class FakeChatBackend:
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": text}
+            if self.reasoning:
+                message["reasoning_content"] = self.reasoning
             finish = self.finish_reason
             if self.tool_call:
                 message = {
@@ -78,6 +81,9 @@ class FakeChatBackend:
         finished = False
         try:
             yield chunk({"role": "assistant", "content": ""})
+            if self.reasoning:
+                yield chunk({"reasoning_content": self.reasoning[:5]})
+                yield chunk({"reasoning_content": self.reasoning[5:]})
             if self.tool_call:
                 call = {
                     "index": 0,

@@ -238,3 +238,23 @@ def test_ids_are_stable_across_a_stream_and_retrieve(fake_gateway: Any) -> None:
     } == {item_id}
     assert client.responses.retrieve(final.id).output[0].id == item_id
     client.close()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_backend_reasoning_becomes_a_reasoning_item(fake_gateway: Any, stream: bool) -> None:
+    backend, gateway = fake_gateway()
+    backend.reasoning = "Ada is named; 36 is her age."
+    client = sdk(gateway)
+    if stream:
+        events = list(client.responses.create(model="m", input="hi", stream=True))
+        kinds = [e.type for e in events]
+        assert kinds.count("response.reasoning_text.delta") == 2 and "response.reasoning_text.done" in kinds
+        assert kinds.index("response.reasoning_text.done") < kinds.index("response.output_text.delta")
+        response = events[-1].response
+    else:
+        response = client.responses.create(model="m", input="hi")
+    reasoning, message = response.output
+    assert reasoning.type == "reasoning" and reasoning.id.startswith("rs_")
+    assert reasoning.content is not None and reasoning.content[0].text == backend.reasoning
+    assert message.type == "message" and response.output_text == backend.text
+    client.close()
