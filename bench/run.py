@@ -8,7 +8,8 @@
 
 Sections: overhead (per-call cost over a mock transport), streaming (partial parsing of large
 answers), concurrency (200 calls in flight against a loopback server), quality (the task set
-against the real local model). Each writes `bench/results/<section>.json`; BENCHMARKS.md and the
+against the real local model), gateway (the Responses gateway over a loopback fake backend,
+streaming, against calling that backend directly). Each writes `bench/results/<section>.json`; BENCHMARKS.md and the
 plot are generated from those files, never edited by hand.
 """
 
@@ -27,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common
 from _common import CHAT_FIXTURE, MODEL_ALIAS, RESULTS, ROOT, STREAM_FIXTURE, log
 
-SECTIONS = ("overhead", "streaming", "concurrency", "quality")
+SECTIONS = ("overhead", "streaming", "concurrency", "quality", "gateway")
 PLOT = "streaming_cpu.png"
 
 
@@ -186,6 +187,27 @@ def concurrency_table(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def gateway_table(data: dict[str, Any]) -> list[str]:
+    lines = [
+        "| streams in flight | direct p50 / p99 (ms) | gateway p50 / p99 (ms) | added p50 / p99 (ms) | "
+        "direct streams/s | gateway streams/s |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in data["rows"]:
+        d, g = row["direct"], row["gateway"]
+        lines.append(
+            f"| {row['concurrent']} | {_f(d['p50_ms'], 1)} / {_f(d['p99_ms'], 1)} | {_f(g['p50_ms'], 1)} / "
+            f"{_f(g['p99_ms'], 1)} | {_f(row['added_p50_ms'], 1)} / {_f(row['added_p99_ms'], 1)} | "
+            f"{_f(d['streams_per_s'], 0)} | {_f(g['streams_per_s'], 0)} |"
+        )
+    m = data["memory"]
+    lines += ["", f"Measured {data['measured']}, load average {[round(x, 2) for x in data['load_average']]} "
+              f"on {data['cpus']} CPUs. Memory per open stream: {_f(m['kib_per_open_stream'], 0)} KiB of gateway RSS ({m['open_streams']} "
+              f"streams held open: {_f(m['rss_before_kib'] / 1024, 1)} MiB before, {_f(m['rss_open_kib'] / 1024, 1)} "
+              "MiB with them open)."]  # fmt: skip
+    return lines
+
+
 def quality_table(data: dict[str, Any]) -> list[str]:
     lines = [
         "| library | route | strategy / mode | valid typed value | exactly correct | attempts per task | "
@@ -310,6 +332,20 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
         lines += ["", "Exactly correct, by task category:", ""]
         lines += quality_by_category(q)
         lines += ["", f"The quality section took {q['seconds_total'] / 60:.1f} minutes.", ""]
+    if "gateway" in results:
+        lines += [
+            "## 5. The Responses gateway",
+            "",
+            "`bench/gateway.py`: streamed requests through `so-middleware gateway` (uvicorn, its own process; "
+            "`POST /v1/responses`, `stream: true`, `store: false`) against a loopback fake Chat Completions backend "
+            "(asyncio, its own process, one fixed SSE body of 22 chunks), compared with streaming from that backend "
+            "directly (`POST /v1/chat/completions`); latency is request start to the last event, after one warm-up "
+            "request per client. Memory per open stream: the gateway's RSS growth with streams held open by a "
+            "backend that sends one chunk and then waits.",
+            "",
+        ]
+        lines += gateway_table(results["gateway"])
+        lines.append("")
     path.write_text("\n".join(lines).rstrip() + "\n")
 
 

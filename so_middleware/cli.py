@@ -3,6 +3,7 @@
 so-middleware serve                      # llama-server + SmolLM2 on loopback until Ctrl-C
 so-middleware chat "Say hello"           # one chat call through the middleware chain
 so-middleware extract --type mymod:Person --text "Ada Lovelace, 36"
+so-middleware gateway                    # the Responses API over the embedded model (needs [gateway])
 """
 
 from __future__ import annotations
@@ -230,6 +231,13 @@ def _parser() -> argparse.ArgumentParser:
     extract.add_argument("--stream", action="store_true", help="stream, showing the partial value")
     extract.add_argument("--max-tokens", type=int, default=256)
     extract.set_defaults(run=_extract)
+
+    # every argument after `gateway` goes to so_middleware.gateway's own parser (no '-' options here)
+    gateway = commands.add_parser(
+        "gateway", prefix_chars="+", help="the OpenAI Responses API over a Chat Completions backend"
+    )
+    gateway.add_argument("gateway_args", nargs="*")
+    gateway.set_defaults(run=lambda args: importlib.import_module(".gateway._cli", __package__).main(args.gateway_args))
     return parser
 
 

@@ -1,0 +1,35 @@
+"""The Responses gateway: the OpenAI Responses API in front of any Chat Completions backend.
+
+`text.format` reaches the backend as `response_format`, forwarded as is (seed 004), so
+`client.responses.parse()` and every framework on the Responses API get constrained decoding
+from llama.cpp, vLLM, Ollama or any Chat Completions server. Needs
+`pip install "so-middleware[gateway]"`; from a shell, `so-middleware gateway`.
+
+Example:
+    import uvicorn
+    from so_middleware.gateway import GatewayConfig, create_app
+
+    app = create_app(GatewayConfig(backend_url="http://127.0.0.1:8080/v1"))
+    uvicorn.run(app, host="127.0.0.1", port=8000)
+"""
+
+try:
+    import sse_starlette as _sse_starlette  # noqa: F401
+    import starlette as _starlette  # noqa: F401
+    import uvicorn as _uvicorn  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised in a subprocess without the extra
+    raise ImportError("so_middleware.gateway needs its extra: pip install 'so-middleware[gateway]'") from error
+
+from ._app import GatewayConfig, create_app
+from ._request import chat_response_format
+from ._store import ResponseStore, SQLiteStore, StoredResponse, open_store
+
+__all__ = [
+    "GatewayConfig",
+    "ResponseStore",
+    "SQLiteStore",
+    "StoredResponse",
+    "chat_response_format",
+    "create_app",
+    "open_store",
+]

@@ -1,0 +1,93 @@
+"""`so-middleware gateway`: the Responses gateway from a shell.
+
+so-middleware gateway                                   # embedded local model + gateway on loopback
+so-middleware gateway --backend http://127.0.0.1:8000/v1 --port 8080
+so-middleware gateway --backend URL --api-key secret --store responses.db
+
+Ctrl-C or SIGTERM stop the gateway gracefully (in-flight streams get a few seconds, background
+runs end `cancelled`) and then the embedded llama-server: no process is left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+ENV_BACKEND_KEY = "SO_MIDDLEWARE_BACKEND_API_KEY"
+ENV_API_KEYS = "SO_MIDDLEWARE_GATEWAY_API_KEYS"  # comma-separated
+
+
+def _progress(message: str) -> None:
+    print(f"[so-middleware] {message}", file=sys.stderr, flush=True)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The options of `so-middleware gateway`."""
+    p = argparse.ArgumentParser(prog="so-middleware gateway", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--backend", help="a Chat Completions base URL (default: start the embedded local model)")
+    p.add_argument("--backend-api-key", default=os.environ.get(ENV_BACKEND_KEY), help=f"or ${ENV_BACKEND_KEY}")
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--api-key", action="append", default=None,
+                   help=f"a key clients must send (repeatable; or ${ENV_API_KEYS}, comma-separated)")  # fmt: skip
+    p.add_argument("--store", help="a SQLite file or a postgresql:// URL (default: SQLite in memory)")
+    p.add_argument("--model", help="the model for requests that name none")
+    p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024)
+    p.add_argument("--validate", action="store_true",
+                   help="validate json_schema output and re-ask on failure (beyond the passthrough spec)")  # fmt: skip
+    return p
+
+
+@contextlib.contextmanager
+def _backend(args: argparse.Namespace) -> Iterator[tuple[str, str | None]]:
+    if args.backend:
+        yield args.backend, args.model
+        return
+    from so_middleware.local import LocalModelServer
+
+    with LocalModelServer(on_progress=_progress) as server:
+        yield server.base_url, args.model or server.model
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the gateway until Ctrl-C or SIGTERM."""
+    args = parser().parse_args(argv)
+    keys = args.api_key or [k for k in os.environ.get(ENV_API_KEYS, "").split(",") if k.strip()]
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    # uvicorn handles the signals while it serves and re-raises them after its graceful shutdown;
+    # these handlers turn that into KeyboardInterrupt, so the local model is stopped on the way out.
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        with _backend(args) as (backend_url, model):
+            import uvicorn
+
+            from ._app import GatewayConfig, create_app
+
+            config = GatewayConfig(backend_url=backend_url, backend_api_key=args.backend_api_key, api_keys=tuple(keys),
+                                   store=args.store, default_model=model, validate=args.validate,
+                                   max_body_bytes=args.max_body_bytes)  # fmt: skip
+            server = uvicorn.Server(uvicorn.Config(create_app(config), host=args.host, port=args.port,
+                                                   log_level="warning", timeout_graceful_shutdown=5))  # fmt: skip
+            print(f"Responses API base_url: http://{args.host}:{args.port}/v1", flush=True)
+            print(f"backend:                {backend_url}", flush=True)
+            _progress("serving; press Ctrl-C to stop")
+            server.run()
+            if not server.started:
+                _progress(f"the gateway could not listen on {args.host}:{args.port}")
+                return 1
+    except KeyboardInterrupt:
+        pass
+    _progress("stopped")
+    return 0

@@ -1,0 +1,60 @@
+"""Responses input and output items as the library's chat messages (one message per item)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from so_middleware import ChatMessage, DataContent, FunctionCallContent, FunctionResultContent, TextContent
+
+from ._errors import BadRequest
+
+__all__ = ["to_message", "to_messages"]
+
+_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+
+
+def to_messages(items: list[dict[str, Any]]) -> list[ChatMessage]:
+    """The chat messages for a list of (already checked) input and output items."""
+    messages = [to_message(item, "input") for item in items]
+    return [m for m in messages if m is not None]
+
+
+def to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
+    """One Responses item as a chat message (None for items with no chat equivalent, like reasoning)."""
+    kind = item.get("type", "message")
+    if kind == "message":
+        role = _ROLES.get(item.get("role"))  # type: ignore[arg-type]
+        if role is None:
+            raise BadRequest(f"{where}.role must be one of {', '.join(_ROLES)}", f"{where}.role")
+        content = item.get("content")
+        if isinstance(content, str):
+            return ChatMessage(role, content)  # type: ignore[arg-type]
+        if not isinstance(content, list):
+            raise BadRequest(f"{where}.content must be a string or a list of content parts", f"{where}.content")
+        return ChatMessage(role, [_part(p, f"{where}.content[{i}]") for i, p in enumerate(content)])  # type: ignore[arg-type]
+    if kind == "function_call":
+        call_id, name = item.get("call_id"), item.get("name")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            raise BadRequest(f"{where} needs string call_id and name", f"{where}.call_id")
+        return ChatMessage("assistant", [FunctionCallContent(call_id, name, str(item.get("arguments") or ""))])
+    if kind == "function_call_output":
+        call_id, output = item.get("call_id"), item.get("output")
+        if not isinstance(call_id, str) or output is None:
+            raise BadRequest(f"{where} needs a string call_id and an output", f"{where}.call_id")
+        return ChatMessage("tool", [FunctionResultContent(call_id, output)])
+    if kind == "reasoning":
+        return None
+    raise BadRequest(f"{where}.type {kind!r} cannot be served by a Chat Completions backend", f"{where}.type")
+
+
+def _part(part: Any, where: str) -> TextContent | DataContent:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
+        return TextContent(part["text"])
+    if kind == "refusal" and isinstance(part.get("refusal"), str):
+        return TextContent(part["refusal"])
+    if kind == "input_image" and isinstance(part.get("image_url"), str):
+        url = part["image_url"]
+        media = url[5 : url.index(";")] if url.startswith("data:") and ";" in url else "image/*"
+        return DataContent(url, media)
+    raise BadRequest(f"{where} is not a supported content part (input_text, output_text, input_image)", where)

@@ -1,0 +1,184 @@
+"""Writing Responses API output: the response object and its streaming events.
+
+`ResponseWriter` turns the chat updates of one run into the documented event sequence
+(`response.created`, `response.in_progress`, `response.output_item.added`,
+`response.content_part.added`, `response.output_text.delta`/`.done`, ...,
+`response.completed`/`.incomplete`/`.failed`), each with its `sequence_number`. A plain
+(non-streaming) response is the same writer fed the whole answer at once, so both modes build
+their output one way (seed 004 FR-009).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from so_middleware import (
+    ChatResponseUpdate,
+    FinishReason,
+    FunctionCallContent,
+    ReasoningContent,
+    RefusalContent,
+    TextContent,
+    UsageDetails,
+)
+
+from ._response import new_id, usage_json
+
+__all__ = ["ResponseWriter"]
+
+_INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
+
+
+class ResponseWriter:
+    """Builds one response's events and final object from chat updates. Per-run state only."""
+
+    def __init__(self, response: dict[str, Any]) -> None:
+        self.response = response
+        self.events: list[dict[str, Any]] = []
+        self._part: dict[str, Any] | None = None  # the open content part of the open message item
+        self._item: dict[str, Any] | None = None  # the open output item
+        self._calls: dict[str, dict[str, Any]] = {}
+        self._finish: FinishReason | None = None
+        self._usage: UsageDetails | None = None
+
+    def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Append one event (numbered in order) and return it."""
+        event = {"type": kind, "sequence_number": len(self.events), **fields}
+        self.events.append(event)
+        return event
+
+    def start(self) -> list[dict[str, Any]]:
+        """`response.created` and `response.in_progress`."""
+        self.response["status"] = "in_progress"
+        self.emit("response.created", response=_snapshot(self.response))
+        self.emit("response.in_progress", response=_snapshot(self.response))
+        return self.events[-2:]
+
+    def feed(self, update: ChatResponseUpdate[Any]) -> list[dict[str, Any]]:
+        """The events for one chat update."""
+        first = len(self.events)
+        for content in update.contents:
+            if isinstance(content, (TextContent, RefusalContent)):
+                self._text(content)
+            elif isinstance(content, FunctionCallContent):
+                self._call(content)
+            elif isinstance(content, ReasoningContent):
+                self._reasoning(content)
+        self._finish = update.finish_reason or self._finish
+        self._usage = update.usage or self._usage
+        return self.events[first:]
+
+    def finish(self, error: str | None = None) -> list[dict[str, Any]]:
+        """Close the open items and emit the terminal event (`failed` when `error` is given)."""
+        first = len(self.events)
+        reason = _INCOMPLETE.get(self._finish) if self._finish else None
+        self._close_item("incomplete" if reason or error is not None else "completed")
+        if error is not None:
+            self.response.update(status="failed", error={"code": "server_error", "message": error})
+        elif reason:
+            self.response.update(status="incomplete", incomplete_details={"reason": reason})
+        else:
+            self.response["status"] = "completed"
+        self.response["usage"] = usage_json(self._usage)
+        self.emit(f"response.{self.response['status']}", response=_snapshot(self.response))
+        return self.events[first:]
+
+    def _text(self, content: TextContent | RefusalContent) -> None:
+        kind = "output_text" if isinstance(content, TextContent) else "refusal"
+        delta = content.text if isinstance(content, TextContent) else content.refusal
+        if self._item is None or self._item["type"] != "message":
+            self._close_item("completed")
+            self._open(
+                {"id": new_id("msg"), "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+            )
+        item = self._item
+        assert item is not None
+        if self._part is None or self._part["type"] != kind:
+            self._close_part()
+            self._part = (
+                {"type": kind, "text": "", "annotations": []}
+                if kind == "output_text"
+                else {"type": kind, "refusal": ""}
+            )
+            item["content"].append(self._part)
+            self.emit("response.content_part.added", **self._where(), part=dict(self._part))
+        self._part["text" if kind == "output_text" else "refusal"] += delta
+        name = "response.output_text.delta" if kind == "output_text" else "response.refusal.delta"
+        extra: dict[str, Any] = {"logprobs": []} if kind == "output_text" else {}
+        self.emit(name, **self._where(), delta=delta, **extra)
+
+    def _reasoning(self, content: ReasoningContent) -> None:
+        if self._item is None or self._item["type"] != "reasoning":
+            self._close_item("completed")
+            self._open({"id": new_id("rs"), "type": "reasoning", "status": "in_progress", "summary": [],
+                        "content": [{"type": "reasoning_text", "text": ""}]})  # fmt: skip
+        item = self._item
+        assert item is not None
+        item["content"][0]["text"] += content.text
+        self.emit("response.reasoning_text.delta", item_id=item["id"], output_index=self._index(), content_index=0,
+                  delta=content.text)  # fmt: skip
+
+    def _call(self, content: FunctionCallContent) -> None:
+        item = self._calls.get(content.call_id)
+        if item is None:
+            self._close_item("completed")
+            item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "call_id": content.call_id,
+                    "name": content.name, "arguments": ""}  # fmt: skip
+            self._calls[content.call_id] = item
+            self._open(item)
+        item["name"] = item["name"] or content.name
+        if content.arguments:
+            item["arguments"] += content.arguments
+            self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=self._index(),
+                      delta=content.arguments)  # fmt: skip
+
+    def _open(self, item: dict[str, Any]) -> None:
+        self._item = item
+        self.response["output"].append(item)
+        self.emit("response.output_item.added", output_index=self._index(), item=_copy(item))
+
+    def _close_part(self) -> None:
+        part = self._part
+        if part is None:
+            return
+        if part["type"] == "output_text":
+            self.emit("response.output_text.done", **self._where(), text=part["text"], logprobs=[])
+        else:
+            self.emit("response.refusal.done", **self._where(), refusal=part["refusal"])
+        self.emit("response.content_part.done", **self._where(), part=dict(part))
+        self._part = None
+
+    def _close_item(self, status: str) -> None:
+        item = self._item
+        if item is None:
+            return
+        if item["type"] == "message":
+            self._close_part()
+        elif item["type"] == "reasoning":
+            self.emit("response.reasoning_text.done", item_id=item["id"], output_index=self._index(), content_index=0,
+                      text=item["content"][0]["text"])  # fmt: skip
+        else:
+            self.emit("response.function_call_arguments.done", item_id=item["id"], output_index=self._index(),
+                      name=item["name"], arguments=item["arguments"])  # fmt: skip
+        item["status"] = status
+        self.emit("response.output_item.done", output_index=self._index(), item=_copy(item))
+        self._item = None
+
+    def _index(self) -> int:
+        return len(self.response["output"]) - 1
+
+    def _where(self) -> dict[str, Any]:
+        assert self._item is not None and self._part is not None
+        return {
+            "item_id": self._item["id"],
+            "output_index": self._index(),
+            "content_index": len(self._item["content"]) - 1,
+        }
+
+
+def _copy(item: dict[str, Any]) -> dict[str, Any]:
+    return {**item, "content": [dict(p) for p in item["content"]]} if "content" in item else dict(item)
+
+
+def _snapshot(response: dict[str, Any]) -> dict[str, Any]:
+    return {**response, "output": [_copy(item) for item in response["output"]]}

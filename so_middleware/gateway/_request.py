@@ -1,0 +1,178 @@
+"""Reading a Responses API request: the body checked field by field, then translated into the
+library's own types (`ChatMessage`, `ChatOptions`) for the Chat Completions adapter.
+
+`text.format` is forwarded as is (seed 004 FR-001…FR-007): the Chat Completions `response_format`
+is the same dict with a json_schema's fields nested under `json_schema` (the one spelling
+difference); every key, unknown ones included, keeps its value and its order, and an unknown
+`type` goes through untouched. `text` or no format sends nothing.
+
+Fields the Responses API has and Chat Completions lacks are used by the gateway itself (`store`,
+`background`, `previous_response_id`, `metadata`, ...). Fields the Responses API does not know
+are forwarded into the backend's request body unchanged (the passthrough philosophy): vLLM's
+`top_k` or llama.cpp's `min_p` reach the backend.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from so_middleware import ChatOptions, ForcedTool, FunctionTool, ResponseFormat
+
+from ._errors import BadRequest
+from ._items import to_message
+
+__all__ = ["GatewayRequest", "chat_response_format", "input_items", "parse_request", "read_json"]
+
+# Responses fields that shape the gateway's behaviour or are echoed; never sent on as they are.
+_GATEWAY_FIELDS = {
+    "model", "input", "instructions", "tools", "tool_choice", "temperature", "top_p", "max_output_tokens",
+    "parallel_tool_calls", "metadata", "user", "reasoning", "text", "stream", "store", "background",
+    "previous_response_id", "include", "truncation", "service_tier", "stream_options", "prompt_cache_key",
+    "safety_identifier", "top_logprobs", "max_tool_calls", "conversation", "prompt",
+}  # fmt: skip
+
+
+@dataclass
+class GatewayRequest:
+    """A checked Responses request: the input items, the chat translation and the gateway's own flags."""
+
+    body: dict[str, Any]
+    model: str
+    input_items: list[dict[str, Any]]
+    options: ChatOptions
+    text: dict[str, Any] = field(default_factory=dict)
+    stream: bool = False
+    store: bool = True
+    background: bool = False
+    previous_response_id: str | None = None
+
+
+def chat_response_format(text_format: Any) -> dict[str, Any] | None:
+    """The Chat Completions `response_format` for a Responses `text.format`, forwarded as is.
+
+    Example:
+        chat_response_format({"type": "json_schema", "strict": True, "name": "p", "schema": s})
+        == {"type": "json_schema", "json_schema": {"strict": True, "name": "p", "schema": s}}
+    """
+    if text_format is None:
+        return None
+    if not isinstance(text_format, Mapping) or not isinstance(text_format.get("type"), str):
+        raise BadRequest("text.format.type must be a string (text.format an object)", "text.format.type")
+    kind = text_format["type"]
+    if kind == "text":
+        return None
+    if kind == "json_schema":
+        return {"type": kind, "json_schema": {k: v for k, v in text_format.items() if k != "type"}}
+    return dict(text_format)
+
+
+def read_json(raw: bytes) -> Any:
+    """The decoded body; malformed JSON is a 400."""
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise BadRequest(f"The request body is not valid JSON: {error}", None) from error
+
+
+def parse_request(body: Any, *, default_model: str | None = None) -> GatewayRequest:
+    """Check a decoded request body and translate it; raises `BadRequest` naming the field."""
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object", None)
+    model = _get(body, "model", str) or default_model
+    if not model:
+        raise BadRequest("model is required", "model")
+    items = input_items(body.get("input"))
+    text = _get(body, "text", dict) or {}
+    response_format = chat_response_format(text.get("format"))
+    options: dict[str, Any] = {"model": model, "instructions": _get(body, "instructions", str)}
+    options["temperature"] = _get(body, "temperature", (int, float))
+    options["top_p"] = _get(body, "top_p", (int, float))
+    options["max_tokens"] = _get(body, "max_output_tokens", int)
+    if response_format is not None:
+        fmt = text["format"]
+        schema = fmt.get("schema") if isinstance(fmt.get("schema"), Mapping) else None
+        options["response_format"] = ResponseFormat(
+            fmt["type"], name=fmt.get("name"), schema=schema, raw=response_format
+        )
+    tools = _get(body, "tools", list)
+    if tools:
+        options["tools"] = [_tool(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
+    if body.get("tool_choice") is not None:
+        options["tool_choice"] = _tool_choice(body["tool_choice"])
+    options["extra_body"] = _extra_body(body, text)
+    return GatewayRequest(
+        body=body,
+        model=model,
+        input_items=items,
+        options=ChatOptions(**{k: v for k, v in options.items() if v is not None}),
+        text=text,
+        stream=bool(_get(body, "stream", bool)),
+        store=_get(body, "store", bool) is not False,
+        background=bool(_get(body, "background", bool)),
+        previous_response_id=_get(body, "previous_response_id", str),
+    )
+
+
+def input_items(value: Any) -> list[dict[str, Any]]:
+    """`input` as a list of items (a string is one user message)."""
+    if value is None:
+        raise BadRequest("input is required", "input")
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise BadRequest("input must be a string or a list of input items", "input")
+    for index, item in enumerate(value):
+        to_message(item, f"input[{index}]")  # checked now: a bad item is a 400, not a failed run
+    return list(value)
+
+
+def _tool(tool: Any, where: str) -> FunctionTool:
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        raise BadRequest(f"{where}: only function tools can be served by a Chat Completions backend", f"{where}.type")
+    name, parameters = tool.get("name"), tool.get("parameters") or {"type": "object", "properties": {}}
+    if not isinstance(name, str) or not isinstance(parameters, dict):
+        raise BadRequest(f"{where} needs a string name and an object parameters", f"{where}.name")
+    return FunctionTool(name, parameters, tool.get("description"), tool.get("strict"))
+
+
+def _tool_choice(value: Any) -> Any:
+    if value in ("auto", "none", "required"):
+        return value
+    if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("name"), str):
+        return ForcedTool(value["name"])
+    raise BadRequest(
+        "tool_choice must be 'auto', 'none', 'required' or {'type': 'function', 'name': ...}", "tool_choice"
+    )
+
+
+def _extra_body(body: dict[str, Any], text: dict[str, Any]) -> dict[str, Any] | None:
+    extra = {k: v for k, v in body.items() if k not in _GATEWAY_FIELDS}
+    if _get(body, "parallel_tool_calls", bool) is not None and body.get("tools"):
+        extra["parallel_tool_calls"] = body["parallel_tool_calls"]
+    if _get(body, "user", str) is not None:
+        extra["user"] = body["user"]
+    reasoning = _get(body, "reasoning", dict)
+    if reasoning and reasoning.get("effort") is not None:
+        extra["reasoning_effort"] = reasoning["effort"]
+    if text.get("verbosity") is not None:
+        extra["verbosity"] = text["verbosity"]
+    _get(body, "metadata", dict)
+    return extra or None
+
+
+def _get(body: dict[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
+    value = body.get(name)
+    if value is None:
+        return None
+    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in _as_tuple(kinds))
+    if not ok:
+        expected = " or ".join(k.__name__ for k in _as_tuple(kinds))
+        raise BadRequest(f"{name} must be of type {expected}, got {type(value).__name__}", name)
+    return value
+
+
+def _as_tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kinds if isinstance(kinds, tuple) else (kinds,)

@@ -1,0 +1,154 @@
+"""The gateway's route handlers: one `Gateway` holding the backend chain, the store and the runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from openai import AsyncOpenAI
+from sse_starlette import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from so_middleware import ChatClient, __version__
+
+from ._errors import BadRequest, error_response
+from ._items import to_messages
+from ._request import parse_request, read_json
+from ._response import new_id, response_skeleton
+from ._runs import TERMINAL, Run, Runs
+from ._store import ResponseStore
+from ._telemetry import server_span
+
+if TYPE_CHECKING:
+    from ._app import GatewayConfig
+
+__all__ = ["Gateway"]
+
+
+class Gateway:
+    """Route handlers over one backend chain and one response store."""
+
+    def __init__(self, config: GatewayConfig, sdk: AsyncOpenAI, client: ChatClient, store: ResponseStore) -> None:
+        self.config, self.sdk, self.client, self.store = config, sdk, client, store
+        self.runs = Runs()
+
+    async def health(self, request: Request) -> Response:
+        """`GET /health`: the gateway is up (the backend is not asked), and says what it is, so
+        adapters that discover their server's capabilities recognise it."""
+        return JSONResponse({"status": "ok", "service": "so-middleware-gateway", "version": __version__})
+
+    async def models(self, request: Request) -> Response:
+        """`GET /v1/models`: the backend's model list, as the backend gives it."""
+        page = await self.sdk.models.list()
+        return JSONResponse({"object": "list", "data": [model.model_dump() for model in page.data]})
+
+    async def create(self, request: Request) -> Response:
+        """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""
+        parsed = parse_request(read_json(await request.body()), default_model=self.config.default_model)
+        history: list[dict[str, Any]] = []
+        if parsed.previous_response_id:
+            previous = await self.store.get(parsed.previous_response_id)
+            if previous is None:
+                raise BadRequest(f"Previous response with id '{parsed.previous_response_id}' not found.",
+                                 "previous_response_id", 404)  # fmt: skip
+            history = previous.input_items + previous.response["output"]
+        history = history + parsed.input_items
+        status = "queued" if parsed.background else "in_progress"
+        run = Run(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), to_messages(history),
+                  history, self.store, self.config.validate)  # fmt: skip
+        events = server_span(self.config.tracer_provider, "POST /v1/responses").wrap(run.events())
+        if parsed.background:
+            await run.save()
+            self.runs.start(run, events)
+            return _sse(run.follow()) if parsed.stream else JSONResponse(run.response)
+        if not parsed.stream:
+            async for _ in events:
+                pass
+            return JSONResponse(run.response)
+        run.start(events)  # one task runs it, so the span's context stays in one task
+        await run.started()  # a backend that refuses the request at once: its status, not a stream
+        return _sse(run.follow(), on_close=run.stop)
+
+    async def retrieve(self, request: Request) -> Response:
+        """`GET /v1/responses/{id}` (with `?stream=true&starting_after=N`, the run's events from N on)."""
+        response_id = request.path_params["id"]
+        run = self.runs.get(response_id)
+        if request.query_params.get("stream") in ("true", "1"):
+            after = _int_param(request.query_params.get("starting_after", "-1"), "starting_after")
+            if run is None:
+                raise BadRequest(f"Response '{response_id}' has no event stream on this gateway.", "stream", 404)
+            return _sse(run.follow(after))
+        if run is not None:
+            return JSONResponse(run.response)
+        stored = await self.store.get(response_id)
+        if stored is None:
+            return _not_found(response_id)
+        return JSONResponse(stored.response)
+
+    async def delete(self, request: Request) -> Response:
+        """`DELETE /v1/responses/{id}`."""
+        response_id = request.path_params["id"]
+        run = self.runs.get(response_id)
+        if run is not None:
+            await run.cancel()
+            self.runs.forget(response_id)
+        if not await self.store.delete(response_id):
+            return _not_found(response_id)
+        return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
+
+    async def cancel(self, request: Request) -> Response:
+        """`POST /v1/responses/{id}/cancel`: stops a background run (a finished one is returned as is)."""
+        response_id = request.path_params["id"]
+        run = self.runs.get(response_id)
+        if run is not None:
+            await run.cancel()
+            return JSONResponse(run.response)
+        stored = await self.store.get(response_id)
+        if stored is None:
+            return _not_found(response_id)
+        if stored.response["status"] not in TERMINAL:
+            return error_response(409, "This response runs on another gateway process; cancel it there.")
+        return JSONResponse(stored.response)
+
+    async def input_items(self, request: Request) -> Response:
+        """`GET /v1/responses/{id}/input_items`: the items the model saw, newest first by default."""
+        response_id = request.path_params["id"]
+        stored = await self.store.get(response_id)
+        if stored is None:
+            return _not_found(response_id)
+        items = [{"id": item.get("id") or f"{response_id}_in_{i}", **item} for i, item in enumerate(stored.input_items)]
+        if request.query_params.get("order", "desc") == "desc":
+            items.reverse()
+        limit = _int_param(request.query_params.get("limit", "20"), "limit")
+        page = items[: max(1, min(limit, 100))]
+        return JSONResponse({
+            "object": "list", "data": page, "has_more": len(items) > len(page),
+            "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None,
+        })  # fmt: skip
+
+
+def _sse(
+    batches: AsyncIterator[list[dict[str, Any]]], on_close: Callable[[], Awaitable[None]] | None = None
+) -> EventSourceResponse:
+    async def frames() -> AsyncIterator[bytes]:
+        try:
+            async for batch in batches:
+                yield "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in batch).encode()
+        finally:  # a client gone mid-stream: the run stops and the backend stream is closed now
+            if on_close is not None:
+                await on_close()
+
+    return EventSourceResponse(frames())
+
+
+def _int_param(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise BadRequest(f"{name} must be an integer, got {value!r}", name) from None
+
+
+def _not_found(response_id: str) -> Response:
+    return error_response(404, f"No response found with id '{response_id}'.", param="response_id")

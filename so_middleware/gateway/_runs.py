@@ -1,0 +1,197 @@
+"""One response being generated: the backend call, its events, and background runs.
+
+A `Run` opens the backend stream first (so an error the backend answers at once is forwarded
+with its status, streaming or not), then turns updates into Responses events. Its events are
+kept, so a background run's stream can be resumed from any sequence number; stopping the
+iteration (a client gone, a cancel) closes the backend stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+from so_middleware import ChatClient, ChatMessage, ChatResponseUpdate, StructuredOutput
+
+from ._output import ResponseWriter
+from ._request import GatewayRequest
+from ._store import ResponseStore
+
+__all__ = ["Run", "Runs"]
+
+TERMINAL = ("completed", "incomplete", "failed", "cancelled")
+
+
+class Run:
+    """One response: `events()` runs it (once) and yields its events; `follow()` reads them again."""
+
+    def __init__(
+        self,
+        client: ChatClient,
+        request: GatewayRequest,
+        response: dict[str, Any],
+        messages: list[ChatMessage],
+        history: list[dict[str, Any]],
+        store: ResponseStore,
+        validate: bool = False,
+    ) -> None:
+        self.client, self.request, self.messages, self.history = client, request, messages, history
+        self.store, self.validate = store, validate
+        self.writer = ResponseWriter(response)
+        self._changed = asyncio.Condition()
+        self.task: asyncio.Task[None] | None = None
+        self.error: Exception | None = None
+        self.published = 0  # events before this index are visible to followers (the stored state is saved)
+        self.finished = False
+
+    @property
+    def response(self) -> dict[str, Any]:
+        """The response object as it stands."""
+        return self.writer.response
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """Call the backend and yield the events; backend errors before the first event propagate."""
+        updates = self._updates()
+        try:
+            first = await updates.__anext__()
+        except StopAsyncIteration:
+            first = None
+        try:
+            for event in self.writer.start():
+                yield await self._publish(event)
+            if self.request.background:  # other gateway processes see it running
+                await self.save()
+            if first is not None:
+                for event in self.writer.feed(first):
+                    yield await self._publish(event)
+                async for update in updates:
+                    for event in self.writer.feed(update):
+                        yield await self._publish(event)
+            events = self.writer.finish()
+        except Exception as error:  # a stream broken mid-way: the response fails, the client is told
+            events = self.writer.finish(error=f"{type(error).__name__}: {error}")
+        finally:
+            await updates.aclose()
+        await self.save()
+        for event in events:
+            yield await self._publish(event)
+
+    async def _updates(self) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        options = self.request.options
+        fmt = options.response_format
+        if self.validate and fmt is not None and fmt.type == "json_schema" and fmt.schema is not None:
+            feature: StructuredOutput[Any] = StructuredOutput(schema=dict(fmt.schema), name=fmt.name, mode="native")
+            options = options.with_features([feature])
+            response = await self.client.get_response(self.messages, options=options)
+            message = response.messages[-1] if response.messages else ChatMessage("assistant", "")
+            yield ChatResponseUpdate(message.contents, usage=response.usage, finish_reason=response.finish_reason)
+            return
+        stream = self.client.get_response(self.messages, options=options, stream=True)
+        try:
+            async for update in stream:
+                yield update
+        finally:
+            await stream.aclose()
+
+    async def _publish(self, event: dict[str, Any]) -> dict[str, Any]:
+        self.published = event["sequence_number"] + 1
+        await self.notify()
+        return event
+
+    async def notify(self) -> None:
+        """Wake the followers of this run."""
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def follow(self, starting_after: int = -1) -> AsyncIterator[list[dict[str, Any]]]:
+        """The events after `starting_after`, the stored ones first, then live until the run ends;
+        in batches (every event ready at once), so a fast backend costs one write per batch."""
+        sent = starting_after
+        while True:
+            async with self._changed:
+                pending = self.writer.events[sent + 1 : self.published]
+                if not pending:
+                    if self.finished:
+                        return
+                    await self._changed.wait()
+                    continue
+            yield pending
+            sent = pending[-1]["sequence_number"]
+
+    async def save(self) -> None:
+        """Store the response as it stands (when the request asked for it)."""
+        if self.request.store or self.request.background:
+            await self.store.put(self.response, self.history)
+
+    def start(self, events: AsyncIterator[dict[str, Any]]) -> None:
+        """Drain `events` (this run's, maybe wrapped in a span) in a task of its own."""
+        self.task = asyncio.create_task(self._drain(events))
+
+    async def _drain(self, events: AsyncIterator[dict[str, Any]]) -> None:
+        try:
+            async for _ in events:
+                pass
+        except Exception as error:  # refused before the first event
+            self.error = error
+            if self.request.background:  # nobody waits on the HTTP answer: the response fails
+                self.writer.finish(error=f"{type(error).__name__}: {error}")
+                await self.save()
+        finally:
+            self.finished = True
+            await self.notify()
+
+    async def started(self) -> None:
+        """Wait for the first event; raise the backend's error when it refused the request."""
+        async with self._changed:
+            while not self.published and not self.finished:
+                await self._changed.wait()
+        if self.error is not None:
+            raise self.error
+
+    async def stop(self) -> None:
+        """Stop the run's task (a client gone): the backend stream is closed."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+    async def cancel(self) -> None:
+        """Stop a background run: the backend stream is closed and the response is `cancelled`."""
+        await self.stop()
+        if self.response["status"] not in TERMINAL:
+            self.response["status"] = "cancelled"
+            await self.save()
+        self.finished = True
+        await self.notify()
+
+
+class Runs:
+    """The background runs of this gateway process, by response id."""
+
+    def __init__(self, keep_finished: int = 256) -> None:
+        self._runs: OrderedDict[str, Run] = OrderedDict()
+        self._keep = keep_finished  # finished runs kept for resuming their streams
+
+    def get(self, response_id: str) -> Run | None:
+        """The live run with this id, if this process runs it."""
+        return self._runs.get(response_id)
+
+    def start(self, run: Run, events: AsyncIterator[dict[str, Any]]) -> None:
+        """Run in the background until done or cancelled; kept for `GET ...?stream=true` and cancel."""
+        self._runs[run.response["id"]] = run
+        run.start(events)
+        finished = [key for key, kept in self._runs.items() if kept.response["status"] in TERMINAL]
+        for key in finished[: max(0, len(finished) - self._keep)]:
+            del self._runs[key]
+
+    def forget(self, response_id: str) -> None:
+        """Drop a run (its response was deleted)."""
+        self._runs.pop(response_id, None)
+
+    async def close(self) -> None:
+        """Cancel every run still going (graceful shutdown): each ends `cancelled` in the store."""
+        for run in list(self._runs.values()):
+            await run.cancel()
