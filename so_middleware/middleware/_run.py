@@ -51,11 +51,19 @@ class Run:
         self.schema = feature.output_schema
         self.messages = messages
         self.options = options
-        capabilities = getattr(inner, "capabilities", None)
-        self.capabilities = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
-        self.strategies = strategies_for(feature.mode, self.capabilities)
+        self._use(getattr(inner, "capabilities", None))
         self.attempts: list[Attempt] = []
         self.final: ChatResponse[Any] | None = None
+
+    def _use(self, capabilities: object) -> None:
+        self.capabilities = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
+        self.strategies = strategies_for(self.feature.mode, self.capabilities)
+
+    async def _discover(self) -> None:
+        """Identify the backend first where the adapter has yet to (see `discover_capabilities`)."""
+        discover = getattr(self.inner, "discover_capabilities", None)
+        if discover is not None and getattr(self.inner, "discovery_pending", False):
+            self._use(await discover())
 
     # ---------------------------------------------------------------- shared steps
 
@@ -174,6 +182,7 @@ class Run:
     # ---------------------------------------------------------------- non-streaming
 
     async def respond(self) -> ChatResponse[Any]:
+        await self._discover()
         strategy_index = 0
         plan = self._plan(self.strategies[0], self.messages)
         for attempt in range(self.feature.max_retries + 1):
@@ -186,6 +195,7 @@ class Run:
     # ---------------------------------------------------------------- streaming
 
     async def stream(self) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        await self._discover()
         strategy_index = 0
         plan = self._plan(self.strategies[0], self.messages)
         for attempt in range(self.feature.max_retries + 1):

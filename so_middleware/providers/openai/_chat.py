@@ -15,10 +15,11 @@ from ..._client import Capabilities
 from ..._options import ChatOptions
 from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate, FinishReason, TextContent
 from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
+from .._discovery import ServerInfo
 from .._prefill import EchoFilter
 from .._sdk_client import SDKChatClient
 from ._chat_wire import build_request, chunk_to_update, completion_to_response
-from ._profiles import profile_for
+from ._profiles import profile_for, server_profile
 
 __all__ = ["OpenAIChatClient"]
 
@@ -45,9 +46,10 @@ class OpenAIChatClient(SDKChatClient):
         model: str | None = None,
         *,
         capabilities: Capabilities | None = None,
+        discover: bool = True,
         max_tokens_field: str | None = None,
     ) -> None:
-        super().__init__(sdk_client, model, capabilities)
+        super().__init__(sdk_client, model, capabilities, discover=discover)
         # api.openai.com wants max_completion_tokens (max_tokens is refused by reasoning models);
         # compatible servers know max_tokens.
         self._max_tokens_field = max_tokens_field or (
@@ -57,6 +59,10 @@ class OpenAIChatClient(SDKChatClient):
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile for this base URL and model."""
         return profile_for(base_url, model, route="chat")
+
+    def server_profile(self, info: ServerInfo) -> Capabilities:
+        """The shipped profile for a discovered server on this route."""
+        return server_profile(info, "chat", self.model)
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
