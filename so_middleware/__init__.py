@@ -12,40 +12,6 @@ Example:
 `so_middleware.anthropic`.
 """
 
-from ._client import BaseChatClient, Capabilities, ChatClient, ChatStream, Feature, as_chat_client
-from ._delegating import DelegatingChatClient, chain
-from ._exceptions import (
-    ContentFilterError,
-    IncompleteOutputError,
-    LocalServerError,
-    ModelBehaviorError,
-    OutputError,
-    RefusalError,
-    SOMiddlewareError,
-    StreamConsumedError,
-    StreamInterruptedError,
-    UserError,
-)
-from ._formats import ResponseFormat, chat_format_to_responses, responses_format_to_chat
-from ._options import ChatOptions, ForcedTool, FunctionTool, ToolChoice, find_feature
-from ._stream import ResponseStream
-from ._sync import run_sync
-from ._types import (
-    Attempt,
-    ChatMessage,
-    ChatResponse,
-    ChatResponseUpdate,
-    Content,
-    DataContent,
-    FinishReason,
-    FunctionCallContent,
-    FunctionResultContent,
-    ReasoningContent,
-    RefusalContent,
-    TextContent,
-    UsageDetails,
-    as_messages,
-)
 from .agents import (
     AgentResponse,
     AgentResponseUpdate,
@@ -54,6 +20,50 @@ from .agents import (
     DelegatingAgent,
     SecondaryOutput,
     StructuredOutputAgent,
+)
+from .core import (
+    Attempt,
+    BaseChatClient,
+    Capabilities,
+    ChatClient,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    ChatStream,
+    Content,
+    ContentFilterError,
+    DataContent,
+    DelegatingChatClient,
+    Feature,
+    FinishReason,
+    ForcedTool,
+    FunctionCallContent,
+    FunctionResultContent,
+    FunctionTool,
+    IncompleteOutputError,
+    LocalServerError,
+    ModelBehaviorError,
+    OutputError,
+    ReasoningContent,
+    RefusalContent,
+    RefusalError,
+    ResponseFormat,
+    ResponseStream,
+    SOMiddlewareError,
+    StreamConsumedError,
+    StreamInterruptedError,
+    TextContent,
+    ToolChoice,
+    UsageDetails,
+    UserError,
+    as_chat_client,
+    as_messages,
+    chain,
+    chat_format_to_responses,
+    find_feature,
+    responses_format_to_chat,
+    run_sync,
 )
 from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output

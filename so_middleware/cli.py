@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import LocalServerError, OutputError, SOMiddlewareError, UserError
+from .core import LocalServerError, OutputError, SOMiddlewareError, UserError
 
 __all__ = ["main"]
 
@@ -62,7 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     import openai
 
-    from ._delegating import DelegatingChatClient
+    from .core import DelegatingChatClient
     from .local import LocalModelServer
     from .providers.openai import LLAMA_SERVER, OpenAIChatClient
 

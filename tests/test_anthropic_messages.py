@@ -141,8 +141,8 @@ def test_raw_sdk_clients_become_adapters() -> None:
         isinstance(local, AnthropicChatClient) and local.max_tokens == 64 and local.capabilities == ANTHROPIC_COMPATIBLE
     )
     assert local.get_service(anthropic.Anthropic) is local.sdk_client
-    local.disable_sdk_retries()
-    assert local.sdk_client.max_retries == 0
+    assert local.sdk_for(ChatOptions(sdk_max_retries=0)).max_retries == 0
+    assert local.sdk_client.max_retries == 2 and local.sdk_for(ChatOptions()) is local.sdk_client
     assert local.provider_name == "anthropic" and local.base_url == "http://127.0.0.1:9"
     with pytest.raises(UserError, match="AsyncOpenAI"):
         import openai
@@ -163,11 +163,18 @@ def test_request_mapping_of_blocks_tools_and_results() -> None:
     messages = [
         ChatMessage("system", "Rules."),
         ChatMessage("user", "weather in Oslo and Rome?"),
-        ChatMessage("assistant", [ReasoningContent("think", "sig"), ReasoningContent("unsigned"),
-                                  FunctionCallContent("t1", "weather", '{"city": "Oslo"}'), FunctionCallContent("t2", "weather", "")]),
+        ChatMessage(
+            "assistant",
+            [
+                ReasoningContent("think", "sig"),
+                ReasoningContent("unsigned"),
+                FunctionCallContent("t1", "weather", '{"city": "Oslo"}'),
+                FunctionCallContent("t2", "weather", ""),
+            ],
+        ),
         ChatMessage("tool", [FunctionResultContent("t1", {"temp": 3})]),
         ChatMessage("tool", [FunctionResultContent("t2", "boom", is_error=True)]),
-    ]  # fmt: skip
+    ]
     tool = FunctionTool("weather", {"type": "object"}, "Weather", strict=True)
     request = request_for(
         messages, {"tools": [tool], "tool_choice": {"name": "weather"}, "stop": "END", "seed": 3, "top_p": 0.5}
@@ -175,16 +182,22 @@ def test_request_mapping_of_blocks_tools_and_results() -> None:
     assert request["system"] == "Rules."
     assert request["messages"] == [
         {"role": "user", "content": "weather in Oslo and Rome?"},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "think", "signature": "sig"},
-            {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Oslo"}},
-            {"type": "tool_use", "id": "t2", "name": "weather", "input": {}},
-        ]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t1", "content": '{"temp": 3}', "is_error": False},
-            {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": True},
-        ]},
-    ]  # fmt: skip
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "think", "signature": "sig"},
+                {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Oslo"}},
+                {"type": "tool_use", "id": "t2", "name": "weather", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": '{"temp": 3}', "is_error": False},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": True},
+            ],
+        },
+    ]
     assert request["tools"] == [
         {"name": "weather", "input_schema": {"type": "object"}, "description": "Weather", "strict": True}
     ]
@@ -236,10 +249,15 @@ def test_formats_the_backend_does_not_enforce_warn() -> None:
 # --------------------------------------------------------------- documented shapes (MockTransport)
 
 MESSAGE = {
-    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-    "content": [{"type": "text", "text": '{"a": 1}'}], "stop_reason": "end_turn", "stop_sequence": None,
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-haiku-4-5",
+    "content": [{"type": "text", "text": '{"a": 1}'}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
     "usage": {"input_tokens": 3, "output_tokens": 2, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 1},
-}  # fmt: skip
+}
 
 
 def mock_client(handler: Any, **client_options: Any) -> AnthropicChatClient:
@@ -270,8 +288,11 @@ def text_delta(text: str, index: int = 0) -> dict[str, Any]:
 
 
 def message_delta(stop_reason: str, output_tokens: int = 7, **delta: Any) -> dict[str, Any]:
-    return {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None, **delta},
-            "usage": {"input_tokens": 5, "output_tokens": output_tokens}}  # fmt: skip
+    return {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None, **delta},
+        "usage": {"input_tokens": 5, "output_tokens": output_tokens},
+    }
 
 
 STOP = {"type": "message_stop"}
@@ -286,10 +307,15 @@ async def test_usage_counts_cache_reads_and_writes_as_input() -> None:
 
 @pytest.mark.parametrize(
     ("stop_reason", "expected"),
-    [("end_turn", FinishReason.STOP), ("stop_sequence", FinishReason.STOP), ("max_tokens", FinishReason.LENGTH),
-     ("model_context_window_exceeded", FinishReason.LENGTH), ("tool_use", FinishReason.TOOL_CALLS),
-     ("refusal", FinishReason.REFUSAL)],
-)  # fmt: skip
+    [
+        ("end_turn", FinishReason.STOP),
+        ("stop_sequence", FinishReason.STOP),
+        ("max_tokens", FinishReason.LENGTH),
+        ("model_context_window_exceeded", FinishReason.LENGTH),
+        ("tool_use", FinishReason.TOOL_CALLS),
+        ("refusal", FinishReason.REFUSAL),
+    ],
+)
 async def test_stop_reasons_are_mapped(stop_reason: str, expected: FinishReason) -> None:
     body = {**MESSAGE, "stop_reason": stop_reason}
     assert (

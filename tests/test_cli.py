@@ -17,8 +17,13 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
     return subprocess.run(
         [sys.executable, "-m", "so_middleware.cli", *args],
-        input=stdin, capture_output=True, text=True, cwd=ROOT, env=env, timeout=240,
-    )  # fmt: skip
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=240,
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])

@@ -93,7 +93,9 @@ async def test_rate_limit_server_errors_and_a_reset_are_retried(
     streaming: bool, serve: Any, async_sdk: Any, waits: Waits
 ) -> None:
     server = serve([status(429, headers={"retry-after": "2"}), status(500), reset(), answer(streaming)])
-    client = with_retries(OpenAIChatClient(async_sdk(server), model="m", discover=False), max_attempts=4, base_delay=0.1, sleep=waits)
+    client = with_retries(
+        OpenAIChatClient(async_sdk(server), model="m", discover=False), max_attempts=4, base_delay=0.1, sleep=waits
+    )
 
     response = await call(client, streaming)
 
@@ -119,6 +121,29 @@ async def test_sdk_retries_are_off_the_server_sees_exactly_max_attempts(
     assert len(server.requests) == 3  # with the SDK's own max_retries=2 it would be 9
     assert [request.headers.get("x-stainless-retry-count") for request in server.requests] == ["0", "0", "0"]
     assert len(waits.seconds) == 2
+
+
+async def test_the_retry_layer_leaves_the_callers_adapter_and_sdk_client_unchanged(
+    serve: Any, async_sdk: Any, waits: Waits
+) -> None:
+    """Building and using `with_retries` changes nothing the caller holds: the same adapter and
+    SDK client, called directly, still retry by themselves (a layer never mutates what it wraps)."""
+    server = serve([status(503, headers={"retry-after-ms": "1"})])
+    sdk = async_sdk(server)
+    adapter = OpenAIChatClient(sdk, model="m", discover=False)
+    client = with_retries(adapter, max_attempts=2, sleep=waits)
+    assert adapter.sdk_client is sdk and sdk.max_retries == 2
+
+    with pytest.raises(openai.InternalServerError):
+        await client.get_response("hi")
+    assert len(server.requests) == 2  # max_attempts requests, none hidden by the SDK
+    assert adapter.sdk_client is sdk and sdk.max_retries == 2
+
+    with pytest.raises(openai.InternalServerError):
+        await adapter.get_response("hi")  # the caller's own adapter, no layer
+    assert len(server.requests) == 2 + 3  # 1 + the SDK's max_retries=2, as before the layer existed
+    retry_counts = [request.headers.get("x-stainless-retry-count") for request in server.requests]
+    assert retry_counts == ["0", "0", "0", "1", "2"]
 
 
 async def test_control_without_the_retry_layer_the_sdk_retries_by_itself(serve: Any, async_sdk: Any) -> None:
@@ -153,7 +178,9 @@ async def test_retry_after_ms_is_read_and_deadline_refuses_a_long_wait(
     server = serve(
         [status(429, headers={"retry-after-ms": "1500"}), status(429, headers={"retry-after": "30"}), answer(streaming)]
     )
-    client = with_retries(OpenAIChatClient(async_sdk(server), model="m", discover=False), max_attempts=5, deadline=10, sleep=waits)
+    client = with_retries(
+        OpenAIChatClient(async_sdk(server), model="m", discover=False), max_attempts=5, deadline=10, sleep=waits
+    )
 
     with pytest.raises(openai.RateLimitError):
         await call(client, streaming)
@@ -221,7 +248,8 @@ async def test_telemetry_outside_retries_over_the_real_sdk(
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     server = serve([status(503), answer(streaming)])
     client = with_telemetry(
-        with_retries(OpenAIChatClient(async_sdk(server), model="m", discover=False), sleep=waits), tracer_provider=provider
+        with_retries(OpenAIChatClient(async_sdk(server), model="m", discover=False), sleep=waits),
+        tracer_provider=provider,
     )
 
     response = await call(client, streaming, options={"features": [Tagging()], "temperature": 0})

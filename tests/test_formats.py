@@ -115,19 +115,47 @@ def test_unknown_type_is_forwarded_unchanged_with_a_warning() -> None:
 # --------------------------------------------------------------- on the wire, every route
 
 
-CHAT_COMPLETION = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-                   "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{}"}}]}  # fmt: skip
+CHAT_COMPLETION = {
+    "id": "c1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "m",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{}"}}],
+}
 CHAT_STREAM = (
     'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"{}"},"finish_reason":"stop"}]}\n\n'
     "data: [DONE]\n\n"
 )
-RESPONSE = {"id": "r1", "object": "response", "created_at": 1, "model": "m", "status": "completed",
-            "output": [{"type": "message", "id": "m1", "role": "assistant", "status": "completed",
-                        "content": [{"type": "output_text", "text": "{}", "annotations": []}]}],
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}  # fmt: skip
+RESPONSE = {
+    "id": "r1",
+    "object": "response",
+    "created_at": 1,
+    "model": "m",
+    "status": "completed",
+    "output": [
+        {
+            "type": "message",
+            "id": "m1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "{}", "annotations": []}],
+        }
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+}
 RESPONSE_STREAM = f"event: response.completed\ndata: {json.dumps({'type': 'response.completed', 'response': RESPONSE, 'sequence_number': 0})}\n\n"
-MESSAGE = {"id": "m1", "type": "message", "role": "assistant", "model": "m", "content": [{"type": "text", "text": "{}"}],
-           "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
+MESSAGE = {
+    "id": "m1",
+    "type": "message",
+    "role": "assistant",
+    "model": "m",
+    "content": [{"type": "text", "text": "{}"}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 1, "output_tokens": 1},
+}
 MESSAGE_STREAM = "".join(
     f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
     for e in (
@@ -216,9 +244,11 @@ async def test_streaming_sends_the_same_format_as_non_streaming(route: str, fmt:
     }[route]
     assert sent == {key: value for key, value in expected.items() if value not in (None, {"format": None})}
     if fmt.type == "json_schema":  # the nested schema reaches the wire as given, in every spelling
-        schemas = [sent.get("response_format", {}).get("json_schema", {}).get("schema"),
-                   sent.get("text", {}).get("format", {}).get("schema"),
-                   sent.get("output_config", {}).get("format", {}).get("schema")]  # fmt: skip
+        schemas = [
+            sent.get("response_format", {}).get("json_schema", {}).get("schema"),
+            sent.get("text", {}).get("format", {}).get("schema"),
+            sent.get("output_config", {}).get("format", {}).get("schema"),
+        ]
         assert [s for s in schemas if s is not None] and all(s == NESTED for s in schemas if s is not None)
 
 

@@ -66,7 +66,7 @@ def test_stopped_on_error_inside_the_block() -> None:
         raise RuntimeError("boom")
     assert not _alive(pid)
     with pytest.raises(LocalServerError, match="not running"):
-        server.base_url
+        _ = server.base_url
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
@@ -76,8 +76,11 @@ def test_serve_command_stops_its_server_on_ctrl_c(stop_signal: signal.Signals) -
 
     process = subprocess.Popen(
         [sys.executable, "-m", "so_middleware.cli", "serve"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore_sigint,
+    )
     try:
         line = process.stdout.readline()  # type: ignore[union-attr]
         assert line.startswith("OpenAI base_url:    http://127.0.0.1:")

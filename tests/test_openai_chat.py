@@ -17,6 +17,7 @@ import pytest
 
 from so_middleware import (
     ChatMessage,
+    ChatOptions,
     FinishReason,
     FunctionCallContent,
     FunctionResultContent,
@@ -109,11 +110,13 @@ async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalM
     assert recorder.responses and recorder.responses[0].is_closed
 
 
-async def test_sdk_client_reachable_and_retries_can_be_disabled(local_server: LocalModelServer, local_sdk: Any) -> None:
+async def test_sdk_client_reachable_and_retries_set_per_call(local_server: LocalModelServer, local_sdk: Any) -> None:
     client = make_client(local_server, local_sdk, HttpRecorder(), is_async=True)
-    assert client.get_service(openai.AsyncOpenAI) is client.sdk_client
-    client.disable_sdk_retries()
-    assert client.sdk_client.max_retries == 0
+    sdk = client.sdk_client
+    assert client.get_service(openai.AsyncOpenAI) is sdk
+    assert client.sdk_for(ChatOptions(sdk_max_retries=0)).max_retries == 0
+    assert client.sdk_client is sdk and sdk.max_retries == 2  # the adapter's own client is unchanged
+    assert client.sdk_for(ChatOptions()) is sdk
 
 
 # --------------------------------------------------------------- wire mapping (no server)
@@ -175,12 +178,24 @@ def test_adapter_rejects_other_clients() -> None:
 
 # Documented wire bodies (provider-apis.md §1.7): the local server never refuses or filters.
 REFUSAL_BODY = {
-    "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                 "message": {"role": "assistant", "content": None,
-                             "refusal": "I'm sorry, I cannot assist with that request."}}],
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "gpt-4o",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "logprobs": None,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "refusal": "I'm sorry, I cannot assist with that request.",
+            },
+        }
+    ],
     "usage": {"prompt_tokens": 81, "completion_tokens": 11, "total_tokens": 92},
-}  # fmt: skip
+}
 
 
 def mock_client(handler: Any) -> OpenAIChatClient:
@@ -205,19 +220,38 @@ def sse(*events: dict[str, Any] | str) -> bytes:
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 async def test_streamed_refusal_and_tool_call_deltas() -> None:
     body = sse(
-        chunk({"role": "assistant", "content": None, "tool_calls": [{"index": 0, "id": "call_9", "type": "function", "function": {"name": "f", "arguments": '{"a"'}}]}),
+        chunk(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"index": 0, "id": "call_9", "type": "function", "function": {"name": "f", "arguments": '{"a"'}}
+                ],
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]}),
         chunk({}, "tool_calls"),
-        {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o", "choices": [],
-         "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}},
+        {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4o",
+            "choices": [],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+        },
         "[DONE]",
-    )  # fmt: skip
+    )
     client = mock_client(
         lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
     )

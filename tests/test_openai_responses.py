@@ -123,12 +123,12 @@ async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalM
     assert recorder.responses and recorder.responses[0].is_closed
 
 
-async def test_sdk_client_reachable_and_retries_can_be_disabled(local_server: LocalModelServer, local_sdk: Any) -> None:
+async def test_sdk_client_reachable_and_retries_set_per_call(local_server: LocalModelServer, local_sdk: Any) -> None:
     client = local_client(local_server, local_sdk, HttpRecorder())
     assert client.get_service(openai.AsyncOpenAI) is client.sdk_client
     assert client.get_service(OpenAIResponsesClient) is client
-    client.disable_sdk_retries()
-    assert client.sdk_client.max_retries == 0
+    assert client.sdk_for(ChatOptions(sdk_max_retries=0)).max_retries == 0
+    assert client.sdk_client.max_retries == 2 and client.sdk_for(ChatOptions()) is client.sdk_client
     assert client.provider_name == "openai" and client.base_url == local_server.base_url + "/"
 
 
@@ -221,13 +221,31 @@ def test_unenforced_format_warns_and_stop_is_refused() -> None:
 # --------------------------------------------------------------- documented shapes (MockTransport)
 
 RESPONSE = {
-    "id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-4o", "status": "completed",
-    "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": '{"a": 1}', "annotations": []}]}],
-    "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-    "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 5,
-              "output_tokens_details": {"reasoning_tokens": 2}, "total_tokens": 15},
-}  # fmt: skip
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 1,
+    "model": "gpt-4o",
+    "status": "completed",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": '{"a": 1}', "annotations": []}],
+        }
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+    "usage": {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 4},
+        "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 2},
+        "total_tokens": 15,
+    },
+}
 
 
 def with_changes(**changes: Any) -> dict[str, Any]:
@@ -270,8 +288,15 @@ async def test_completed_response_usage_and_reasoning() -> None:
 
 
 async def test_refusal_is_mapped_from_documented_body() -> None:
-    refusal = [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-                "content": [{"type": "refusal", "refusal": "I can't help with that."}]}]  # fmt: skip
+    refusal = [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "refusal", "refusal": "I can't help with that."}],
+        }
+    ]
     response = await mock_client(lambda request: httpx2.Response(200, json=with_changes(output=refusal))).get_response(
         "x"
     )

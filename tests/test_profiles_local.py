@@ -75,9 +75,11 @@ async def test_chat_route(local_server: LocalModelServer, local_sdk: Any) -> Non
     )
     bare = await client.get_response("What is the weather in Oslo?", options={"max_tokens": 1, **GREEDY})
     prefilled = await sdk.chat.completions.create(
-        model=local_server.model, max_tokens=8, temperature=0,
+        model=local_server.model,
+        max_tokens=8,
+        temperature=0,
         messages=[{"role": "user", "content": PERSON}, {"role": "assistant", "content": PREFILL}],
-    )  # fmt: skip
+    )
     assert forced.usage is not None and bare.usage is not None
     tools_reach_model = forced.usage.input_tokens != bare.usage.input_tokens
     matches(
@@ -120,9 +122,14 @@ async def test_responses_route(local_server: LocalModelServer, local_sdk: Any) -
     )
     bare = await client.get_response("What is the weather in Oslo?", options={"max_tokens": 1, "temperature": 0})
     prefilled = await sdk.responses.create(
-        model=model, max_output_tokens=8, temperature=0,
-        input=[{"type": "message", "role": "user", "content": PERSON}, {"type": "message", "role": "assistant", "content": PREFILL}],
-    )  # fmt: skip
+        model=model,
+        max_output_tokens=8,
+        temperature=0,
+        input=[
+            {"type": "message", "role": "user", "content": PERSON},
+            {"type": "message", "role": "assistant", "content": PREFILL},
+        ],
+    )
     assert forced.usage is not None and bare.usage is not None
     tools_reach_model = forced.usage.input_tokens != bare.usage.input_tokens
     matches(
@@ -162,9 +169,11 @@ async def test_messages_route(local_server: LocalModelServer, local_sdk: Any) ->
     )
     bare = await sdk.messages.create(model=model, max_tokens=1, messages=weather, extra_body={"temperature": 0})
     prefilled = await sdk.messages.create(
-        model=model, max_tokens=8, extra_body={"temperature": 0},
+        model=model,
+        max_tokens=8,
+        extra_body={"temperature": 0},
         messages=[{"role": "user", "content": PERSON}, {"role": "assistant", "content": PREFILL}],
-    )  # fmt: skip
+    )
 
     def prompt_size(message: Any) -> int:
         return int(message.usage.input_tokens + (message.usage.cache_read_input_tokens or 0))

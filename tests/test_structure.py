@@ -15,8 +15,10 @@ import so_middleware
 PACKAGE = Path(so_middleware.__file__).parent
 
 # Each layer may import only from the layers listed for it (and the stdlib / third parties
-# other than the SDKs). Core modules are the package's top-level private modules.
+# other than the SDKs): arrows only go down, agents -> middleware -> providers -> schema -> core.
+# Every import counts, inside functions too; only `if TYPE_CHECKING:` blocks are exempt.
 LAYER_OF = {
+    "core": "core",
     "schema": "schema",
     "middleware": "middleware",
     "providers": "providers",
@@ -37,6 +39,8 @@ ALLOWED = {
 }
 SDKS = {"openai", "anthropic"}
 SDK_ALLOWED = {"providers", "local", "top", "testing"}
+# Core modules that import nothing from the package: the other core modules build on them.
+LEAVES = ["_capabilities", "_contents", "_features", "_registry", "_spans", "_usage"]
 
 
 def layer_of(module: str) -> str:
@@ -46,7 +50,8 @@ def layer_of(module: str) -> str:
     head = parts[1]
     if head in LAYER_OF:
         return LAYER_OF[head]
-    return "core" if head.startswith("_") else "top"
+    assert not head.startswith("_"), f"{module}: private modules belong in a layer folder (core/ ...), not the root"
+    return "top"
 
 
 def module_name(path: Path) -> str:
@@ -57,37 +62,48 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def top_level_imports(path: Path) -> list[tuple[str, int]]:
-    """Imports executed at import time (module level, outside functions and TYPE_CHECKING)."""
-    tree = ast.parse(path.read_text())
+MODULES = sorted(PACKAGE.rglob("*.py"))
+MODULE_NAMES = {module_name(path) for path in MODULES}
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
+    return imports_in(path.read_text(), package)
+
+
+def imports_in(source: str, package: str) -> list[tuple[str, int]]:
+    """Every import in `source` (a module of `package`), at any depth (functions, methods,
+    try/if blocks), except those under `if TYPE_CHECKING:`. `from package import name` counts
+    as importing the submodule `package.name` when there is one, else `package`."""
+    tree = ast.parse(source)
     found: list[tuple[str, int]] = []
 
-    def visit(nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.Import):
-                found.extend((alias.name, node.lineno) for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")
-                    base = base[: len(base) - node.level + 1]
-                    name = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    name = node.module or ""
-                found.append((name, node.lineno))
-            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                continue
-            elif isinstance(node, (ast.If, ast.Try)):
-                visit(node.body)
-                visit(getattr(node, "orelse", []))
-                for handler in getattr(node, "handlers", []):
-                    visit(handler.body)
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            for alias in node.names:
+                submodule = f"{name}.{alias.name}"
+                found.append((submodule if submodule in MODULE_NAMES else name, node.lineno))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
 
-    visit(tree.body)
+    visit(tree)
     return found
 
 
-MODULES = sorted(PACKAGE.rglob("*.py"))
+def package_imports(path: Path) -> set[str]:
+    return {name for name, _ in imports_of(path) if name.split(".")[0] == "so_middleware" and name in MODULE_NAMES}
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -95,13 +111,68 @@ def test_import_direction(path: Path) -> None:
     own = layer_of(module_name(path)) if path != PACKAGE / "__init__.py" else "top"
     if path == PACKAGE / "__init__.py":
         own = "root"  # the package root re-exports the public surface, never a provider or SDK
-    for imported, line in top_level_imports(path):
+    for imported, line in imports_of(path):
         root = imported.split(".")[0]
         if root in SDKS:
             assert own in SDK_ALLOWED, f"{path.name}:{line} imports the {root} SDK from layer {own}"
         if root == "so_middleware" and imported != "so_middleware":
             target = layer_of(imported)
             assert target in ALLOWED[own], f"{path.name}:{line}: layer {own} may not import {imported} ({target})"
+
+
+def test_function_level_imports_are_seen() -> None:
+    """The checker sees imports inside functions and methods, and skips TYPE_CHECKING blocks."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..middleware import retries\n"
+        "class A:\n    def f(self):\n        from ..providers.openai import adapter_for\n"
+    )
+    found = [name for name, _ in imports_in(source, "so_middleware.core")]
+    assert found == ["typing", "so_middleware.providers.openai"]
+    assert layer_of(found[1]) not in ALLOWED["core"]
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles a depth-first walk of `graph` meets (each as a path ending where it starts)."""
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    return cycles
+
+
+def test_find_cycles_sees_a_cycle() -> None:
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert find_cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_no_import_cycles() -> None:
+    """No module reaches itself through the package's imports (function-level ones included)."""
+    cycles = find_cycles({module_name(path): package_imports(path) for path in MODULES})
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
+
+
+@pytest.mark.parametrize("leaf", LEAVES)
+def test_core_leaf_modules_import_nothing_from_the_package(leaf: str) -> None:
+    assert package_imports(PACKAGE / "core" / f"{leaf}.py") == set()
+
+
+def test_no_private_module_at_the_package_root() -> None:
+    assert [path.name for path in PACKAGE.glob("_*.py") if path.name != "__init__.py"] == []
 
 
 def test_import_without_either_sdk() -> None:

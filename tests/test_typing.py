@@ -15,7 +15,20 @@ def test_user_code_type_checks() -> None:
     sample = ROOT / "tests" / "typing" / "sample_usage.py"
     env = {**os.environ, "MYPYPATH": str(ROOT)}
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--config-file", str(ROOT / "pyproject.toml"), str(sample)],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            str(sample),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -8,12 +8,19 @@ from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 import wrapt
 
-from .._client import ChatClient, as_chat_client
-from .._exceptions import UserError
-from .._options import ChatOptions, OptionsInput
-from .._stream import ResponseStream
-from .._sync import run_sync
-from .._types import ChatMessage, MessageInput, as_messages
+from ..core import (
+    AgentSpans,
+    ChatClient,
+    ChatMessage,
+    ChatOptions,
+    MessageInput,
+    OptionsInput,
+    ResponseStream,
+    UserError,
+    as_chat_client,
+    as_messages,
+    run_sync,
+)
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
 __all__ = ["Agent", "AgentStream", "AgentThread", "ChatAgent", "DelegatingAgent"]
@@ -132,12 +139,10 @@ class ChatAgent:
         return run_sync(lambda: self.run(input, thread=thread, options=options, output_type=output_type))
 
     def _span(self) -> contextlib.AbstractContextManager[Any]:
-        from ..middleware.telemetry import TelemetryChatClient  # loaded on use: telemetry is optional
-
-        telemetry = getattr(self.client, "get_service", lambda kind: None)(TelemetryChatClient)
-        if telemetry is None:
+        spans = getattr(self.client, "get_service", lambda kind: None)(AgentSpans)  # the telemetry layer, if any
+        if spans is None:
             return contextlib.nullcontext()
-        return telemetry.agent_span(self.name, model=getattr(self.client, "model", None))  # type: ignore[no-any-return]
+        return spans.agent_span(self.name, model=getattr(self.client, "model", None))  # type: ignore[no-any-return]
 
     async def _respond(
         self,

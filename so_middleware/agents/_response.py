@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
-from .._exceptions import UserError
-from .._types import (
+from ..core import (
     Attempt,
     ChatMessage,
     ChatResponse,
@@ -17,6 +16,7 @@ from .._types import (
     FunctionResultContent,
     ReasoningContent,
     UsageDetails,
+    UserError,
 )
 
 __all__ = ["AgentResponse", "AgentResponseUpdate", "SecondaryOutput"]

@@ -5,11 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
-from .._client import ChatClient
-from .._exceptions import UserError
-from .._options import ChatOptions, OptionsInput
-from .._stream import ResponseStream
-from .._types import ChatMessage, MessageInput
+from ..core import ChatClient, ChatMessage, ChatOptions, MessageInput, OptionsInput, ResponseStream, UserError
 from ..middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
 from ._agent import Agent, AgentStream, AgentThread, DelegatingAgent
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from .._client import BaseChatClient
-from .._exceptions import UserError
+from ..core import BaseChatClient, UserError
 from ._server import LocalModelServer
 
 __all__ = ["ROUTES", "Route", "chat_client"]

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
-from .._exceptions import LocalServerError
+from ..core import LocalServerError
 
 __all__ = ["LocalModelServer", "default_model_path", "llama_server_path", "local_server"]
 
@@ -188,17 +188,33 @@ class LocalModelServer:
         if self.requested_port and _port_taken(self.host, port):
             raise LocalServerError(f"port {port} on {self.host} is already in use; pick another or pass port=None")
         self.port = port
-        self._log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
+        self._log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)  # noqa: SIM115 - closed by stop()
         command = [
-            str(self.binary), "-m", str(self.model_path), "--host", self.host, "--port", str(port),
-            "-t", str(self.threads), "-np", str(self.parallel), "-c", str(self.context_size),
-            "--no-webui", *self.extra_args,
-        ]  # fmt: skip
+            str(self.binary),
+            "-m",
+            str(self.model_path),
+            "--host",
+            self.host,
+            "--port",
+            str(port),
+            "-t",
+            str(self.threads),
+            "-np",
+            str(self.parallel),
+            "-c",
+            str(self.context_size),
+            "--no-webui",
+            *self.extra_args,
+        ]
         self._progress(f"starting llama-server on {self.host}:{port} with {self.model_path.name}")
         self._process = subprocess.Popen(
-            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            command,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
             preexec_fn=_die_with_parent() if threading.current_thread() is threading.main_thread() else None,
-        )  # fmt: skip
+        )
         _running.add(self)
         try:
             self._wait_healthy()

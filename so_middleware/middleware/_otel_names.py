@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from .._types import (
+from ..core import (
     ChatResponse,
     Content,
     FunctionCallContent,
@@ -78,8 +78,21 @@ TOKEN_TYPE_OUTPUT: Final = "output"
 # Bucket boundaries recommended by the GenAI metrics conventions.
 DURATION_BUCKETS: Final = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 TOKEN_BUCKETS: Final = (
-    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
-)  # fmt: skip
+    1,
+    4,
+    16,
+    64,
+    256,
+    1024,
+    4096,
+    16384,
+    65536,
+    262144,
+    1048576,
+    4194304,
+    16777216,
+    67108864,
+)
 
 # Attributes copied from the span onto metric points (low cardinality only).
 METRIC_ATTRIBUTES: Final = (

@@ -9,25 +9,24 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._client import Capabilities, ChatClient
-from .._exceptions import (
+from ..core import (
+    Attempt,
+    Capabilities,
+    ChatClient,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
     ContentFilterError,
+    FinishReason,
+    FunctionCallContent,
     IncompleteOutputError,
     ModelBehaviorError,
     OutputError,
     RefusalError,
-    UserError,
-)
-from .._options import ChatOptions
-from .._types import (
-    Attempt,
-    ChatMessage,
-    ChatResponse,
-    ChatResponseUpdate,
-    FinishReason,
-    FunctionCallContent,
     TextContent,
     UsageDetails,
+    UserError,
 )
 from ..schema import OutputSchema
 from ._strategies import Plan, Strategy, answer_of, plan_request, reask_messages, strategies_for

@@ -16,11 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._client import Capabilities
-from .._exceptions import UserError
-from .._formats import ResponseFormat
-from .._options import ChatOptions, ForcedTool, FunctionTool
-from .._types import ChatMessage, ChatResponse, FunctionCallContent, FunctionResultContent, TextContent
+from ..core import (
+    Capabilities,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ForcedTool,
+    FunctionCallContent,
+    FunctionResultContent,
+    FunctionTool,
+    ResponseFormat,
+    TextContent,
+    UserError,
+)
 from ..schema import OutputSchema, SchemaProfile, shape_hint
 
 __all__ = ["MODES", "Mode", "Plan", "Strategy", "answer_of", "plan_request", "reask_messages", "strategies_for"]

@@ -16,9 +16,10 @@ does). When retries stop, the last error is raised as it was.
 
 **SDK retries:** both SDKs retry by themselves (`max_retries=2`). Under this layer each attempt
 would hide up to three HTTP requests from the attempt count, the deadline and telemetry, so the
-layer calls `disable_sdk_retries()` on the client it wraps when built (the attribute reaches the
-innermost adapter through the proxies; a client without it is left alone). `max_attempts` is then
-the number of HTTP requests. Without this layer the SDK keeps its own retries.
+layer's calls carry the option `sdk_max_retries=0` (unless the caller set it): the adapter makes
+them through a copy of its SDK client without retries. Nothing the caller holds changes: the
+adapter and its SDK client keep their own retries for calls that do not pass through this layer.
+`max_attempts` is then the number of HTTP requests.
 
 **Streams:** retried only while nothing has reached the caller. After the first update a transient
 failure raises `StreamInterruptedError` carrying `partial_text`, chained from the original error.
@@ -46,12 +47,19 @@ import anyio
 from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
 
-from .._client import ChatClient, ChatStream
-from .._delegating import DelegatingChatClient
-from .._exceptions import SOMiddlewareError, StreamInterruptedError, UserError
-from .._options import OptionsInput
-from .._stream import ResponseStream
-from .._types import ChatResponse, MessageInput
+from ..core import (
+    ChatClient,
+    ChatOptions,
+    ChatResponse,
+    ChatStream,
+    DelegatingChatClient,
+    MessageInput,
+    OptionsInput,
+    ResponseStream,
+    SOMiddlewareError,
+    StreamInterruptedError,
+    UserError,
+)
 from ._otel_names import RETRIES_KEY, RETRY_EVENT
 
 try:
@@ -244,15 +252,15 @@ class RetryingChatClient(DelegatingChatClient):
         policy = _RetryPolicy(max_attempts, deadline, base_delay, max_delay, max_retry_after, retry_if, sleep, clock)
         super().__init__(inner)
         self._self_policy = policy
-        disable_sdk_retries = getattr(self.__wrapped__, "disable_sdk_retries", None)
-        if callable(disable_sdk_retries):
-            disable_sdk_retries()
 
     def process(
         self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Call the inner client, retrying transient failures; see the module docstring."""
-        call = functools.partial(self.__wrapped__.get_response, messages, options=options, output_type=output_type)
+        chat_options = ChatOptions.coerce(options)
+        if chat_options.sdk_max_retries is None:  # the SDK's own retries off for these calls only
+            chat_options = chat_options.replace(sdk_max_retries=0)
+        call = functools.partial(self.__wrapped__.get_response, messages, options=chat_options, output_type=output_type)
         if stream:
             retried = _RetriedStream(call, self._self_policy)
             return ResponseStream(retried.updates(), retried.final_response)
@@ -334,7 +342,7 @@ def with_retries(
     sleep: Sleep = anyio.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> RetryingChatClient:
-    """Wrap `client` in a `RetryingChatClient` (and turn its SDK's own retries off).
+    """Wrap `client` in a `RetryingChatClient` (its calls go out without the SDK's own retries).
 
     Example:
         client = with_retries(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), max_attempts=4, deadline=30)

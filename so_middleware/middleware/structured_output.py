@@ -17,12 +17,20 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, Generic, TypeVar
 
-from .._client import ChatClient, ChatStream, Feature, as_chat_client
-from .._delegating import DelegatingChatClient
-from .._exceptions import UserError
-from .._options import ChatOptions, OptionsInput
-from .._stream import ResponseStream
-from .._types import ChatResponse, MessageInput, as_messages
+from ..core import (
+    ChatClient,
+    ChatOptions,
+    ChatResponse,
+    ChatStream,
+    DelegatingChatClient,
+    Feature,
+    MessageInput,
+    OptionsInput,
+    ResponseStream,
+    UserError,
+    as_chat_client,
+    as_messages,
+)
 from ..schema import OutputSchema
 from ._run import INFO_KEY, Run
 from ._strategies import MODES, Mode

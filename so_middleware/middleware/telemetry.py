@@ -41,12 +41,22 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from .._client import ChatClient, ChatStream
-from .._delegating import DelegatingChatClient
-from .._exceptions import ContentFilterError, IncompleteOutputError, OutputError, RefusalError, UserError
-from .._options import ChatOptions, OptionsInput
-from .._stream import ResponseStream
-from .._types import ChatResponse, MessageInput
+from ..core import (
+    AgentSpans,
+    ChatClient,
+    ChatOptions,
+    ChatResponse,
+    ChatStream,
+    ContentFilterError,
+    DelegatingChatClient,
+    IncompleteOutputError,
+    MessageInput,
+    OptionsInput,
+    OutputError,
+    RefusalError,
+    ResponseStream,
+    UserError,
+)
 from . import _otel_names as names
 
 try:
@@ -83,7 +93,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class TelemetryChatClient(DelegatingChatClient):
+class TelemetryChatClient(DelegatingChatClient, AgentSpans):
     """Records each call as an OpenTelemetry GenAI `chat` span plus duration and token metrics.
 
     Example:
@@ -119,8 +129,13 @@ class TelemetryChatClient(DelegatingChatClient):
                 messages, options=options, stream=stream, output_type=output_type
             )
         call = functools.partial(self.__wrapped__.get_response, messages, options=options, output_type=output_type)
-        recorder = _ChatCall(instruments, self._request_attributes(options, stream, output_type), time.perf_counter(),
-                             time.time_ns(), self._self_capture_content)  # fmt: skip
+        recorder = _ChatCall(
+            instruments,
+            self._request_attributes(options, stream, output_type),
+            time.perf_counter(),
+            time.time_ns(),
+            self._self_capture_content,
+        )
         if self._self_capture_content:
             recorder.input_content(messages, options)
         if stream:
@@ -139,9 +154,12 @@ class TelemetryChatClient(DelegatingChatClient):
         if instruments is None:
             yield None
             return
-        attributes = {names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT, names.GEN_AI_AGENT_NAME: agent_name,
-                      names.GEN_AI_PROVIDER_NAME: self._provider_name(),
-                      names.GEN_AI_REQUEST_MODEL: model or getattr(self.__wrapped__, "model", None)}  # fmt: skip
+        attributes = {
+            names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
+            names.GEN_AI_AGENT_NAME: agent_name,
+            names.GEN_AI_PROVIDER_NAME: self._provider_name(),
+            names.GEN_AI_REQUEST_MODEL: model or getattr(self.__wrapped__, "model", None),
+        }
         name = f"{names.OPERATION_INVOKE_AGENT} {agent_name}" if agent_name else names.OPERATION_INVOKE_AGENT
         span = instruments.start_span(name, SpanKind.INTERNAL, attributes, None)
         with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
@@ -191,12 +209,24 @@ class _Instruments:
             version = None
         self.tracer = otel_trace.get_tracer("so_middleware", version, tracer_provider)
         meter = otel_metrics.get_meter("so_middleware", version or "", meter_provider)
-        self.duration = meter.create_histogram(names.METRIC_OPERATION_DURATION, "s", "GenAI operation duration",
-                                               explicit_bucket_boundaries_advisory=names.DURATION_BUCKETS)  # fmt: skip
-        self.tokens = meter.create_histogram(names.METRIC_TOKEN_USAGE, "{token}", "Number of input and output tokens used",
-                                             explicit_bucket_boundaries_advisory=names.TOKEN_BUCKETS)  # fmt: skip
-        self.first_chunk = meter.create_histogram(names.METRIC_TIME_TO_FIRST_CHUNK, "s", "Time to the first streamed chunk",
-                                                  explicit_bucket_boundaries_advisory=names.DURATION_BUCKETS)  # fmt: skip
+        self.duration = meter.create_histogram(
+            names.METRIC_OPERATION_DURATION,
+            "s",
+            "GenAI operation duration",
+            explicit_bucket_boundaries_advisory=names.DURATION_BUCKETS,
+        )
+        self.tokens = meter.create_histogram(
+            names.METRIC_TOKEN_USAGE,
+            "{token}",
+            "Number of input and output tokens used",
+            explicit_bucket_boundaries_advisory=names.TOKEN_BUCKETS,
+        )
+        self.first_chunk = meter.create_histogram(
+            names.METRIC_TIME_TO_FIRST_CHUNK,
+            "s",
+            "Time to the first streamed chunk",
+            explicit_bucket_boundaries_advisory=names.DURATION_BUCKETS,
+        )
 
     def start_span(self, name: str, kind: SpanKind, attributes: dict[str, Any], start_time: int | None) -> Span:
         try:
@@ -210,8 +240,14 @@ class _Instruments:
 class _ChatCall:
     """Per-call recording: one span, its attributes, and the metrics recorded when it ends."""
 
-    def __init__(self, instruments: _Instruments, attributes: dict[str, Any], started: float, started_ns: int,
-                 capture_content: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        instruments: _Instruments,
+        attributes: dict[str, Any],
+        started: float,
+        started_ns: int,
+        capture_content: bool,
+    ) -> None:
         self.instruments = instruments
         self.attributes = attributes
         self.started = started
@@ -363,8 +399,12 @@ def _structured_info(error: OutputError) -> dict[str, Any]:
 def _structured_attributes(info: Any) -> dict[str, Any]:
     if not isinstance(info, dict):
         return {}
-    values = {names.SO_SCHEMA_NAME: info.get("name"), names.SO_STRATEGY: info.get("strategy"),
-              names.SO_ATTEMPTS: info.get("attempts"), names.SO_OUTCOME: info.get("outcome")}  # fmt: skip
+    values = {
+        names.SO_SCHEMA_NAME: info.get("name"),
+        names.SO_STRATEGY: info.get("strategy"),
+        names.SO_ATTEMPTS: info.get("attempts"),
+        names.SO_OUTCOME: info.get("outcome"),
+    }
     return {
         key: value for key, value in values.items() if isinstance(value, (str, int)) and not isinstance(value, bool)
     }
@@ -378,5 +418,6 @@ def with_telemetry(
     Example:
         client = with_telemetry(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), tracer_provider=provider)
     """
-    return TelemetryChatClient(client, capture_content=capture_content, tracer_provider=tracer_provider,
-                               meter_provider=meter_provider)  # fmt: skip
+    return TelemetryChatClient(
+        client, capture_content=capture_content, tracer_provider=tracer_provider, meter_provider=meter_provider
+    )

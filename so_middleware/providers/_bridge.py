@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from .._exceptions import SOMiddlewareError, StreamInterruptedError
+from ..core import SOMiddlewareError, StreamInterruptedError
 
 __all__ = ["call_sdk", "close_sdk_stream", "interrupted", "is_stream_break", "iterate_sdk_stream"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._types import ChatMessage
+from ..core import ChatMessage
 
 __all__ = ["EchoFilter", "prefill_of", "strip_echo"]
 

@@ -1,7 +1,7 @@
 """`SDKChatClient`: what every adapter over an official SDK client shares.
 
-The SDK client, sync or async; the model; the capability profile; turning the SDK's own retries
-off for a retry layer; handing the SDK client out through `get_service`; the echoed prefill.
+The SDK client, sync or async; the model; the capability profile; the SDK client of one call
+(with the SDK's own retries as the call asks); handing the SDK client out through `get_service`; the echoed prefill.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import httpx2
 
-from .._client import BaseChatClient, Capabilities
-from .._exceptions import UserError
-from .._types import ChatMessage, ChatResponseUpdate
+from ..core import BaseChatClient, Capabilities, ChatMessage, ChatOptions, ChatResponseUpdate, UserError
 from ._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
 from ._discovery import PROBE_TIMEOUT, ServerInfo, identify_server, is_hosted, server_root
 from ._prefill import prefill_of
@@ -50,6 +48,7 @@ class SDKChatClient(BaseChatClient):
             accepted = " or ".join(f"{t.__module__.split('.')[0]}.{t.__name__}" for t in self.sdk_types)
             raise UserError(f"{type(self).__name__} needs an {accepted} client, not {type(sdk_client).__name__}")
         self.sdk_client = sdk_client
+        self._sdk_copy: tuple[Any, int, Any] | None = None  # (sdk_client, retries, its copy), made on need
         self.model = model
         self.base_url = self.sdk_base_url = str(self.sdk_client.base_url)
         self.capabilities = capabilities or self.default_profile(self.sdk_base_url, model)
@@ -95,9 +94,17 @@ class SDKChatClient(BaseChatClient):
         """True over an async SDK client (`AsyncOpenAI`, `AsyncAnthropic`)."""
         return isinstance(self.sdk_client, self.async_sdk_types)
 
-    def disable_sdk_retries(self) -> None:
-        """Let a retry layer above do the retrying: the SDK client gets `max_retries=0`."""
-        self.sdk_client = self.sdk_client.with_options(max_retries=0)
+    def sdk_for(self, options: ChatOptions) -> Any:
+        """The SDK client for one call: with `options.sdk_max_retries` set, a copy of it with that
+        many retries of its own (`with_options`, sharing the connection pool); `sdk_client` itself
+        never changes. A retry layer above asks for 0 this way."""
+        retries = options.sdk_max_retries
+        if retries is None or retries == getattr(self.sdk_client, "max_retries", None):
+            return self.sdk_client
+        made = self._sdk_copy
+        if made is None or made[0] is not self.sdk_client or made[1] != retries:
+            made = self._sdk_copy = (self.sdk_client, retries, self.sdk_client.with_options(max_retries=retries))
+        return made[2]
 
     def get_service(self, kind: type[K]) -> K | None:
         """This adapter, or its SDK client when `kind` is the SDK client's type."""

@@ -10,9 +10,13 @@ Example:
     schema.validate_json('{"response": [1]}')  # [1]
 """
 
+from ..core import register_text_parser
 from ._output_schema import OutputSchema
+from ._parse import parse_text
 from ._partial import PartialParser, TextPartialParser
 from ._profiles import SchemaProfile
 from ._shape import shape_hint
 
 __all__ = ["OutputSchema", "PartialParser", "SchemaProfile", "TextPartialParser", "shape_hint"]
+
+register_text_parser(parse_text)  # ChatResponse.parse reads text through the schema layer

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._exceptions import ModelBehaviorError
+from ..core import ModelBehaviorError
 
 __all__ = ["json_error", "truncate", "validation_error"]
 

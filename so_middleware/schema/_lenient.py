@@ -19,7 +19,7 @@ from typing import Any
 
 import json_repair
 
-from .._exceptions import ModelBehaviorError
+from ..core import ModelBehaviorError
 from ._validators import Validator
 
 __all__ = ["json_spans", "lenient_validate"]

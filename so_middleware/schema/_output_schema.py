@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from .._exceptions import ModelBehaviorError, UserError
+from ..core import ModelBehaviorError, UserError
 from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser
 from ._plan import EnvelopePlan, Plan, plan_for

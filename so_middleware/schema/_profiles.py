@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Literal, get_args
 
-from .._exceptions import UserError
+from ..core import UserError
 from ._limits import anthropic_limit_problems, openai_limit_problems
 from ._transform import Problem, ProfileRules, transform_schema
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._exceptions import UserError
+from ..core import UserError
 
 __all__ = [
     "MAX_SCHEMA_DEPTH",

@@ -13,7 +13,7 @@ import typing
 from collections.abc import Hashable
 from typing import Any
 
-from .._exceptions import UserError
+from ..core import UserError
 
 __all__ = [
     "cache_key",

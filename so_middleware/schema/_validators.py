@@ -15,7 +15,7 @@ import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from .._exceptions import UserError
+from ..core import UserError
 from ._errors import from_errors, json_error, validation_error
 from ._schema_tools import WRAPPER_KEY
 

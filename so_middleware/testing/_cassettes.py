@@ -15,13 +15,25 @@ from urllib.parse import urlsplit, urlunsplit
 __all__ = ["SCRUBBED_REQUEST_HEADERS", "SCRUBBED_RESPONSE_HEADERS", "recorder"]
 
 SCRUBBED_REQUEST_HEADERS = [
-    "authorization", "x-api-key", "api-key", "openai-organization", "openai-project",
-    "anthropic-workspace-id", "anthropic-user-profile-id", "cookie",
-]  # fmt: skip
+    "authorization",
+    "x-api-key",
+    "api-key",
+    "openai-organization",
+    "openai-project",
+    "anthropic-workspace-id",
+    "anthropic-user-profile-id",
+    "cookie",
+]
 SCRUBBED_RESPONSE_HEADERS = (
-    "set-cookie", "openai-organization", "openai-project", "anthropic-organization-id", "request-id",
-    "x-request-id", "cf-ray", "openai-processing-ms",
-)  # fmt: skip
+    "set-cookie",
+    "openai-organization",
+    "openai-project",
+    "anthropic-organization-id",
+    "request-id",
+    "x-request-id",
+    "cf-ray",
+    "openai-processing-ms",
+)
 _VOLATILE_PREFIXES = ("x-stainless-", "user-agent", "x-ratelimit-", "anthropic-ratelimit-")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 

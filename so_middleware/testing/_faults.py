@@ -41,8 +41,13 @@ class Fault:
     cut_after: int | None = None  # sse: close the connection after this many events
 
 
-def status(code: int, *, headers: Mapping[str, str] | None = None, error_type: str = "server_error",
-           message: str = "scripted failure") -> Fault:  # fmt: skip
+def status(
+    code: int,
+    *,
+    headers: Mapping[str, str] | None = None,
+    error_type: str = "server_error",
+    message: str = "scripted failure",
+) -> Fault:
     """An error response with an OpenAI-shaped error body, e.g. `status(429, headers={"retry-after": "1"})`."""
     body = {"error": {"message": message, "type": error_type, "param": None, "code": None}}
     return Fault("status", code, dict(headers or {}), body)
@@ -56,10 +61,13 @@ def reset() -> Fault:
 def completion(text: str = "Hello", *, model: str = "m", finish_reason: str = "stop") -> Fault:
     """A valid Chat Completions JSON response carrying `text`."""
     body = {
-        "id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": model,
+        "id": "chatcmpl-fault",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }  # fmt: skip
+    }
     return Fault("json", body=body)
 
 
@@ -68,8 +76,14 @@ def stream(text: str = "Hello world", *, chunk_size: int = 4, model: str = "m", 
 
     def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> dict[str, Any]:
         choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
-        return {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": 0, "model": model,
-                "choices": choices, "usage": usage}  # fmt: skip
+        return {
+            "id": "chatcmpl-fault",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": choices,
+            "usage": usage,
+        }
 
     pieces = [text[i : i + chunk_size] for i in range(0, len(text), chunk_size)]
     events: list[Any] = [chunk({"role": "assistant", "content": piece}) for piece in pieces]

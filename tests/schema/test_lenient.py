@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from so_middleware._exceptions import ModelBehaviorError
+from so_middleware import ModelBehaviorError
 from so_middleware.schema import OutputSchema
 
 

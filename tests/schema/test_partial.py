@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, field_validator
 from typing_extensions import TypedDict
 
-from so_middleware._exceptions import ModelBehaviorError
+from so_middleware import ModelBehaviorError
 from so_middleware.schema import OutputSchema, PartialParser
 
 

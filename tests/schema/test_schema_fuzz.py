@@ -9,11 +9,11 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, create_model
 
-from so_middleware._exceptions import ModelBehaviorError
+from so_middleware import ModelBehaviorError
 from so_middleware.schema import OutputSchema
 
 Checker = Callable[[dict[str, Any]], None]
@@ -59,6 +59,7 @@ def test_generated_types_round_trip(
     data: st.DataObject, type_and_values: TypeAndValues, check_openai_strict: Checker
 ) -> None:
     output_type, values = type_and_values
+    assume(output_type is not str)  # a bare str is plain text, not JSON: no schema to round-trip
     schema = OutputSchema(output_type)
     check_openai_strict(schema.json_schema())
     value = data.draw(values)

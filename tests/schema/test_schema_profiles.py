@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from so_middleware._exceptions import UserError
+from so_middleware import UserError
 from so_middleware.schema import OutputSchema
 
 Checker = Callable[[dict[str, Any]], None]

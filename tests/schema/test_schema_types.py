@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
-from so_middleware._exceptions import ModelBehaviorError, UserError
+from so_middleware import ModelBehaviorError, UserError
 from so_middleware.schema import OutputSchema
 
 Checker = Callable[[dict[str, Any]], None]

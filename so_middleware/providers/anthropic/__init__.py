@@ -12,7 +12,7 @@ except ImportError as error:  # pragma: no cover - exercised by the import-witho
 
 from typing import Any
 
-from ..._client import ChatClient
+from ...core import ChatClient, register_provider
 from .._discovery import ServerInfo, reset_discovery
 from ._messages import DEFAULT_MAX_TOKENS, AnthropicChatClient
 from ._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES, profile_for, server_profile
@@ -37,3 +37,6 @@ def adapter_for(sdk_client: Any, *, model: str | None = None, **options: Any) ->
     Example: `adapter_for(AsyncAnthropic(), model="claude-haiku-4-5", max_tokens=2048)`.
     """
     return AnthropicChatClient(sdk_client, model, **options)
+
+
+register_provider("anthropic", adapter_for)  # as_chat_client wraps raw anthropic SDK clients with it

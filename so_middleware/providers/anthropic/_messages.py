@@ -25,10 +25,7 @@ from typing import Any, ClassVar
 
 import anthropic
 
-from ..._client import Capabilities
-from ..._exceptions import UserError
-from ..._options import ChatOptions
-from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._sdk_client import SDKChatClient
@@ -87,14 +84,14 @@ class AnthropicChatClient(SDKChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
-        message = await call_sdk(self.is_async, self.sdk_client.messages.create, **request)
+        message = await call_sdk(self.is_async, self.sdk_for(options).messages.create, **request)
         return message_to_chat(message, prefill=self.echoed_prefill(messages))
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
-        stream = await call_sdk(self.is_async, self.sdk_client.messages.create, **request, stream=True)
+        stream = await call_sdk(self.is_async, self.sdk_for(options).messages.create, **request, stream=True)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
         events = self.read_events(stream, reader, ending="message_stop")
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once

@@ -32,21 +32,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..._exceptions import UserError
-from ..._options import ChatOptions, ForcedTool, FunctionTool
-from ..._types import (
+from ...core import (
     ChatMessage,
+    ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
     Content,
     DataContent,
     FinishReason,
+    ForcedTool,
     FunctionCallContent,
     FunctionResultContent,
+    FunctionTool,
     ReasoningContent,
     RefusalContent,
     TextContent,
     UsageDetails,
+    UserError,
 )
 from .._prefill import EchoFilter, prefill_of, strip_echo
 
@@ -198,12 +200,6 @@ def _tool_to_wire(tool: FunctionTool | Mapping[str, Any]) -> dict[str, Any]:
         wire["strict"] = tool.strict
     return wire
 
-    # ---------------------------------------------------------------- prefill echo
-
-    def flush(self) -> str:
-        rest, self.pending, self.buffer = self.buffer, "", ""
-        return rest
-
 
 # ---------------------------------------------------------------- responses
 
@@ -297,9 +293,12 @@ class StreamReader:
         if kind == "message_start":
             message = event.message
             return ChatResponseUpdate(
-                role="assistant", usage=usage_from(getattr(message, "usage", None), part="input"),
-                response_id=getattr(message, "id", None), model_id=getattr(message, "model", None), raw_representation=event,
-            )  # fmt: skip
+                role="assistant",
+                usage=usage_from(getattr(message, "usage", None), part="input"),
+                response_id=getattr(message, "id", None),
+                model_id=getattr(message, "model", None),
+                raw_representation=event,
+            )
         if kind == "content_block_start":
             block = event.content_block
             if block.type == "tool_use":
@@ -325,9 +324,12 @@ class StreamReader:
             if refusal is not None:
                 contents.append(refusal)
             return ChatResponseUpdate(
-                contents, role="assistant", usage=usage_from(getattr(event, "usage", None), part="output"),
-                finish_reason=finish_reason(getattr(event.delta, "stop_reason", None)), raw_representation=event,
-            )  # fmt: skip
+                contents,
+                role="assistant",
+                usage=usage_from(getattr(event, "usage", None), part="output"),
+                finish_reason=finish_reason(getattr(event.delta, "stop_reason", None)),
+                raw_representation=event,
+            )
         elif kind == "message_stop":
             self.finished = True
         if not contents:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..._client import Capabilities
+from ...core import Capabilities
 from .._discovery import ServerInfo
 
 __all__ = ["ANTHROPIC_API", "ANTHROPIC_COMPATIBLE", "LLAMA_SERVER_MESSAGES", "profile_for", "server_profile"]

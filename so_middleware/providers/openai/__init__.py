@@ -10,8 +10,7 @@ except ImportError as error:  # pragma: no cover - exercised by the import-witho
 
 from typing import Any
 
-from ..._client import ChatClient
-from ..._exceptions import UserError
+from ...core import ChatClient, UserError, register_provider
 from .._discovery import ServerInfo, reset_discovery
 from ._chat import OpenAIChatClient
 from ._profiles import (
@@ -60,3 +59,6 @@ def adapter_for(sdk_client: Any, *, model: str | None = None, api: str = "chat",
     if api == "responses":
         return OpenAIResponsesClient(sdk_client, model, **options)
     raise UserError(f"unknown OpenAI api {api!r}; expected 'chat' or 'responses'")
+
+
+register_provider("openai", adapter_for)  # as_chat_client wraps raw openai SDK clients with it

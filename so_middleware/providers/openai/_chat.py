@@ -6,19 +6,17 @@ buffer on every chunk; validation and partial parsing are the structured-output 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import openai
 
-from ..._client import Capabilities
-from ..._options import ChatOptions
-from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate, FinishReason, TextContent
-from .._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
+from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
+from .._bridge import call_sdk
 from .._discovery import ServerInfo
-from .._prefill import EchoFilter
 from .._sdk_client import SDKChatClient
-from ._chat_wire import build_request, chunk_to_update, completion_to_response
+from ._chat_wire import ChunkReader, build_request, completion_to_response
 from ._profiles import profile_for, server_profile
 
 __all__ = ["OpenAIChatClient"]
@@ -70,7 +68,7 @@ class OpenAIChatClient(SDKChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
-        completion = await call_sdk(self.is_async, self.sdk_client.chat.completions.create, **request)
+        completion = await call_sdk(self.is_async, self.sdk_for(options).chat.completions.create, **request)
         return completion_to_response(completion, prefill=self.echoed_prefill(messages))
 
     async def _stream(
@@ -79,54 +77,16 @@ class OpenAIChatClient(SDKChatClient):
         request = self.request_for(messages, options)
         stream = await call_sdk(
             self.is_async,
-            self.sdk_client.chat.completions.create,
+            self.sdk_for(options).chat.completions.create,
             **request,
             stream=True,
             stream_options={"include_usage": True},
         )
-        call_ids: dict[int, str] = {}
-        echo = EchoFilter(self.echoed_prefill(messages))
-        text: list[str] = []
-        updates = 0
-        finished = refused = False
-        try:
-            try:
-                async for chunk in iterate_sdk_stream(self.is_async, stream):
-                    update = chunk_to_update(chunk, call_ids)
-                    if echo.pending:
-                        update.contents = _without_echo(update.contents, echo)
-                    refused = refused or any(c.type == "refusal" for c in update.contents)
-                    if update.finish_reason is not None:
-                        finished = True
-                        if refused and update.finish_reason == FinishReason.STOP:
-                            update.finish_reason = FinishReason.REFUSAL
-                    text.extend(c.text for c in update.contents if isinstance(c, TextContent))
-                    updates += 1
-                    yield update
-            except Exception as error:
-                if not is_stream_break(error):
-                    raise
-                raise interrupted(error, "".join(text), updates) from error
-            held = echo.flush()  # text held back as possible echo when the stream ended
-            if held:
-                text.append(held)
-                yield ChatResponseUpdate([TextContent(held)], role="assistant")
-            if not finished:
-                raise interrupted(EOFError("the event stream ended without a finish reason"), "".join(text), updates)
-        finally:
-            await close_sdk_stream(self.is_async, stream)
+        events = self.read_events(stream, ChunkReader(self.echoed_prefill(messages)), ending="a finish reason")
+        async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
+            async for update in events:
+                yield update
 
     def __repr__(self) -> str:
         kind = "AsyncOpenAI" if self.is_async else "OpenAI"
         return f"OpenAIChatClient({kind}(base_url={self.base_url!r}), model={self.model!r})"
-
-
-def _without_echo(contents: list[Any], echo: EchoFilter) -> list[Any]:
-    kept: list[Any] = []
-    for content in contents:
-        if isinstance(content, TextContent):
-            content = TextContent(echo.feed(content.text))
-            if not content.text:
-                continue
-        kept.append(content)
-    return kept

@@ -8,27 +8,30 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..._exceptions import UserError
-from ..._options import ChatOptions, ForcedTool, FunctionTool
-from ..._types import (
+from ...core import (
     ChatMessage,
+    ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
     Content,
     DataContent,
     FinishReason,
+    ForcedTool,
     FunctionCallContent,
     FunctionResultContent,
+    FunctionTool,
     ReasoningContent,
     RefusalContent,
     TextContent,
     UsageDetails,
+    UserError,
 )
-from .._prefill import strip_echo
+from .._prefill import EchoFilter, strip_echo
 
-__all__ = ["build_request", "chunk_to_update", "completion_to_response", "finish_reason", "usage_from"]
+__all__ = ["ChunkReader", "build_request", "chunk_to_update", "completion_to_response", "finish_reason", "usage_from"]
 
 _FINISH_REASONS = {
     "stop": FinishReason.STOP,
@@ -233,3 +236,49 @@ def chunk_to_update(chunk: Any, call_ids: dict[int, str]) -> ChatResponseUpdate[
         model_id=chunk.model,
         raw_representation=chunk,
     )
+
+
+@dataclass
+class ChunkReader:
+    """Reads a Chat Completions chunk stream for `SDKChatClient.read_events`.
+
+    `read(chunk)` returns an update; `finished` turns True on the chunk with a finish reason. An
+    echoed `prefill` is removed (text held back while it could be echo comes out with the
+    finishing chunk), and a refusal turns a `stop` finish into `refusal`.
+    """
+
+    prefill: str = ""
+    text: list[str] = field(default_factory=list)
+    finished: bool = False
+    _call_ids: dict[int, str] = field(default_factory=dict)
+    _refused: bool = False
+    _echo: EchoFilter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._echo = EchoFilter(self.prefill)
+
+    def read(self, chunk: Any) -> ChatResponseUpdate[Any]:
+        update = chunk_to_update(chunk, self._call_ids)
+        if self._echo.pending:
+            update.contents = self._without_echo(update.contents)
+        self._refused = self._refused or any(isinstance(c, RefusalContent) for c in update.contents)
+        if update.finish_reason is not None:
+            self.finished = True
+            held = self._echo.flush()  # text held back as possible echo when the answer ended
+            if held:
+                update.contents.insert(0, TextContent(held))
+                update.role = "assistant"
+            if self._refused and update.finish_reason == FinishReason.STOP:
+                update.finish_reason = FinishReason.REFUSAL
+        self.text.extend(c.text for c in update.contents if isinstance(c, TextContent))
+        return update
+
+    def _without_echo(self, contents: list[Content]) -> list[Content]:
+        kept: list[Content] = []
+        for content in contents:
+            if isinstance(content, TextContent):
+                content = TextContent(self._echo.feed(content.text))
+                if not content.text:
+                    continue
+            kept.append(content)
+        return kept

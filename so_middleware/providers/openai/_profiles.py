@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..._client import Capabilities
+from ...core import Capabilities
 from .._discovery import ServerInfo
 
 __all__ = [

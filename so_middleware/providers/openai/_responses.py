@@ -19,9 +19,7 @@ from typing import Any, ClassVar
 import httpx2
 import openai
 
-from ..._client import Capabilities
-from ..._options import ChatOptions
-from ..._types import ChatMessage, ChatResponse, ChatResponseUpdate
+from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._sdk_client import SDKChatClient
@@ -80,7 +78,7 @@ class OpenAIResponsesClient(SDKChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
-        response = await call_sdk(self.is_async, self.sdk_client.responses.create, **request)
+        response = await call_sdk(self.is_async, self.sdk_for(options).responses.create, **request)
         failure = failure_message(response)
         if failure:
             raise openai.APIError(
@@ -92,7 +90,7 @@ class OpenAIResponsesClient(SDKChatClient):
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
-        stream = await call_sdk(self.is_async, self.sdk_client.responses.create, **request, stream=True)
+        stream = await call_sdk(self.is_async, self.sdk_for(options).responses.create, **request, stream=True)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
         events = self.read_events(
             stream, reader, ending="response.completed or response.incomplete", failures=(StreamFailed,)

@@ -25,22 +25,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..._client import Capabilities
-from ..._exceptions import UserError
-from ..._options import ChatOptions, ForcedTool, FunctionTool
-from ..._types import (
+from ...core import (
+    Capabilities,
     ChatMessage,
+    ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
     Content,
     DataContent,
     FinishReason,
+    ForcedTool,
     FunctionCallContent,
     FunctionResultContent,
+    FunctionTool,
     ReasoningContent,
     RefusalContent,
     TextContent,
     UsageDetails,
+    UserError,
 )
 from .._prefill import EchoFilter, prefill_of, strip_echo
 
@@ -186,12 +188,6 @@ def _part_to_wire(content: Content) -> dict[str, Any]:
 def _data_uri(content: DataContent) -> str:
     raw = content.data.encode() if isinstance(content.data, str) else content.data
     return f"data:{content.media_type};base64,{base64.b64encode(raw).decode()}"
-
-    # ---------------------------------------------------------------- prefill echo
-
-    def flush(self) -> str:
-        rest, self.pending, self.buffer = self.buffer, "", ""
-        return rest
 
 
 # ---------------------------------------------------------------- responses
@@ -352,9 +348,11 @@ class StreamReader:
         elif kind == "response.created":
             response = event.response
             return ChatResponseUpdate(
-                role="assistant", response_id=getattr(response, "id", None), model_id=getattr(response, "model", None),
+                role="assistant",
+                response_id=getattr(response, "id", None),
+                model_id=getattr(response, "model", None),
                 raw_representation=event,
-            )  # fmt: skip
+            )
         if not contents:
             return None
         self.text.extend(c.text for c in contents if isinstance(c, TextContent))

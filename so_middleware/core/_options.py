@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, TypeVar
 
 from ._exceptions import UserError
 from ._formats import ResponseFormat
@@ -45,7 +45,7 @@ class ForcedTool:
     name: str
 
 
-ToolChoice = Union[Literal["auto", "none", "required"], ForcedTool]
+ToolChoice = Literal["auto", "none", "required"] | ForcedTool
 _TOOL_CHOICE_MODES = ("auto", "none", "required")
 
 
@@ -54,6 +54,7 @@ class ChatOptions:
     """Options of one model call. Build from a dict with `ChatOptions.coerce(...)`.
 
     Unknown keys raise `UserError`: put provider-specific request fields in `extra_body`.
+    `sdk_max_retries` sets the SDK client's own retries for this call only (a retry layer sends 0).
     `tools` hold `FunctionTool`s or provider-shaped dicts (passed on as given); `response_format`
     a `ResponseFormat` or a wire dict (Chat Completions or Responses spelling).
     """
@@ -70,6 +71,7 @@ class ChatOptions:
     response_format: ResponseFormat | None = None
     additional_properties: Mapping[str, Any] = field(default_factory=dict)
     extra_body: Mapping[str, Any] | None = None
+    sdk_max_retries: int | None = None  # the SDK's own retries for this call (None: the SDK client's setting)
 
     @classmethod
     def coerce(cls, options: OptionsInput) -> ChatOptions:
@@ -137,7 +139,7 @@ class ChatOptions:
         return ChatOptions(**values, additional_properties=props)
 
 
-OptionsInput = Union[ChatOptions, Mapping[str, Any], None]
+OptionsInput = ChatOptions | Mapping[str, Any] | None
 
 
 def find_feature(options: OptionsInput, kind: type[F]) -> F | None:

@@ -1,30 +1,25 @@
-"""The `ChatClient` protocol, capability profiles, and the base of every provider adapter."""
+"""The `ChatClient` protocol, the base of every provider adapter, and `as_chat_client`."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, Union, overload, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, overload, runtime_checkable
 
+from ._capabilities import Capabilities
 from ._exceptions import UserError
+from ._messages import ChatMessage, MessageInput, as_messages
 from ._options import ChatOptions, OptionsInput
+from ._registry import adapter_factory
+from ._responses import ChatResponse, ChatResponseUpdate
 from ._stream import ResponseStream
-from ._sync import run_sync
-from ._types import ChatMessage, ChatResponse, ChatResponseUpdate, MessageInput, as_messages
+from ._sync import SyncResponseStream, run_sync, sync_stream
 
-__all__ = [
-    "BaseChatClient",
-    "Capabilities",
-    "ChatClient",
-    "ChatStream",
-    "Feature",
-    "as_chat_client",
-]
+__all__ = ["BaseChatClient", "ChatClient", "ChatStream", "SyncChatStream", "as_chat_client"]
 
 K = TypeVar("K")
 
 ChatStream = ResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]]
-SchemaProfileName = Literal["openai-strict", "anthropic", "json-schema"]
+SyncChatStream = SyncResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]]
 
 
 @runtime_checkable
@@ -56,41 +51,6 @@ class ChatClient(Protocol):
     ) -> Awaitable[ChatResponse[Any]] | ChatStream: ...
 
 
-class Feature:
-    """Base for feature objects travelling in `options["features"]`.
-
-    `handled_by` names the factory of the layer that must consume the feature; an adapter that
-    receives such a feature unconsumed raises `UserError` instead of silently ignoring it.
-    Features that need no layer leave it `None`. Any object can be a feature; this base only
-    adds that check.
-    """
-
-    handled_by: ClassVar[str | None] = None
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a backend honours, so strategies are chosen by facts, not by provider names.
-
-    Override per client: `OpenAIChatClient(sdk, model, capabilities=LLAMA_SERVER.replace(...))`.
-    """
-
-    name: str = "generic"
-    native_json_schema: bool = False  # the schema is enforced (constrained decoding)
-    json_object: bool = False  # JSON mode is enforced
-    tools: bool = False  # function tools are supported
-    forced_tool_choice: bool = False  # tool_choice naming one tool is honoured
-    strict_tools: bool = False  # tool arguments are schema-enforced
-    assistant_prefill: bool = False  # a trailing assistant message is continued
-    prefill_echoed: bool = False  # ... and its text is echoed back at the start of the answer
-    response_format_passthrough: bool = False  # Responses route honours a Chat Completions response_format key
-    schema_profile: SchemaProfileName = "json-schema"
-
-    def replace(self, **changes: Any) -> Capabilities:
-        """A copy with some flags changed."""
-        return replace(self, **changes)
-
-
 class BaseChatClient:
     """Base of the provider adapters: normalises input once and dispatches to two hooks.
 
@@ -115,13 +75,6 @@ class BaseChatClient:
         Example: `profile = await client.discover_capabilities()`.
         """
         return self.capabilities
-
-    def disable_sdk_retries(self) -> None:
-        """Turn off the SDK's own retries (a retry layer above does them instead).
-
-        Adapters over an SDK client replace it with `sdk.with_options(max_retries=0)`.
-        """
-        return
 
     @overload
     def get_response(
@@ -169,10 +122,30 @@ class BaseChatClient:
         async for update in self._stream(messages, options):
             yield update
 
+    @overload
     def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, output_type: Any = None
-    ) -> ChatResponse[Any]:
-        """Blocking `get_response` for scripts. Raises `UserError` inside a running event loop."""
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: Any = None,
+    ) -> ChatResponse[Any]: ...
+
+    @overload
+    def get_response_sync(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+    ) -> SyncChatStream: ...
+
+    def get_response_sync(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+    ) -> ChatResponse[Any] | SyncChatStream:
+        """Blocking `get_response` for scripts; with `stream=True` a `SyncResponseStream` to iterate
+        with `for`. Raises `UserError` inside a running event loop."""
+        if stream:
+            return sync_stream(
+                lambda: self.get_response(messages, options=options, stream=True, output_type=output_type)
+            )
         return run_sync(lambda: self.get_response(messages, options=options, output_type=output_type))
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
@@ -208,7 +181,7 @@ def _reject_unhandled_features(options: ChatOptions) -> None:
             )
 
 
-ClientInput = Union[ChatClient, Any]
+ClientInput = ChatClient | Any
 
 
 def as_chat_client(client: ClientInput, **adapter_options: Any) -> ChatClient:
@@ -220,16 +193,9 @@ def as_chat_client(client: ClientInput, **adapter_options: Any) -> ChatClient:
     """
     if isinstance(client, ChatClient) and not adapter_options:
         return client
-    module = type(client).__module__.split(".")[0]
-    # Provider packages sit above core and import their SDK; they are loaded only when needed.
-    if module == "openai":
-        from .providers.openai import adapter_for
-
-        return adapter_for(client, **adapter_options)
-    if module == "anthropic":
-        from .providers.anthropic import adapter_for as anthropic_adapter_for
-
-        return anthropic_adapter_for(client, **adapter_options)
+    factory = adapter_factory(client)
+    if factory is not None:
+        return factory(client, **adapter_options)  # type: ignore[no-any-return]
     if isinstance(client, ChatClient):
         raise UserError(
             f"{type(client).__name__} is already a ChatClient; adapter options {sorted(adapter_options)} do not apply"

@@ -21,10 +21,10 @@ Transport errors (rate limits, timeouts, connection errors) are the SDK's own ex
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ._types import Attempt, UsageDetails
+from ._attempts import Attempt
+from ._usage import UsageDetails
 
 __all__ = [
     "ContentFilterError",

@@ -1,0 +1,101 @@
+"""The core: the types, the client protocol and the layer base every other layer builds on.
+
+It imports nothing above it (no schema, provider, middleware or agent module) and no SDK. The
+other layers import from `so_middleware.core`; its module files are private.
+"""
+
+from ._attempts import Attempt
+from ._capabilities import Capabilities, SchemaProfileName
+from ._client import BaseChatClient, ChatClient, ChatStream, ClientInput, SyncChatStream, as_chat_client
+from ._contents import (
+    Content,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    ReasoningContent,
+    RefusalContent,
+    TextContent,
+)
+from ._delegating import DelegatingChatClient, chain
+from ._exceptions import (
+    ContentFilterError,
+    IncompleteOutputError,
+    LocalServerError,
+    ModelBehaviorError,
+    OutputError,
+    RefusalError,
+    SOMiddlewareError,
+    StreamConsumedError,
+    StreamInterruptedError,
+    UserError,
+)
+from ._features import Feature
+from ._formats import ResponseFormat, chat_format_to_responses, responses_format_to_chat
+from ._messages import ChatMessage, MessageInput, Role, as_messages
+from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
+from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
+from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
+from ._spans import AgentSpans
+from ._stream import ResponseStream
+from ._sync import SyncResponseStream, run_sync, sync_stream
+from ._usage import FinishReason, UsageDetails
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "FEATURES_KEY",
+    "AdapterFactory",
+    "AgentSpans",
+    "Attempt",
+    "BaseChatClient",
+    "Capabilities",
+    "ChatClient",
+    "ChatMessage",
+    "ChatOptions",
+    "ChatResponse",
+    "ChatResponseUpdate",
+    "ChatStream",
+    "ClientInput",
+    "Content",
+    "ContentFilterError",
+    "DataContent",
+    "DelegatingChatClient",
+    "Feature",
+    "FinishReason",
+    "ForcedTool",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "FunctionTool",
+    "IncompleteOutputError",
+    "LocalServerError",
+    "MessageInput",
+    "ModelBehaviorError",
+    "OptionsInput",
+    "OutputError",
+    "ReasoningContent",
+    "RefusalContent",
+    "RefusalError",
+    "ResponseFormat",
+    "ResponseStream",
+    "Role",
+    "SOMiddlewareError",
+    "SchemaProfileName",
+    "StreamConsumedError",
+    "StreamInterruptedError",
+    "SyncChatStream",
+    "SyncResponseStream",
+    "TextContent",
+    "TextParser",
+    "ToolChoice",
+    "UsageDetails",
+    "UserError",
+    "as_chat_client",
+    "as_messages",
+    "chain",
+    "chat_format_to_responses",
+    "find_feature",
+    "register_provider",
+    "register_text_parser",
+    "responses_format_to_chat",
+    "run_sync",
+    "sync_stream",
+]

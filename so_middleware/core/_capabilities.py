@@ -1,0 +1,33 @@
+"""`Capabilities`: what a backend honours, as facts the strategies choose by. A leaf module."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+__all__ = ["Capabilities", "SchemaProfileName"]
+
+SchemaProfileName = Literal["openai-strict", "anthropic", "json-schema"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend honours, so strategies are chosen by facts, not by provider names.
+
+    Override per client: `OpenAIChatClient(sdk, model, capabilities=LLAMA_SERVER.replace(...))`.
+    """
+
+    name: str = "generic"
+    native_json_schema: bool = False  # the schema is enforced (constrained decoding)
+    json_object: bool = False  # JSON mode is enforced
+    tools: bool = False  # function tools are supported
+    forced_tool_choice: bool = False  # tool_choice naming one tool is honoured
+    strict_tools: bool = False  # tool arguments are schema-enforced
+    assistant_prefill: bool = False  # a trailing assistant message is continued
+    prefill_echoed: bool = False  # ... and its text is echoed back at the start of the answer
+    response_format_passthrough: bool = False  # Responses route honours a Chat Completions response_format key
+    schema_profile: SchemaProfileName = "json-schema"
+
+    def replace(self, **changes: Any) -> Capabilities:
+        """A copy with some flags changed."""
+        return replace(self, **changes)

@@ -1,0 +1,94 @@
+"""Chat messages (a role and typed contents) and `as_messages`, which normalises message input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._contents import Content, FunctionCallContent, RefusalContent, TextContent
+from ._exceptions import UserError
+
+__all__ = ["ChatMessage", "MessageInput", "Role", "as_messages"]
+
+Role = Literal["system", "user", "assistant", "tool"]
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass
+class ChatMessage:
+    """One chat message: a role and a list of typed contents.
+
+    Example: `ChatMessage("user", "Who is John?")` or
+    `ChatMessage("assistant", [TextContent("Hi"), FunctionCallContent("c1", "lookup", "{}")])`.
+    """
+
+    role: Role
+    contents: list[Content] = field(default_factory=list)
+    author_name: str | None = None
+    raw_representation: Any = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self,
+        role: Role,
+        contents: str | Content | Sequence[Content] | None = None,
+        *,
+        author_name: str | None = None,
+        raw_representation: Any = None,
+    ) -> None:
+        if role not in _ROLES:
+            raise UserError(f"unknown message role {role!r}; expected one of {', '.join(_ROLES)}")
+        self.role = role
+        if contents is None:
+            self.contents = []
+        elif isinstance(contents, str):
+            self.contents = [TextContent(contents)]
+        elif isinstance(contents, Sequence):
+            self.contents = [c for c in contents if not isinstance(c, str)]
+            if len(self.contents) != len(contents):
+                raise UserError("message contents must be content objects; pass a plain str for text")
+        else:
+            self.contents = [contents]
+        self.author_name = author_name
+        self.raw_representation = raw_representation
+
+    @property
+    def text(self) -> str:
+        """The concatenated text contents (no reasoning, tool calls or refusals)."""
+        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+
+    @property
+    def refusal(self) -> str | None:
+        """The refusal text, when the message holds one."""
+        parts = [c.refusal for c in self.contents if isinstance(c, RefusalContent)]
+        return "".join(parts) if parts else None
+
+    @property
+    def function_calls(self) -> list[FunctionCallContent]:
+        """The tool calls in this message."""
+        return [c for c in self.contents if isinstance(c, FunctionCallContent)]
+
+
+MessageInput = str | ChatMessage | Sequence[str | ChatMessage]
+
+
+def as_messages(messages: MessageInput | None) -> list[ChatMessage]:
+    """Normalise a string, a message or a sequence of either into a new list of messages.
+
+    Strings become user messages. The caller's message objects are reused, never changed.
+    """
+    if messages is None:
+        return []
+    if isinstance(messages, (str, ChatMessage)):
+        messages = [messages]
+    if not isinstance(messages, Iterable):
+        raise UserError(f"messages must be a str, a ChatMessage or a sequence of them, not {type(messages).__name__}")
+    result: list[ChatMessage] = []
+    for item in messages:
+        if isinstance(item, str):
+            result.append(ChatMessage("user", item))
+        elif isinstance(item, ChatMessage):
+            result.append(item)
+        else:
+            raise UserError(f"a message must be a str or a ChatMessage, not {type(item).__name__}")
+    return result
