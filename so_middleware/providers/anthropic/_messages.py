@@ -29,7 +29,8 @@ from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatRe
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._sdk_client import SDKChatClient
-from ._messages_wire import StreamReader, build_request, message_to_chat
+from ._messages_stream import StreamReader
+from ._messages_wire import build_request, message_to_chat
 from ._profiles import profile_for, server_profile
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatClient"]

@@ -24,13 +24,8 @@ from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._sdk_client import SDKChatClient
 from ._profiles import profile_for, server_profile
-from ._responses_wire import (
-    StreamFailed,
-    StreamReader,
-    build_request,
-    failure_message,
-    response_to_chat,
-)
+from ._responses_stream import StreamFailed, StreamReader
+from ._responses_wire import build_request, failure_message, response_to_chat
 
 __all__ = ["OpenAIResponsesClient"]
 
