@@ -93,7 +93,9 @@ async def test_rate_limit_server_errors_and_a_reset_are_retried(
     streaming: bool, serve: Any, async_sdk: Any, waits: Waits
 ) -> None:
     server = serve([status(429, headers={"retry-after": "2"}), status(500), reset(), answer(streaming)])
-    client = with_retries(OpenAIChatClient(async_sdk(server), model="m"), max_attempts=4, base_delay=0.1, sleep=waits)
+    client = with_retries(
+        OpenAIChatClient(async_sdk(server), model="m", discover=False), max_attempts=4, base_delay=0.1, sleep=waits
+    )
 
     response = await call(client, streaming)
 
@@ -111,7 +113,7 @@ async def test_sdk_retries_are_off_the_server_sees_exactly_max_attempts(
     streaming: bool, serve: Any, async_sdk: Any, waits: Waits
 ) -> None:
     server = serve([status(503)])
-    client = with_retries(OpenAIChatClient(async_sdk(server), model="m"), max_attempts=3, sleep=waits)
+    client = with_retries(OpenAIChatClient(async_sdk(server), model="m", discover=False), max_attempts=3, sleep=waits)
 
     with pytest.raises(openai.InternalServerError):
         await call(client, streaming)
@@ -128,7 +130,7 @@ async def test_the_retry_layer_leaves_the_callers_adapter_and_sdk_client_unchang
     SDK client, called directly, still retry by themselves (a layer never mutates what it wraps)."""
     server = serve([status(503, headers={"retry-after-ms": "1"})])
     sdk = async_sdk(server)
-    adapter = OpenAIChatClient(sdk, model="m")
+    adapter = OpenAIChatClient(sdk, model="m", discover=False)
     client = with_retries(adapter, max_attempts=2, sleep=waits)
     assert adapter.sdk_client is sdk and sdk.max_retries == 2
 
@@ -146,7 +148,7 @@ async def test_the_retry_layer_leaves_the_callers_adapter_and_sdk_client_unchang
 
 async def test_control_without_the_retry_layer_the_sdk_retries_by_itself(serve: Any, async_sdk: Any) -> None:
     server = serve([status(503, headers={"retry-after-ms": "1"})])  # the SDK honours it: a 1 ms wait
-    client = OpenAIChatClient(async_sdk(server), model="m")
+    client = OpenAIChatClient(async_sdk(server), model="m", discover=False)
 
     with pytest.raises(openai.InternalServerError):
         await client.get_response("hi")
@@ -159,7 +161,7 @@ async def test_control_without_the_retry_layer_the_sdk_retries_by_itself(serve: 
 @pytest.mark.parametrize("code", [400, 401, 403, 404, 422])
 async def test_client_errors_fail_fast(streaming: bool, code: int, serve: Any, async_sdk: Any, waits: Waits) -> None:
     server = serve([status(code, error_type="invalid_request_error"), answer(streaming)])
-    client = with_retries(OpenAIChatClient(async_sdk(server), model="m"), sleep=waits)
+    client = with_retries(OpenAIChatClient(async_sdk(server), model="m", discover=False), sleep=waits)
 
     with pytest.raises(openai.APIStatusError) as raised:
         await call(client, streaming)
@@ -176,7 +178,9 @@ async def test_retry_after_ms_is_read_and_deadline_refuses_a_long_wait(
     server = serve(
         [status(429, headers={"retry-after-ms": "1500"}), status(429, headers={"retry-after": "30"}), answer(streaming)]
     )
-    client = with_retries(OpenAIChatClient(async_sdk(server), model="m"), max_attempts=5, deadline=10, sleep=waits)
+    client = with_retries(
+        OpenAIChatClient(async_sdk(server), model="m", discover=False), max_attempts=5, deadline=10, sleep=waits
+    )
 
     with pytest.raises(openai.RateLimitError):
         await call(client, streaming)
@@ -187,7 +191,7 @@ async def test_retry_after_ms_is_read_and_deadline_refuses_a_long_wait(
 
 async def test_stream_cut_before_the_first_chunk_is_retried(serve: Any, async_sdk: Any, waits: Waits) -> None:
     server = serve([stream(cut_after=0), stream("Hello world")])
-    client = with_retries(OpenAIChatClient(async_sdk(server), model="m"), sleep=waits)
+    client = with_retries(OpenAIChatClient(async_sdk(server), model="m", discover=False), sleep=waits)
 
     response_stream = client.get_response("hi", stream=True)
     texts = [update.text async for update in response_stream]
@@ -202,7 +206,7 @@ async def test_stream_cut_mid_way_is_not_retried_and_keeps_the_partial_text(
     serve: Any, async_sdk: Any, waits: Waits
 ) -> None:
     server = serve([stream("Hello world", chunk_size=4, cut_after=2), stream("never")])
-    client = with_retries(OpenAIChatClient(async_sdk(server), model="m"), sleep=waits)
+    client = with_retries(OpenAIChatClient(async_sdk(server), model="m", discover=False), sleep=waits)
 
     received: list[str] = []
     with pytest.raises(StreamInterruptedError) as raised:
@@ -221,7 +225,7 @@ async def test_sync_openai_client_is_retried_too(streaming: bool, serve: Any, wa
     server = serve([status(429, headers={"retry-after": "1"}), reset(), answer(streaming, "sync ok")])
     sdk = openai.OpenAI(base_url=server.base_url, api_key="test")
     try:
-        client = with_retries(OpenAIChatClient(sdk, model="m"), max_attempts=3, sleep=waits)
+        client = with_retries(OpenAIChatClient(sdk, model="m", discover=False), max_attempts=3, sleep=waits)
         response = await call(client, streaming)
     finally:
         sdk.close()
@@ -244,7 +248,8 @@ async def test_telemetry_outside_retries_over_the_real_sdk(
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     server = serve([status(503), answer(streaming)])
     client = with_telemetry(
-        with_retries(OpenAIChatClient(async_sdk(server), model="m"), sleep=waits), tracer_provider=provider
+        with_retries(OpenAIChatClient(async_sdk(server), model="m", discover=False), sleep=waits),
+        tracer_provider=provider,
     )
 
     response = await call(client, streaming, options={"features": [Tagging()], "temperature": 0})

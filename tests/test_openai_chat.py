@@ -43,7 +43,7 @@ def make_client(
     else:
         http = httpx2.Client(event_hooks={"request": [recorder.request], "response": [recorder.response]})
         sdk = local_sdk("openai", http_client=http)
-    return OpenAIChatClient(sdk, server.model)
+    return OpenAIChatClient(sdk, server.model, discover=False)
 
 
 class Tag:

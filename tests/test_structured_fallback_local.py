@@ -1,6 +1,7 @@
 """Strategy fallback against the real local model, through adapters built the way a new user
-builds them: an SDK client with a `base_url` and no profile, so the adapter takes the generic
-profile of its protocol (not the llama-server one). llama-server ignores `text.format`, tools
+builds them: an SDK client with a `base_url` and no profile, with discovery off
+(`discover=False`), so the adapter keeps the generic profile of its protocol (not the
+llama-server one that discovery would find). llama-server ignores `text.format`, tools
 and `output_config` on these routes: the run must move past what was ignored without spending
 re-asks (`max_retries=0`), reach a strategy that works, and the next call must start there."""
 
@@ -26,8 +27,8 @@ class Person(BaseModel):
 
 def generic_adapter(route: str, local_server: LocalModelServer, local_sdk: Any) -> Any:
     if route == "responses":
-        return OpenAIResponsesClient(local_sdk("async-openai"), local_server.model)
-    return AnthropicChatClient(local_sdk("async-anthropic"), local_server.model)
+        return OpenAIResponsesClient(local_sdk("async-openai"), local_server.model, discover=False)
+    return AnthropicChatClient(local_sdk("async-anthropic"), local_server.model, discover=False)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])

@@ -95,6 +95,18 @@ class BaseChatClient(SyncCalls):
     capabilities: Capabilities = Capabilities()
     model: str | None = None  # the default model, when the adapter has one
     base_url: str | None = None  # where requests go, for telemetry's server.address/port
+    discovery_pending: bool = False  # the server is to be identified before the first request
+
+    async def discover_capabilities(self) -> Capabilities:
+        """The capability profile, once the server behind the adapter is identified.
+
+        Adapters given no `capabilities=` over a server that is not a known hosted API identify
+        it on first use (see `so_middleware.providers.ServerInfo`); others return their profile
+        as is. Layers call this before planning a request.
+
+        Example: `profile = await client.discover_capabilities()`.
+        """
+        return self.capabilities
 
     @overload
     def get_response(
@@ -123,9 +135,24 @@ class BaseChatClient(SyncCalls):
         chat_messages = as_messages(messages)
         chat_options = ChatOptions.coerce(options)
         _reject_unhandled_features(chat_options)
+        if self.discovery_pending:
+            if stream:
+                return ResponseStream(self._stream_discovered(chat_messages, chat_options), ChatResponse.from_updates)
+            return self._respond_discovered(chat_messages, chat_options)
         if stream:
             return ResponseStream(self._stream(chat_messages, chat_options), ChatResponse.from_updates)
         return self._respond(chat_messages, chat_options)
+
+    async def _respond_discovered(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        await self.discover_capabilities()
+        return await self._respond(messages, options)
+
+    async def _stream_discovered(
+        self, messages: list[ChatMessage], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        await self.discover_capabilities()
+        async for update in self._stream(messages, options):
+            yield update
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         raise NotImplementedError

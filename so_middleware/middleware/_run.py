@@ -89,23 +89,34 @@ class Run:
         self.feature = feature
         self.messages = messages
         self.options = options
-        capabilities = getattr(inner, "capabilities", None)
-        capabilities = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
-        self.target = Target(feature.output_schema, capabilities, feature.description, feature.text_type)
-        every = strategies_for(feature.mode, self.target, plain_text=feature.is_plain_text())
-        self.learned = learned if len(every) > 1 else None  # only `auto` has anything to learn
         self.key = (route_of(inner), options.model or getattr(inner, "model", None))
-        lesson = self.learned.get(self.key) if self.learned else Lesson()
-        self.strategies: list[Strategy] = [s for s in every if s.name not in lesson.ignored] or every[-1:]
+        self._memory = learned
+        self._use(getattr(inner, "capabilities", None))
         self.index = 0  # the strategy in use
         self.reasks = 0
         self.attempts: list[Attempt] = []
         self.final: ChatResponse[Any] | None = None
 
+    def _use(self, capabilities: object) -> None:
+        """The strategies for this backend's profile, less those learned to be ignored."""
+        profile = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
+        feature = self.feature
+        self.target = Target(feature.output_schema, profile, feature.description, feature.text_type)
+        every = strategies_for(feature.mode, self.target, plain_text=feature.is_plain_text())
+        self.learned = self._memory if len(every) > 1 else None  # only `auto` has anything to learn
+        lesson = self.learned.get(self.key) if self.learned else Lesson()
+        self.strategies: list[Strategy] = [s for s in every if s.name not in lesson.ignored] or every[-1:]
+
+    async def _discover(self) -> None:
+        """Identify the backend first where the adapter has yet to (`discover_capabilities`)."""
+        if getattr(self.inner, "discovery_pending", False):
+            self._use(await self.inner.discover_capabilities())  # type: ignore[attr-defined]
+
     # ---------------------------------------------------------------- the loop
 
     async def steps(self, stream: bool) -> AsyncIterator[ChatResponseUpdate[Any]]:
         """Call, judge, then finish, fall back or re-ask; yields the updates when streaming."""
+        await self._discover()
         plan = self._plan(self.messages)
         while True:
             call = _Call(self.inner, plan, len(self.attempts), self.target)

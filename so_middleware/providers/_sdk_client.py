@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any, ClassVar, Protocol, TypeVar
 
+import httpx2
+
 from ..core import BaseChatClient, Capabilities, ChatMessage, ChatOptions, ChatResponseUpdate, UserError
-from ._bridge import close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
+from ._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
+from ._discovery import PROBE_TIMEOUT, ServerInfo, identify_server, is_hosted, server_root
 from ._prefill import prefill_of
 
 __all__ = ["EventReader", "SDKChatClient"]
@@ -35,19 +38,56 @@ class SDKChatClient(BaseChatClient):
     async_sdk_types: ClassVar[tuple[type, ...]] = ()  # the async ones among them
     sdk_client: Any
 
-    def __init__(self, sdk_client: Any, model: str | None, capabilities: Capabilities | None) -> None:
+    server_info: ServerInfo | None = None  # what discovery found, once it ran
+    sdk_base_url: str  # the SDK client's base URL
+
+    def __init__(
+        self, sdk_client: Any, model: str | None, capabilities: Capabilities | None, *, discover: bool = True
+    ) -> None:
         if not isinstance(sdk_client, self.sdk_types):  # narrows to object: keep the Any below
             accepted = " or ".join(f"{t.__module__.split('.')[0]}.{t.__name__}" for t in self.sdk_types)
             raise UserError(f"{type(self).__name__} needs an {accepted} client, not {type(sdk_client).__name__}")
         self.sdk_client = sdk_client
         self._sdk_copy: tuple[Any, int, Any] | None = None  # (sdk_client, retries, its copy), made on need
         self.model = model
-        self.base_url = str(self.sdk_client.base_url)
-        self.capabilities = capabilities or self.default_profile(self.base_url, model)
+        self.base_url = self.sdk_base_url = str(self.sdk_client.base_url)
+        self.capabilities = capabilities or self.default_profile(self.sdk_base_url, model)
+        # A server reached by base URL alone is identified on first use; a profile given, a
+        # hosted API or discover=False keep the profile above.
+        self.discovery_pending = capabilities is None and discover and not is_hosted(self.sdk_base_url)
 
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
-        """The profile when none is given: from the base URL (and model)."""
+        """The profile when none is given and nothing is discovered: from the base URL (and model)."""
         raise NotImplementedError
+
+    def server_profile(self, info: ServerInfo) -> Capabilities:
+        """The profile for a discovered server on this adapter's route."""
+        raise NotImplementedError
+
+    async def discover_capabilities(self) -> Capabilities:
+        """Identify the server once (shared by every adapter on the same server root), then
+        use the shipped profile for what was found; a server that is not recognised keeps the
+        generic profile. See `BaseChatClient.discover_capabilities`."""
+        if not self.discovery_pending:
+            return self.capabilities
+        info = await identify_server(server_root(self.sdk_base_url), self._probe)
+        self.server_info = info
+        self.capabilities = self.server_profile(info)
+        self.discovery_pending = False
+        return self.capabilities
+
+    async def _probe(self, path: str) -> Any:
+        """GET `path` under the server root through the SDK client (its auth and transport),
+        with no retries and a short timeout; the JSON body of a 200, else None."""
+        sdk = self.sdk_client.with_options(max_retries=0, timeout=PROBE_TIMEOUT)
+        url = server_root(self.sdk_base_url) + path
+        response = await call_sdk(self.is_async, sdk.get, path=url, cast_to=httpx2.Response)
+        if response.status_code != 200:
+            return None
+        if not self.is_async:
+            return response.json()
+        await response.aread()
+        return response.json()
 
     @property
     def is_async(self) -> bool:

@@ -13,8 +13,9 @@ except ImportError as error:  # pragma: no cover - exercised by the import-witho
 from typing import Any
 
 from ...core import ChatClient, register_provider
+from .._discovery import ServerInfo, reset_discovery
 from ._messages import DEFAULT_MAX_TOKENS, AnthropicChatClient
-from ._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES, profile_for
+from ._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES, profile_for, server_profile
 
 __all__ = [
     "ANTHROPIC_API",
@@ -23,7 +24,10 @@ __all__ = [
     "LLAMA_SERVER_MESSAGES",
     "AnthropicChatClient",
     "adapter_for",
+    "ServerInfo",
     "profile_for",
+    "reset_discovery",
+    "server_profile",
 ]
 
 

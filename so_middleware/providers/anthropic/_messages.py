@@ -27,10 +27,11 @@ import anthropic
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
 from .._bridge import call_sdk
+from .._discovery import ServerInfo
 from .._sdk_client import SDKChatClient
 from ._messages_stream import StreamReader
 from ._messages_wire import build_request, message_to_chat
-from ._profiles import profile_for
+from ._profiles import profile_for, server_profile
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatClient"]
 
@@ -62,15 +63,20 @@ class AnthropicChatClient(SDKChatClient):
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         capabilities: Capabilities | None = None,
+        discover: bool = True,
     ) -> None:
         if max_tokens < 1:
             raise UserError(f"max_tokens must be at least 1, not {max_tokens}")
         self.max_tokens = max_tokens
-        super().__init__(sdk_client, model, capabilities)
+        super().__init__(sdk_client, model, capabilities, discover=discover)
 
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile for this base URL and model."""
         return profile_for(base_url, model)
+
+    def server_profile(self, info: ServerInfo) -> Capabilities:
+        """The shipped profile for a discovered server on the Messages route."""
+        return server_profile(info, self.model)
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""

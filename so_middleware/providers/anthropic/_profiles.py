@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 
 from ...core import Capabilities
+from .._discovery import ServerInfo
 
-__all__ = ["ANTHROPIC_API", "ANTHROPIC_COMPATIBLE", "LLAMA_SERVER_MESSAGES", "profile_for"]
+__all__ = ["ANTHROPIC_API", "ANTHROPIC_COMPATIBLE", "LLAMA_SERVER_MESSAGES", "profile_for", "server_profile"]
 
 # api.anthropic.com: output_config.format json_schema is enforced, tools (strict too) and a
 # forced tool choice (the adapter turns it to auto when extended thinking is on), and an
@@ -71,3 +72,13 @@ def profile_for(base_url: str, model: str | None = None) -> Capabilities:
     if model is not None and _OLDER_MODELS.match(model):
         return _ANTHROPIC_API_WITHOUT_FORMAT
     return ANTHROPIC_API
+
+
+def server_profile(info: ServerInfo, model: str | None = None) -> Capabilities:
+    """The shipped profile for a discovered server on the Messages route; generic when unknown.
+
+    Example: `server_profile(ServerInfo("llama.cpp")) is LLAMA_SERVER_MESSAGES`.
+    """
+    if info.kind == "llama.cpp":
+        return LLAMA_SERVER_MESSAGES
+    return ANTHROPIC_COMPATIBLE

@@ -11,29 +11,40 @@ except ImportError as error:  # pragma: no cover - exercised by the import-witho
 from typing import Any
 
 from ...core import ChatClient, UserError, register_provider
+from .._discovery import ServerInfo, reset_discovery
 from ._chat import OpenAIChatClient
 from ._profiles import (
+    GATEWAY_RESPONSES,
     LLAMA_SERVER,
     LLAMA_SERVER_CHAT,
     LLAMA_SERVER_RESPONSES,
+    OLLAMA_CHAT,
     OPENAI_API,
     OPENAI_COMPATIBLE,
+    VLLM_CHAT,
     llama_server_profile,
     profile_for,
+    server_profile,
 )
 from ._responses import OpenAIResponsesClient
 
 __all__ = [
+    "GATEWAY_RESPONSES",
     "LLAMA_SERVER",
     "LLAMA_SERVER_CHAT",
     "LLAMA_SERVER_RESPONSES",
     "OPENAI_API",
+    "OLLAMA_CHAT",
     "OPENAI_COMPATIBLE",
     "OpenAIChatClient",
     "OpenAIResponsesClient",
+    "ServerInfo",
+    "VLLM_CHAT",
     "adapter_for",
     "llama_server_profile",
     "profile_for",
+    "reset_discovery",
+    "server_profile",
 ]
 
 

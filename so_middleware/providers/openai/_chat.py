@@ -14,9 +14,10 @@ import openai
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 from .._bridge import call_sdk
+from .._discovery import ServerInfo
 from .._sdk_client import SDKChatClient
 from ._chat_wire import ChunkReader, build_request, completion_to_response
-from ._profiles import profile_for
+from ._profiles import profile_for, server_profile
 
 __all__ = ["OpenAIChatClient"]
 
@@ -43,9 +44,10 @@ class OpenAIChatClient(SDKChatClient):
         model: str | None = None,
         *,
         capabilities: Capabilities | None = None,
+        discover: bool = True,
         max_tokens_field: str | None = None,
     ) -> None:
-        super().__init__(sdk_client, model, capabilities)
+        super().__init__(sdk_client, model, capabilities, discover=discover)
         # api.openai.com wants max_completion_tokens (max_tokens is refused by reasoning models);
         # compatible servers know max_tokens.
         self._max_tokens_field = max_tokens_field or (
@@ -55,6 +57,10 @@ class OpenAIChatClient(SDKChatClient):
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile for this base URL and model."""
         return profile_for(base_url, model, route="chat")
+
+    def server_profile(self, info: ServerInfo) -> Capabilities:
+        """The shipped profile for a discovered server on this route."""
+        return server_profile(info, "chat", self.model)
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""

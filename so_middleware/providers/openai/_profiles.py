@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ...core import Capabilities
+from .._discovery import ServerInfo
 
 __all__ = [
     "LLAMA_SERVER",
@@ -17,7 +18,11 @@ __all__ = [
     "OPENAI_API",
     "OPENAI_COMPATIBLE",
     "llama_server_profile",
+    "GATEWAY_RESPONSES",
+    "OLLAMA_CHAT",
+    "VLLM_CHAT",
     "profile_for",
+    "server_profile",
 ]
 
 Route = Literal["chat", "responses"]
@@ -89,4 +94,41 @@ def profile_for(base_url: str, model: str | None = None, *, route: Route = "chat
     """
     if "api.openai.com" in base_url or ".openai.azure.com" in base_url:
         return OPENAI_API
+    return OPENAI_COMPATIBLE
+
+
+# vLLM's /v1/chat/completions: response_format json_schema and json_object are enforced by its
+# structured-output backend, and a named tool_choice is enforced the same way; a trailing
+# assistant message is not continued without vLLM's own `continue_final_message` flag.
+VLLM_CHAT = OPENAI_COMPATIBLE.replace(name="vllm")
+
+# Ollama's OpenAI-compatible /v1/chat/completions: response_format json_schema and json_object
+# become its `format` (enforced); tools reach models whose template has them, but tool_choice is
+# not honoured.
+OLLAMA_CHAT = OPENAI_COMPATIBLE.replace(name="ollama", forced_tool_choice=False)
+
+# so-middleware's own gateway on /v1/responses: `text.format` is forwarded to the backend's
+# `response_format` unchanged (seed 004), so the format is as enforced as the backend makes it.
+GATEWAY_RESPONSES = OPENAI_COMPATIBLE.replace(name="so-middleware-gateway")
+
+
+def server_profile(info: ServerInfo, route: Route = "chat", model: str | None = None) -> Capabilities:
+    """The shipped profile for a discovered server on an OpenAI route; generic when unknown.
+
+    A llama.cpp server whose chat template has tools (`/props` says so) gets tools on top of the
+    llama-server profile, which was observed with a template that has none.
+
+    Example: `server_profile(ServerInfo("llama.cpp"), "responses") is LLAMA_SERVER_RESPONSES`.
+    """
+    if info.kind == "llama.cpp":
+        profile = llama_server_profile(route, model)
+        if info.facts.get("supports_tools") is True:
+            profile = profile.replace(tools=True)
+        return profile
+    if info.kind == "vllm":
+        return VLLM_CHAT if route == "chat" else OPENAI_COMPATIBLE
+    if info.kind == "ollama":
+        return OLLAMA_CHAT if route == "chat" else OPENAI_COMPATIBLE
+    if info.kind == "so-middleware-gateway" and route == "responses":
+        return GATEWAY_RESPONSES
     return OPENAI_COMPATIBLE

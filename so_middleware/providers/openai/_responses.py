@@ -21,8 +21,9 @@ import openai
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 from .._bridge import call_sdk
+from .._discovery import ServerInfo
 from .._sdk_client import SDKChatClient
-from ._profiles import profile_for
+from ._profiles import profile_for, server_profile
 from ._responses_stream import StreamFailed, StreamReader
 from ._responses_wire import build_request, failure_message, response_to_chat
 
@@ -53,12 +54,17 @@ class OpenAIResponsesClient(SDKChatClient):
         model: str | None = None,
         *,
         capabilities: Capabilities | None = None,
+        discover: bool = True,
     ) -> None:
-        super().__init__(sdk_client, model, capabilities)
+        super().__init__(sdk_client, model, capabilities, discover=discover)
 
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile for this base URL and model."""
         return profile_for(base_url, model, route="responses")
+
+    def server_profile(self, info: ServerInfo) -> Capabilities:
+        """The shipped profile for a discovered server on this route."""
+        return server_profile(info, "responses", self.model)
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
