@@ -21,8 +21,9 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess wit
     raise ImportError("so_middleware.gateway needs its extra: pip install 'so-middleware[gateway]'") from error
 
 from ._app import GatewayConfig, create_app
+from ._open_store import open_store
 from ._request import chat_response_format
-from ._store import ResponseStore, SQLiteStore, StoredResponse, open_store
+from ._store import ResponseStore, SQLiteStore, StoredResponse
 
 __all__ = [
     "GatewayConfig",

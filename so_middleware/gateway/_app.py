@@ -25,8 +25,9 @@ from so_middleware import ChatClient, UserError, with_retries, with_structured_o
 from so_middleware.openai import OPENAI_COMPATIBLE, OpenAIChatClient
 
 from ._errors import BadRequest, error_response, to_error_response
+from ._open_store import open_store
 from ._routes import Gateway
-from ._store import ResponseStore, open_store
+from ._store import ResponseStore
 
 __all__ = ["GatewayConfig", "create_app"]
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 
-__all__ = ["ResponseStore", "SQLiteStore", "StoredResponse", "open_store"]
+__all__ = ["ResponseStore", "SQLiteStore", "StoredResponse"]
 
 
 @dataclass(frozen=True)
@@ -103,15 +103,3 @@ class SQLiteStore:
                 return self._db.execute(sql, args).fetchall()
 
         return await anyio.to_thread.run_sync(execute)
-
-
-def open_store(url: str | None) -> ResponseStore:
-    """The store for a `--store` value: a `postgresql://` URL, a SQLite file path, or None (in memory).
-
-    Example: `open_store("postgresql://gateway@db/gateway")` is a `PostgresStore`.
-    """
-    if url and url.startswith(("postgres://", "postgresql://")):
-        from ._postgres import PostgresStore
-
-        return PostgresStore(url)
-    return SQLiteStore(url or ":memory:")

@@ -9,7 +9,7 @@ from a named verdict. Per-run state lives on the `Run` made for the call.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +31,9 @@ from ..core import (
     UsageDetails,
     UserError,
 )
+from ._call import Call
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
-from ._partial import PartialReader
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
@@ -119,7 +119,7 @@ class Run:
         await self._discover()
         plan = self._plan(self.messages)
         while True:
-            call = _Call(self.inner, plan, len(self.attempts), self.target)
+            call = Call(self.inner, plan, len(self.attempts), self.target)
             try:
                 async with contextlib.aclosing(call.updates(stream)) as updates:  # closing the run closes the call
                     async for update in updates:
@@ -263,28 +263,6 @@ class Run:
             notes = getattr(error, "__notes__", None)  # `add_note` (3.11+) appends here
             with contextlib.suppress(AttributeError, TypeError):
                 setattr(error, "__notes__", [*(notes or []), note])  # noqa: B010
-
-
-class _Call:
-    """One model call of a run: its updates when streaming, then its response."""
-
-    def __init__(self, inner: ChatClient, plan: Plan, attempt: int, target: Target) -> None:
-        self.inner, self.plan, self.attempt, self.target = inner, plan, attempt, target
-        self.response: ChatResponse[Any] = ChatResponse()
-
-    async def updates(self, stream: bool) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
-        plan = self.plan
-        if not stream:
-            self.response = await self.inner.get_response(plan.messages, options=plan.options)
-            return
-        reader = PartialReader(self.target.schema, plan, self.attempt)
-        inner = self.inner.get_response(plan.messages, options=plan.options, stream=True)
-        async with inner:
-            async for update in inner:
-                delta = plan.strategy.delta(plan, update)
-                if delta or update.usage or update.finish_reason or reader.prefill_pending:
-                    yield reader.update(delta, update)
-            self.response = await inner.get_final_response()
 
 
 def _ignored_error(strategy: Strategy, answer: Answer) -> ModelBehaviorError:
