@@ -18,11 +18,14 @@ from ._contents import (
 )
 from ._delegating import DelegatingChatClient, chain
 from ._exceptions import (
+    TRANSIENT_ERROR_CODES,
     ContentFilterError,
+    DeadlineExceededError,
     IncompleteOutputError,
     LocalServerError,
     ModelBehaviorError,
     OutputError,
+    ProviderResponseError,
     RefusalError,
     SOMiddlewareError,
     StreamConsumedError,
@@ -38,9 +41,11 @@ from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_t
 from ._spans import AgentSpans
 from ._stream import ResponseStream
 from ._sync import run_sync
+from ._urls import redact_url
 from ._usage import FinishReason, UsageDetails
 
 __all__ = [
+    "TRANSIENT_ERROR_CODES",
     "ENTRY_POINT_GROUP",
     "FEATURES_KEY",
     "AdapterFactory",
@@ -57,6 +62,7 @@ __all__ = [
     "ClientInput",
     "Content",
     "ContentFilterError",
+    "DeadlineExceededError",
     "DataContent",
     "DelegatingChatClient",
     "Feature",
@@ -71,6 +77,7 @@ __all__ = [
     "ModelBehaviorError",
     "OptionsInput",
     "OutputError",
+    "ProviderResponseError",
     "ReasoningContent",
     "RefusalContent",
     "RefusalError",
@@ -92,6 +99,7 @@ __all__ = [
     "chat_format_to_responses",
     "find_feature",
     "register_provider",
+    "redact_url",
     "register_text_parser",
     "responses_format_to_chat",
     "run_sync",

@@ -38,6 +38,7 @@ from ...core import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
@@ -223,14 +224,15 @@ def finish_reason(response: Any, *, called: bool = False, refused: bool = False)
     return None
 
 
-def failure_message(response: Any) -> str | None:
-    """The error message of a `failed`/`cancelled` response (None when it did not fail)."""
+def failure_of(response: Any) -> ProviderResponseError | None:
+    """The typed error of a `failed`/`cancelled` response (None when it did not fail)."""
     status = getattr(response, "status", None)
     if status not in ("failed", "cancelled"):
         return None
     error = getattr(response, "error", None)
-    detail = getattr(error, "message", None) or (error.get("message") if isinstance(error, Mapping) else None)
-    return f"the response {status}: {detail or 'no reason given'}"
+    code = getattr(error, "code", None) or (error.get("code") if isinstance(error, Mapping) else None)
+    code = code if isinstance(code, str) else None
+    return ProviderResponseError(f"the response {status}: {code or 'no error code given'}", code=code, reported=True)
 
 
 def output_contents(output: Any) -> list[Content]:
@@ -255,7 +257,13 @@ def output_contents(output: Any) -> list[Content]:
 
 
 def response_to_chat(response: Any, *, prefill: str = "") -> ChatResponse[Any]:
-    """Map a `Response` to a `ChatResponse`; `prefill` is stripped from the text when echoed."""
+    """Map a `Response` to a `ChatResponse`; `prefill` is stripped from the text when echoed.
+
+    A `failed` or `cancelled` response raises `ProviderResponseError`.
+    """
+    failure = failure_of(response)
+    if failure is not None:
+        raise failure
     contents = output_contents(response.output)
     if prefill:
         first = next((i for i, c in enumerate(contents) if isinstance(c, TextContent)), None)
@@ -281,7 +289,7 @@ class StreamReader:
     """Turns Responses stream events into updates; keeps what spans events (call ids, text).
 
     `read(event)` returns an update or None (events that carry nothing for the caller), and
-    raises `StreamFailed` for `error` and `response.failed` events. `finished` turns True on
+    raises `ProviderResponseError` for `error` and `response.failed` events. `finished` turns True on
     `response.completed` / `response.incomplete`.
     """
 
@@ -341,10 +349,12 @@ class StreamReader:
                 model_id=getattr(response, "model", None),
                 raw_representation=event,
             )
-        elif kind == "response.failed":
-            raise StreamFailed(failure_message(event.response) or "the response failed")
+        elif kind in ("response.failed", "response.cancelled"):
+            raise failure_of(event.response) or ProviderResponseError("the response failed", reported=True)
         elif kind == "error":
-            raise StreamFailed(f"error event {getattr(event, 'code', None)}: {getattr(event, 'message', None)}")
+            code = getattr(event, "code", None)
+            code = code if isinstance(code, str) else None
+            raise ProviderResponseError(f"error event: {code or 'no error code given'}", code=code, reported=True)
         elif kind == "response.created":
             response = event.response
             return ChatResponseUpdate(
@@ -357,7 +367,3 @@ class StreamReader:
             return None
         self.text.extend(c.text for c in contents if isinstance(c, TextContent))
         return ChatResponseUpdate(contents, role="assistant", raw_representation=event)
-
-
-class StreamFailed(RuntimeError):
-    """An `error` or `response.failed` event: the server gave up mid-stream."""
