@@ -47,7 +47,7 @@ class ChatMessage:
         elif isinstance(contents, _CONTENT_TYPES):
             self.contents = [contents]
         elif isinstance(contents, Sequence) and not isinstance(contents, (bytes, bytearray)):
-            self.contents = list(contents)
+            self.contents = [*contents]  # each item is checked just below
             for item in self.contents:
                 if not isinstance(item, _CONTENT_TYPES):
                     raise UserError(

@@ -64,6 +64,7 @@ CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 
 ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
 SERVER_PORT: Final = "server.port"
 
 # ---------------------------------------------------------------- metrics

@@ -3,16 +3,20 @@
     client = with_retries(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), max_attempts=4, deadline=60)
 
 **Retried:** connection errors, timeouts, HTTP 408, 409, 429, 5xx (Anthropic's 529 `overloaded_error`
-too, also as an error event inside a stream), `x-should-retry: true`, `StreamInterruptedError`.
+too), `x-should-retry: true`, `StreamInterruptedError`, and a `ProviderResponseError` that is
+`transient` (a failure the server reports inside a 2xx answer with a transient error type, such as
+Anthropic's in-stream `overloaded_error` or a Responses `error` event with `server_error`, or with
+no type at all).
 Errors are classified by duck typing (`status_code`, `response.headers`, `body`, MRO class names such
-as `APIConnectionError`): no SDK is imported. Anything else (400, 401, 403, 404, 422, `OutputError`)
-is raised at once, unchanged; `retry_if=` replaces the classifier.
+as `APIConnectionError`): no SDK is imported. Anything else (400, 401, 403, 404, 422, `OutputError`,
+an unreadable answer) is raised at once, unchanged; `retry_if=` replaces the classifier.
 
 **Waits:** full-jitter exponential backoff, a random time in `[0, min(max_delay, base_delay * 2**(n-1))]`
 after attempt n; a `retry-after-ms`/`retry-after` header (seconds or HTTP date) replaces it, capped
 at `max_retry_after` (ignored when it does not parse). `deadline` bounds the whole call: a wait that
-would end past it is not started. It does not cancel an attempt in flight (the SDK's `timeout`
-does). When retries stop, the last error is raised as it was.
+would end past it is not started, and an attempt still running when it passes (a slow answer, a
+stalled stream) is cancelled and the call raises `DeadlineExceededError`. When retries stop, the
+last error is raised as it was.
 
 **SDK retries:** both SDKs retry by themselves (`max_retries=2`). Under this layer each attempt
 would hide up to three HTTP requests from the attempt count, the deadline and telemetry, so the
@@ -20,10 +24,14 @@ layer calls `disable_sdk_retries()` on the client it wraps when built (the attri
 innermost adapter through the proxies; a client without it is left alone). `max_attempts` is then
 the number of HTTP requests. Without this layer the SDK keeps its own retries.
 
-**Streams:** retried only while nothing has reached the caller. After the first update a transient
-failure raises `StreamInterruptedError` carrying `partial_text`, chained from the original error.
+**Streams:** retried only before the first content delta (text, tool-call arguments, reasoning or a
+refusal): the updates before it (Anthropic's `message_start`, the Responses `response.created`) are
+held back until it comes, so nothing of a failed attempt reaches the caller. After a content delta
+a transient failure raises `StreamInterruptedError` carrying `partial_text`, chained from the
+original error.
 
-**Visible:** each retry is a dict `{"attempt", "error", "status_code", "wait"}` in
+**Visible:** each retry is a dict `{"attempt", "error", "status_code", "wait"}` (`error` is the
+error's type name: a provider's message may quote the request, so it is never recorded) in
 `response.additional_properties["so_middleware.retries"]` (a stream's final response too) and a
 `so_middleware.retry` event on the current OpenTelemetry span (when opentelemetry-api is installed).
 
@@ -47,12 +55,15 @@ from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
 
 from ..core import (
+    TRANSIENT_ERROR_CODES,
     ChatClient,
     ChatResponse,
     ChatStream,
+    DeadlineExceededError,
     DelegatingChatClient,
     MessageInput,
     OptionsInput,
+    ProviderResponseError,
     ResponseStream,
     SOMiddlewareError,
     StreamInterruptedError,
@@ -68,9 +79,6 @@ except ImportError:  # pragma: no cover - telemetry is an optional extra
 __all__ = ["RetryingChatClient", "is_transient", "retry_after_seconds", "with_retries"]
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
-_TRANSIENT_ERROR_TYPES = frozenset(
-    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "server_error"}
-)
 # SDK and httpx2 transport errors, matched by class name anywhere in the MRO
 _TRANSIENT_CLASSES = frozenset(
     {"APIConnectionError", "APITimeoutError", "TimeoutException", "NetworkError", "RemoteProtocolError"}
@@ -86,12 +94,14 @@ def is_transient(error: BaseException) -> bool:
         return False
     if isinstance(error, StreamInterruptedError):
         return True
+    if isinstance(error, ProviderResponseError):
+        return error.transient
     if isinstance(error, SOMiddlewareError):
         return False
     should_retry = str(_headers(error).get("x-should-retry") or "").lower()
     if should_retry in ("true", "false"):
         return should_retry == "true"
-    if _error_type(error) in _TRANSIENT_ERROR_TYPES:
+    if _error_type(error) in TRANSIENT_ERROR_CODES:
         return True
     status = status_code_of(error)
     if status is not None:
@@ -172,10 +182,28 @@ class _RetryPolicy:
                 raise UserError(f"{name} must be a number of seconds >= 0, not {getattr(self, name)!r}")
         if self.deadline is not None and (not _is_number(self.deadline) or not self.deadline > 0):
             raise UserError(f"deadline must be None or a number of seconds > 0, not {self.deadline!r}")
+        for name in ("retry_if", "sleep", "clock"):
+            if not callable(getattr(self, name)):
+                raise UserError(f"{name} must be a callable, not {getattr(self, name)!r:.60}")
 
-    def retrying(self, retries: list[dict[str, Any]]) -> AsyncRetrying:
+    def deadline_at(self) -> float | None:
+        """When a call starting now must end (on `clock`), or None without a deadline."""
+        return None if self.deadline is None else self.clock() + self.deadline
+
+    def time_left(self, deadline_at: float | None) -> float | None:
+        """Seconds until `deadline_at` (never negative), or None without a deadline."""
+        return None if deadline_at is None else max(0.0, deadline_at - self.clock())
+
+    def expired(self, partial_text: str = "") -> DeadlineExceededError:
+        """The error for an attempt still running when the deadline passed."""
+        return DeadlineExceededError(
+            f"the deadline of {self.deadline:g} s passed while an attempt was running; it was cancelled",
+            deadline=float(self.deadline or 0),
+            partial_text=partial_text,
+        )
+
+    def retrying(self, retries: list[dict[str, Any]], deadline_at: float | None) -> AsyncRetrying:
         """A tenacity loop for one call; each retry is appended to `retries`."""
-        deadline_at = None if self.deadline is None else self.clock() + self.deadline
         backoff = wait_random_exponential(multiplier=self.base_delay, max=self.max_delay)
 
         def wait(state: RetryCallState) -> float:
@@ -190,7 +218,7 @@ class _RetryPolicy:
             error = _failure(state)
             retry = {
                 "attempt": state.attempt_number,
-                "error": f"{type(error).__name__}: {error}"[:500],
+                "error": type(error).__name__,
                 "status_code": status_code_of(error),
                 "wait": state.upcoming_sleep,
             }
@@ -265,56 +293,75 @@ class RetryingChatClient(DelegatingChatClient):
         return self._respond(call)
 
     async def _respond(self, call: Callable[..., Any]) -> ChatResponse[Any]:
+        policy = self._self_policy
         retries: list[dict[str, Any]] = []
+        deadline_at = policy.deadline_at()
 
         async def attempt() -> ChatResponse[Any]:
-            return await call(stream=False)  # type: ignore[no-any-return]
+            with anyio.move_on_after(policy.time_left(deadline_at)):
+                return await call(stream=False)  # type: ignore[no-any-return]
+            raise policy.expired()
 
-        return _with_retries(await self._self_policy.retrying(retries)(attempt), retries)
+        return _with_retries(await policy.retrying(retries, deadline_at)(attempt), retries)
 
 
 _END: Any = object()
+_EXPIRED: Any = object()
 
 
 class _RetriedStream:
-    """One streamed call: retried until its first update, then forwarded as is."""
+    """One streamed call: retried until its first content delta, then forwarded as is."""
 
     def __init__(self, call: Callable[..., Any], policy: _RetryPolicy) -> None:
         self._call = call
         self._policy = policy
         self._retries: list[dict[str, Any]] = []
         self._inner: ChatStream | None = None
+        self._deadline_at: float | None = None
 
-    async def _open(self) -> tuple[ChatStream, Any]:
+    async def _open(self) -> tuple[ChatStream, list[Any]]:
+        """Open the stream and read up to its first content delta (or its end)."""
         stream: ChatStream = self._call(stream=True)
+        held: list[Any] = []
         try:
-            return stream, await aiter(stream).__anext__()
-        except StopAsyncIteration:
-            return stream, _END
+            with anyio.move_on_after(self._policy.time_left(self._deadline_at)):
+                while not held or (held[-1] is not _END and not held[-1].contents):
+                    held.append(await anext(stream, _END))
+                return stream, held
+            raise self._policy.expired()
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
             raise
 
     async def updates(self) -> AsyncIterator[Any]:
-        opened: tuple[ChatStream, Any] = await self._policy.retrying(self._retries)(self._open)
-        stream, update = opened
+        self._deadline_at = self._policy.deadline_at()
+        opened: tuple[ChatStream, list[Any]] = await self._policy.retrying(self._retries, self._deadline_at)(self._open)
+        stream, held = opened
         self._inner = stream
         texts: list[str] = []
         try:
-            while update is not _END:
+            for update in held:
+                if update is _END:
+                    return
                 texts.append(update.text)
                 yield update
-                try:
-                    update = await stream.__anext__()
-                except StopAsyncIteration:
-                    update = _END
+            while True:
+                update = _EXPIRED
+                with anyio.move_on_after(self._policy.time_left(self._deadline_at)):
+                    update = await anext(stream, _END)
+                if update is _EXPIRED:
+                    raise self._policy.expired("".join(texts))
+                if update is _END:
+                    return
+                texts.append(update.text)
+                yield update
         except Exception as error:
-            if isinstance(error, StreamInterruptedError) or not self._policy.retry_if(error):
+            if isinstance(error, (StreamInterruptedError, DeadlineExceededError)) or not self._policy.retry_if(error):
                 raise
             raise StreamInterruptedError(
                 f"the stream broke after {len(texts)} updates had reached the caller, so it was not retried: "
-                f"{type(error).__name__}: {error}",
+                f"{type(error).__name__}",
                 partial_text="".join(texts),
                 updates=len(texts),
             ) from error

@@ -19,7 +19,9 @@ span is current only around each pull from the inner stream, never across a `yie
 
 **Content** (messages, instructions, output) is recorded only with `capture_content=True` or
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (read when the layer is built); keys,
-headers and `additional_properties` values never are. A failing exporter, processor or meter is
+headers and `additional_properties` values never are. Without it, a failure is recorded by its
+type and HTTP status only (`error.type`, `http.response.status_code`, an `exception` event with
+`exception.type`): no exception message, which for a provider's error may quote the request. A failing exporter, processor or meter is
 logged at debug, never raised.
 
 **Order.** Outside `with_retries`: one span per logical call, each retry a `so_middleware.retry`
@@ -58,6 +60,7 @@ from ..core import (
     UserError,
 )
 from . import _otel_names as names
+from .retries import status_code_of
 
 try:
     from opentelemetry import metrics as otel_metrics
@@ -381,9 +384,13 @@ def _record_error(span: Span, error: BaseException, capture_content: bool) -> No
     span.set_status(StatusCode.ERROR, type(error).__name__)
     if isinstance(error, OutputError):
         span.set_attributes(_structured_attributes(_structured_info(error)))
-        if not capture_content:  # an output error's message may quote the model's output
-            return
-    span.record_exception(error)
+    status = status_code_of(error)
+    if status is not None:
+        span.set_attribute(names.HTTP_RESPONSE_STATUS_CODE, status)
+    if capture_content:
+        span.record_exception(error)
+    else:  # a provider's message may quote the request, an output error's the model's output
+        span.add_event("exception", {"exception.type": f"{type(error).__module__}.{type(error).__qualname__}"})
 
 
 def _structured_info(error: OutputError) -> dict[str, Any]:
