@@ -40,7 +40,7 @@ ALLOWED = {
 SDKS = {"openai", "anthropic"}
 SDK_ALLOWED = {"providers", "local", "top", "testing"}
 # Core modules that import nothing from the package: the other core modules build on them.
-LEAVES = ["_capabilities", "_features", "_registry", "_spans", "_usage"]
+LEAVES = ["_capabilities", "_deadline", "_features", "_registry", "_spans", "_usage"]
 
 
 def layer_of(module: str) -> str:

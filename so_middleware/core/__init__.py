@@ -16,6 +16,7 @@ from ._contents import (
     RefusalContent,
     TextContent,
 )
+from ._deadline import call_deadline, seconds_left
 from ._delegating import DelegatingChatClient, chain
 from ._exceptions import (
     TRANSIENT_ERROR_CODES,
@@ -95,6 +96,7 @@ __all__ = [
     "UserError",
     "as_chat_client",
     "as_messages",
+    "call_deadline",
     "chain",
     "chat_format_to_responses",
     "find_feature",
@@ -103,4 +105,5 @@ __all__ = [
     "register_text_parser",
     "responses_format_to_chat",
     "run_sync",
+    "seconds_left",
 ]

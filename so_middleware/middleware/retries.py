@@ -68,6 +68,7 @@ from ..core import (
     SOMiddlewareError,
     StreamInterruptedError,
     UserError,
+    call_deadline,
 )
 from ._otel_names import RETRIES_KEY, RETRY_EVENT
 
@@ -298,7 +299,8 @@ class RetryingChatClient(DelegatingChatClient):
         deadline_at = policy.deadline_at()
 
         async def attempt() -> ChatResponse[Any]:
-            with anyio.move_on_after(policy.time_left(deadline_at)):
+            left = policy.time_left(deadline_at)
+            with anyio.move_on_after(left), call_deadline(left):  # the adapter caps its HTTP timeouts
                 return await call(stream=False)  # type: ignore[no-any-return]
             raise policy.expired()
 

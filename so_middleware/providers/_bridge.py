@@ -31,7 +31,7 @@ __all__ = [
     "is_stream_break",
     "iterate_sdk_stream",
     "reported_failure",
-    "stream_timeout",
+    "capped_timeout",
     "unreadable",
 ]
 
@@ -88,15 +88,20 @@ def _close_quietly(result: Any) -> None:
             close()
 
 
-def stream_timeout(sdk_client: Any, idle_timeout: float | None) -> httpx2.Timeout | None:
-    """The SDK client's timeout with a read timeout just past `idle_timeout` (None: keep the
-    client's): every socket read ends, so does every thread, and the idle timeout fires first."""
-    if idle_timeout is None:
+def capped_timeout(sdk_client: Any, seconds: float | None) -> httpx2.Timeout | None:
+    """The SDK client's timeouts, each capped just past `seconds` (None: keep the client's), so
+    every socket operation ends, and with it every worker thread; the caller's own bound (the
+    idle timeout, a deadline) fires first."""
+    if seconds is None:
         return None
     configured = getattr(sdk_client, "timeout", None)
     base = configured if isinstance(configured, httpx2.Timeout) else httpx2.Timeout(configured)
-    read = idle_timeout + _READ_SLACK
-    return httpx2.Timeout(connect=base.connect, read=read, write=base.write, pool=base.pool)
+    cap = seconds + _READ_SLACK
+
+    def capped(value: float | None) -> float:
+        return cap if value is None else min(value, cap)
+
+    return httpx2.Timeout(connect=capped(base.connect), read=cap, write=capped(base.write), pool=capped(base.pool))
 
 
 _READ_SLACK = 1.0

@@ -29,17 +29,18 @@ from ..core import (
     SOMiddlewareError,
     UserError,
     redact_url,
+    seconds_left,
 )
 from ._bridge import (
     UNREADABLE,
     IdleTimeout,
     call_sdk,
+    capped_timeout,
     close_sdk_stream,
     interrupted,
     is_stream_break,
     iterate_sdk_stream,
     reported_failure,
-    stream_timeout,
     unreadable,
 )
 from ._prefill import prefill_of
@@ -112,6 +113,9 @@ class SDKChatClient(BaseChatClient):
     ) -> ChatResponse[Any]:
         """Make a plain SDK call and map its result with `to_chat`; an answer that is not an
         `expected` object, or that `to_chat` cannot read, raises `ProviderResponseError`."""
+        timeout = capped_timeout(self.sdk_client, seconds_left())
+        if timeout is not None:  # a deadline above: the request must not outlive it
+            request = {**request, "timeout": timeout}
         try:
             result = await call_sdk(self.is_async, function, **request)
         except UNREADABLE as error:
@@ -131,7 +135,7 @@ class SDKChatClient(BaseChatClient):
         """Open an SDK stream within the idle timeout; a non-event-stream answer raises
         `ProviderResponseError`, no first byte in time `StreamInterruptedError`."""
         idle = self.idle_timeout_for(options)
-        timeout = stream_timeout(self.sdk_client, idle)
+        timeout = capped_timeout(self.sdk_client, idle)
         if timeout is not None:
             request = {**request, "timeout": timeout}
         try:
