@@ -27,6 +27,8 @@ demo: $(STAMP)
 		--text "John Smith is a 35-year-old software engineer from Leeds." --stream
 
 test: $(STAMP)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest
 	# the layers again on wrapt's pure-Python proxies, which differ from the C ones

@@ -151,7 +151,7 @@ def median(values: Sequence[float]) -> float:
 
 def loglog_slope(sizes: Sequence[float], times: Sequence[float]) -> float | None:
     """Least-squares slope of log(time) against log(size): 1 = linear, 2 = quadratic."""
-    points = [(math.log(s), math.log(t)) for s, t in zip(sizes, times) if t and t > 0]
+    points = [(math.log(s), math.log(t)) for s, t in zip(sizes, times, strict=True) if t and t > 0]
     if len(points) < 2:
         return None
     mean_x = sum(x for x, _ in points) / len(points)

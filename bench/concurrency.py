@@ -139,7 +139,7 @@ async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, An
             )
             return completion.choices[0].message.content
     elif contender == "so_middleware full chain":
-        tracer_provider, meter_provider, exporter = otel_providers()
+        tracer_provider, meter_provider, _exporter = otel_providers()
         chain = full_chain(sdk, tracer_provider=tracer_provider, meter_provider=meter_provider)
 
         async def call() -> Any:

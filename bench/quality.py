@@ -235,7 +235,7 @@ def run(*, quick: bool) -> dict[str, Any]:
             for mode in strategies:
                 config = Config("so_middleware", route, mode)
                 log(f"quality: so_middleware {route} {mode}, {len(tasks)} tasks")
-                await all_tasks(config, lambda task, mode=mode: _ours(client, task, mode))
+                await all_tasks(config, lambda task, mode=mode, client=client: _ours(client, task, mode))
                 configs.append(config)
             if route == "chat":
                 for mode_name in instructor_modes:

@@ -65,20 +65,20 @@ def plot_streaming(streaming: dict[str, Any], path: Path) -> None:
 
     figure, axes = plt.subplots(figsize=(8, 5.5), dpi=110)
     markers = ["o", "s", "^", "D", "v"]
-    for (contender, rows), marker in zip(streaming["rows"].items(), markers):
+    for (contender, rows), marker in zip(streaming["rows"].items(), markers, strict=False):
         measured = [(r["size"] / 1024, r["cpu_s"]) for r in rows if "cpu_s" in r]
         capped = [(r["size"] / 1024, r["budget_s"]) for r in rows if r.get("over_budget") and not r.get("skipped")]
         slope = streaming["slopes"][contender]["slope_measured"]
         label = contender + (f" (slope {slope:.2f})" if slope is not None else "")
         line = None
         if measured:
-            (line,) = axes.plot(*zip(*measured), marker=marker, linewidth=2, label=label)
+            (line,) = axes.plot(*zip(*measured, strict=True), marker=marker, linewidth=2, label=label)
         if capped:
             color = line.get_color() if line is not None else None
             points = measured[-1:] + capped
-            axes.plot(*zip(*points), linestyle=":", color=color, linewidth=2)
+            axes.plot(*zip(*points, strict=True), linestyle=":", color=color, linewidth=2)
             axes.plot(
-                *zip(*capped),
+                *zip(*capped, strict=True),
                 marker="^",
                 markersize=12,
                 linestyle="none",

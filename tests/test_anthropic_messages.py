@@ -142,8 +142,8 @@ def test_raw_sdk_clients_become_adapters() -> None:
         isinstance(local, AnthropicChatClient) and local.max_tokens == 64 and local.capabilities == ANTHROPIC_COMPATIBLE
     )
     assert local.get_service(anthropic.Anthropic) is local.sdk_client
-    local.disable_sdk_retries()
-    assert local.sdk_client.max_retries == 0
+    assert local.sdk_for(ChatOptions(sdk_max_retries=0)).max_retries == 0
+    assert local.sdk_client.max_retries == 2 and local.sdk_for(ChatOptions()) is local.sdk_client
     assert local.provider_name == "anthropic" and local.base_url == "http://127.0.0.1:9"
     with pytest.raises(UserError, match="AsyncOpenAI"):
         import openai

@@ -142,4 +142,4 @@ def test_from_updates_joins_text_and_tool_call_deltas() -> None:
 
 def test_value_without_structured_output_says_what_to_do() -> None:
     with pytest.raises(UserError, match="parse"):
-        ChatResponse(ChatMessage("assistant", "x")).value
+        _ = ChatResponse(ChatMessage("assistant", "x")).value

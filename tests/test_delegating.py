@@ -85,7 +85,7 @@ def test_output_type_without_structured_output_layer_is_reported() -> None:
 
 
 def test_non_chat_client_is_rejected_with_its_type() -> None:
-    with pytest.raises(UserError, match="builtins.dict"):
+    with pytest.raises(UserError, match=r"builtins\.dict"):
         CountingChatClient({})
 
 
@@ -140,7 +140,7 @@ async def test_proxy_contract(layer_class: type[DelegatingChatClient]) -> None:
     assert isinstance(response, ChatResponse)
     # state stays on the proxy, not on the wrapped client
     assert set(vars(fake)) == before
-    assert all(name.startswith("_self_") or name.startswith("__") for name in layer.__self_dict__)
+    assert all(name.startswith(("_self_", "__")) for name in layer.__self_dict__)
     # type, isinstance, protocol
     assert type(layer) is layer_class
     assert isinstance(layer, FakeChatClient)

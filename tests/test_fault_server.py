@@ -121,6 +121,29 @@ async def test_sdk_retries_are_off_the_server_sees_exactly_max_attempts(
     assert len(waits.seconds) == 2
 
 
+async def test_the_retry_layer_leaves_the_callers_adapter_and_sdk_client_unchanged(
+    serve: Any, async_sdk: Any, waits: Waits
+) -> None:
+    """Building and using `with_retries` changes nothing the caller holds: the same adapter and
+    SDK client, called directly, still retry by themselves (a layer never mutates what it wraps)."""
+    server = serve([status(503, headers={"retry-after-ms": "1"})])
+    sdk = async_sdk(server)
+    adapter = OpenAIChatClient(sdk, model="m")
+    client = with_retries(adapter, max_attempts=2, sleep=waits)
+    assert adapter.sdk_client is sdk and sdk.max_retries == 2
+
+    with pytest.raises(openai.InternalServerError):
+        await client.get_response("hi")
+    assert len(server.requests) == 2  # max_attempts requests, none hidden by the SDK
+    assert adapter.sdk_client is sdk and sdk.max_retries == 2
+
+    with pytest.raises(openai.InternalServerError):
+        await adapter.get_response("hi")  # the caller's own adapter, no layer
+    assert len(server.requests) == 2 + 3  # 1 + the SDK's max_retries=2, as before the layer existed
+    retry_counts = [request.headers.get("x-stainless-retry-count") for request in server.requests]
+    assert retry_counts == ["0", "0", "0", "1", "2"]
+
+
 async def test_control_without_the_retry_layer_the_sdk_retries_by_itself(serve: Any, async_sdk: Any) -> None:
     server = serve([status(503, headers={"retry-after-ms": "1"})])  # the SDK honours it: a 1 ms wait
     client = OpenAIChatClient(async_sdk(server), model="m")

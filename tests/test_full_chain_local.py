@@ -68,7 +68,8 @@ async def test_three_layers_both_orders(
     assert isinstance(response.value, Person) and isinstance(response.value.age, int)
     assert feature.response is response
     assert seen and all(passenger in o.features for o in seen)  # the unknown feature arrived, same object
-    assert client.sdk_client.max_retries == 0  # the retry layer turned the SDK's own retries off
+    assert client.sdk_client is adapter.sdk_client and adapter.sdk_client.max_retries == 2  # never changed by a layer
+    assert all(o.sdk_max_retries == 0 for o in seen)  # the retry layer's calls go out without SDK retries
     spans = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
     assert len(spans) == 1 and spans[0].attributes is not None
     assert spans[0].attributes["gen_ai.request.model"] == local_server.model

@@ -66,7 +66,7 @@ def test_stopped_on_error_inside_the_block() -> None:
         raise RuntimeError("boom")
     assert not _alive(pid)
     with pytest.raises(LocalServerError, match="not running"):
-        server.base_url
+        _ = server.base_url
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])

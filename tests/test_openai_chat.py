@@ -17,6 +17,7 @@ import pytest
 
 from so_middleware import (
     ChatMessage,
+    ChatOptions,
     FinishReason,
     FunctionCallContent,
     FunctionResultContent,
@@ -110,11 +111,13 @@ async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalM
     assert recorder.responses and recorder.responses[0].is_closed
 
 
-async def test_sdk_client_reachable_and_retries_can_be_disabled(local_server: LocalModelServer, local_sdk: Any) -> None:
+async def test_sdk_client_reachable_and_retries_set_per_call(local_server: LocalModelServer, local_sdk: Any) -> None:
     client = make_client(local_server, local_sdk, HttpRecorder(), is_async=True)
-    assert client.get_service(openai.AsyncOpenAI) is client.sdk_client
-    client.disable_sdk_retries()
-    assert client.sdk_client.max_retries == 0
+    sdk = client.sdk_client
+    assert client.get_service(openai.AsyncOpenAI) is sdk
+    assert client.sdk_for(ChatOptions(sdk_max_retries=0)).max_retries == 0
+    assert client.sdk_client is sdk and sdk.max_retries == 2  # the adapter's own client is unchanged
+    assert client.sdk_for(ChatOptions()) is sdk
 
 
 # --------------------------------------------------------------- wire mapping (no server)

@@ -124,12 +124,12 @@ async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalM
     assert recorder.responses and recorder.responses[0].is_closed
 
 
-async def test_sdk_client_reachable_and_retries_can_be_disabled(local_server: LocalModelServer, local_sdk: Any) -> None:
+async def test_sdk_client_reachable_and_retries_set_per_call(local_server: LocalModelServer, local_sdk: Any) -> None:
     client = local_client(local_server, local_sdk, HttpRecorder())
     assert client.get_service(openai.AsyncOpenAI) is client.sdk_client
     assert client.get_service(OpenAIResponsesClient) is client
-    client.disable_sdk_retries()
-    assert client.sdk_client.max_retries == 0
+    assert client.sdk_for(ChatOptions(sdk_max_retries=0)).max_retries == 0
+    assert client.sdk_client.max_retries == 2 and client.sdk_for(ChatOptions()) is client.sdk_client
     assert client.provider_name == "openai" and client.base_url == local_server.base_url + "/"
 
 

@@ -376,22 +376,19 @@ async def test_options_features_and_output_type_pass_through_untouched(stream: b
     assert messages == ["hi"]
 
 
-class CountingFake(FakeChatClient):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sdk_retries_disabled = 0
-
-    def disable_sdk_retries(self) -> None:
-        self.sdk_retries_disabled += 1
-
-
-async def test_sdk_retries_are_disabled_on_construction_through_other_layers() -> None:
-    fake = CountingFake("ok")
-    with_retries(with_telemetry(fake))
-    assert fake.sdk_retries_disabled == 1
+async def test_calls_ask_for_no_sdk_retries_through_other_layers_without_touching_the_caller() -> None:
+    fake = FakeChatClient(["ok", "ok"])
+    state = dict(vars(fake))
+    options = {"temperature": 0.5}
+    client = with_retries(with_telemetry(fake))
+    assert dict(vars(fake)) == state  # building the layer changed nothing
+    await client.get_response("hi", options=options)
+    await client.get_response("hi", options={"sdk_max_retries": 1})
+    assert [call.options.sdk_max_retries for call in fake.calls] == [0, 1]  # the caller's own value wins
+    assert options == {"temperature": 0.5}
 
 
-async def test_a_client_without_disable_sdk_retries_is_accepted() -> None:
+async def test_a_minimal_client_is_accepted() -> None:
     class Minimal:
         def get_response(
             self, messages: Any, *, options: Any = None, stream: bool = False, output_type: Any = None

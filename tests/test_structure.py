@@ -199,3 +199,39 @@ def test_exported_members() -> None:
         member = getattr(so_middleware, name)
         if inspect.isclass(member) or inspect.isfunction(member):
             assert member.__doc__, f"{name} has no docstring"
+
+
+def logic_lines(path: Path) -> int:
+    """Lines of code: no blank lines, comments or docstrings."""
+    tree = ast.parse(path.read_text())
+    docstrings: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                docstrings.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
+    lines = path.read_text().splitlines()
+    return sum(
+        1
+        for number, line in enumerate(lines, 1)
+        if line.strip() and not line.strip().startswith("#") and number not in docstrings
+    )
+
+
+OUTSIDE_SCHEMA = [
+    path for path in MODULES if path.relative_to(PACKAGE).parts[0] != "schema"
+]  # wire tables may run longer
+
+
+@pytest.mark.parametrize("path", OUTSIDE_SCHEMA, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_over_300_lines_outside_schema(path: Path) -> None:
+    assert len(path.read_text().splitlines()) <= 300, f"{path.relative_to(PACKAGE)}: split it by concept"
+
+
+LAYER_FILES = sorted(path for path in (PACKAGE / "middleware").glob("*.py") if not path.name.startswith("_"))
+
+
+@pytest.mark.parametrize("path", LAYER_FILES, ids=lambda p: p.name)
+def test_each_layer_file_has_at_most_150_lines_of_logic(path: Path) -> None:
+    assert logic_lines(path) <= 150, f"{path.name}: {logic_lines(path)} lines of logic; move mechanics out"

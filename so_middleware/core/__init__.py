@@ -6,7 +6,7 @@ other layers import from `so_middleware.core`; its module files are private.
 
 from ._attempts import Attempt
 from ._capabilities import Capabilities, SchemaProfileName
-from ._client import BaseChatClient, ChatClient, ChatStream, ClientInput, as_chat_client
+from ._client import BaseChatClient, ChatClient, ChatStream, ClientInput, SyncChatStream, as_chat_client
 from ._contents import (
     Content,
     DataContent,
@@ -41,7 +41,7 @@ from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
 from ._spans import AgentSpans
 from ._stream import ResponseStream
-from ._sync import run_sync
+from ._sync import SyncResponseStream, run_sync, sync_stream
 from ._urls import redact_url
 from ._usage import FinishReason, UsageDetails
 
@@ -89,6 +89,8 @@ __all__ = [
     "SchemaProfileName",
     "StreamConsumedError",
     "StreamInterruptedError",
+    "SyncChatStream",
+    "SyncResponseStream",
     "TextContent",
     "TextParser",
     "ToolChoice",
@@ -106,4 +108,5 @@ __all__ = [
     "responses_format_to_chat",
     "run_sync",
     "seconds_left",
+    "sync_stream",
 ]

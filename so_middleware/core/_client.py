@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, Union, overload, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from ._capabilities import Capabilities
 from ._exceptions import UserError
@@ -12,13 +12,14 @@ from ._options import ChatOptions, OptionsInput
 from ._registry import adapter_factory
 from ._responses import ChatResponse, ChatResponseUpdate
 from ._stream import ResponseStream
-from ._sync import run_sync
+from ._sync import SyncResponseStream, run_sync, sync_stream
 
-__all__ = ["BaseChatClient", "ChatClient", "ChatStream", "as_chat_client"]
+__all__ = ["BaseChatClient", "ChatClient", "ChatStream", "SyncChatStream", "as_chat_client"]
 
 K = TypeVar("K")
 
 ChatStream = ResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]]
+SyncChatStream = SyncResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]]
 
 
 @runtime_checkable
@@ -63,13 +64,6 @@ class BaseChatClient:
     model: str | None = None  # the default model, when the adapter has one
     base_url: str | None = None  # where requests go, for telemetry's server.address/port
 
-    def disable_sdk_retries(self) -> None:
-        """Turn off the SDK's own retries (a retry layer above does them instead).
-
-        Adapters over an SDK client replace it with `sdk.with_options(max_retries=0)`.
-        """
-        return
-
     @overload
     def get_response(
         self,
@@ -103,10 +97,30 @@ class BaseChatClient:
             return ResponseStream(self._stream(chat_messages, chat_options), ChatResponse.from_updates)
         return self._respond(chat_messages, chat_options)
 
+    @overload
     def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, output_type: Any = None
-    ) -> ChatResponse[Any]:
-        """Blocking `get_response` for scripts. Raises `UserError` inside a running event loop."""
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: Any = None,
+    ) -> ChatResponse[Any]: ...
+
+    @overload
+    def get_response_sync(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+    ) -> SyncChatStream: ...
+
+    def get_response_sync(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+    ) -> ChatResponse[Any] | SyncChatStream:
+        """Blocking `get_response` for scripts; with `stream=True` a `SyncResponseStream` to iterate
+        with `for`. Raises `UserError` inside a running event loop."""
+        if stream:
+            return sync_stream(
+                lambda: self.get_response(messages, options=options, stream=True, output_type=output_type)
+            )
         return run_sync(lambda: self.get_response(messages, options=options, output_type=output_type))
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
@@ -142,7 +156,7 @@ def _reject_unhandled_features(options: ChatOptions) -> None:
             )
 
 
-ClientInput = Union[ChatClient, Any]
+ClientInput = ChatClient | Any
 
 
 def as_chat_client(client: ClientInput, **adapter_options: Any) -> ChatClient:

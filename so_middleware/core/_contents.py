@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ._exceptions import UserError
 
@@ -102,4 +102,4 @@ class RefusalContent:
     type: Literal["refusal"] = "refusal"
 
 
-Content = Union[TextContent, DataContent, FunctionCallContent, FunctionResultContent, ReasoningContent, RefusalContent]
+Content = TextContent | DataContent | FunctionCallContent | FunctionResultContent | ReasoningContent | RefusalContent

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union, get_args
+from typing import Any, Literal, get_args
 
 from ._contents import Content, FunctionCallContent, RefusalContent, TextContent
 from ._exceptions import UserError
@@ -46,7 +46,7 @@ class ChatMessage:
             self.contents = [TextContent(contents)]
         elif isinstance(contents, _CONTENT_TYPES):
             self.contents = [contents]
-        elif isinstance(contents, Sequence) and not isinstance(contents, (bytes, bytearray)):
+        elif isinstance(contents, Sequence):
             self.contents = [*contents]  # each item is checked just below
             for item in self.contents:
                 if not isinstance(item, _CONTENT_TYPES):
@@ -78,7 +78,7 @@ class ChatMessage:
         return [c for c in self.contents if isinstance(c, FunctionCallContent)]
 
 
-MessageInput = Union[str, ChatMessage, Mapping[str, Any], Sequence[str | ChatMessage | Mapping[str, Any]]]
+MessageInput = str | ChatMessage | Mapping[str, Any] | Sequence[str | ChatMessage | Mapping[str, Any]]
 
 
 def as_messages(messages: MessageInput | None) -> list[ChatMessage]:

@@ -17,7 +17,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal, TypeVar
 
 from ._exceptions import UserError
 from ._formats import ResponseFormat
@@ -58,7 +58,7 @@ class ForcedTool:
     name: str
 
 
-ToolChoice = Union[Literal["auto", "none", "required"], ForcedTool]
+ToolChoice = Literal["auto", "none", "required"] | ForcedTool
 _TOOL_CHOICE_MODES = ("auto", "none", "required")
 
 
@@ -70,6 +70,7 @@ class ChatOptions:
     raise `UserError` naming the option: put provider-specific request fields in `extra_body`.
     `idle_timeout` (seconds) bounds a stream's wait for its first and each later event; unset,
     the adapter's default applies.
+    `sdk_max_retries` sets the SDK client's own retries for this call only (a retry layer sends 0).
     `tools` hold `FunctionTool`s or provider-shaped dicts (passed on as given); `response_format`
     a `ResponseFormat` or a wire dict (Chat Completions or Responses spelling).
     """
@@ -86,6 +87,7 @@ class ChatOptions:
     response_format: ResponseFormat | None = None
     additional_properties: Mapping[str, Any] = field(default_factory=dict)
     extra_body: Mapping[str, Any] | None = None
+    sdk_max_retries: int | None = None  # the SDK's own retries for this call (None: the SDK client's setting)
     idle_timeout: float | None = None
 
     def __post_init__(self) -> None:
@@ -163,7 +165,7 @@ class ChatOptions:
         return ChatOptions(**values, additional_properties=props)
 
 
-OptionsInput = Union[ChatOptions, Mapping[str, Any], None]
+OptionsInput = ChatOptions | Mapping[str, Any] | None
 
 
 def find_feature(options: OptionsInput, kind: type[F]) -> F | None:
@@ -230,6 +232,7 @@ _CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("tools", _is_tools, "a list of FunctionTool objects or tool dicts"),
     ("additional_properties", lambda v: isinstance(v, Mapping), "a dict"),
     ("extra_body", lambda v: isinstance(v, Mapping), "a dict"),
+    ("sdk_max_retries", lambda v: _is_int(v, 0), "an int >= 0"),
     ("idle_timeout", lambda v: _is_number(v) and v > 0, "a number of seconds > 0"),
 )
 

@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
+import anyio
+
 from ._exceptions import StreamConsumedError
 
 __all__ = ["ResponseStream"]
@@ -68,7 +70,8 @@ class ResponseStream(Generic[TUpdate, TFinal]):
             raise
         except BaseException as error:
             self._done = True
-            self._error = error
+            if not isinstance(error, anyio.get_cancelled_exc_class()):  # cancelled = closed, not failed
+                self._error = error
             raise
         self._updates.append(update)
         return cast(TUpdate, update)

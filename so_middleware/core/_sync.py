@@ -1,36 +1,67 @@
-"""Blocking entry points over the async core.
+"""Blocking entry points over the async core: `run_sync` and `SyncResponseStream`.
 
-Every blocking call runs on one event loop kept in a daemon thread, so async SDK clients (and
-their connection pools) stay bound to a single loop across calls, which `asyncio.run` per call
-would break.
+Every blocking call runs on one event loop that an anyio blocking portal keeps in a daemon thread
+for the life of the process, so async SDK clients (and their connection pools) stay bound to a
+single loop across calls, which `asyncio.run` per call would break.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import atexit
+import contextlib
+import os
 import threading
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import Future, wait
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Any, Generic, TypeVar
 
-from ._exceptions import UserError
+import anyio
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-__all__ = ["run_sync"]
+from ._exceptions import StreamConsumedError, UserError
+from ._stream import ResponseStream
+
+__all__ = ["SyncResponseStream", "run_sync", "sync_stream"]
 
 T = TypeVar("T")
+TUpdate = TypeVar("TUpdate", covariant=True)
+TFinal = TypeVar("TFinal", covariant=True)
 
 _lock = threading.Lock()
-_loop: asyncio.AbstractEventLoop | None = None
+_portals: list[tuple[AbstractContextManager[BlockingPortal], BlockingPortal]] = []  # the one live portal
 
 
-def _background_loop() -> asyncio.AbstractEventLoop:
-    global _loop
+def _portal() -> BlockingPortal:
     with _lock:
-        if _loop is None or _loop.is_closed():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="so-middleware-sync", daemon=True).start()
-            _loop = loop
-        return _loop
+        if not _portals:
+            manager = start_blocking_portal(name="so-middleware-sync")
+            _portals.append((manager, manager.__enter__()))  # the manager is kept: collecting it stops the loop
+        return _portals[0][1]
+
+
+@atexit.register
+def _stop_portal() -> None:
+    with _lock:
+        for _, portal in _portals:
+            with contextlib.suppress(RuntimeError):  # already stopped
+                portal.call(portal.stop, True)  # cancel whatever is left, then let the loop end
+
+
+os.register_at_fork(after_in_child=_portals.clear)  # the loop thread does not survive a fork
+
+
+def _require_no_running_loop() -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UserError(
+        "a *_sync method was called inside a running event loop; await the async method instead "
+        "(e.g. await client.get_response(...))"
+    )
 
 
 def run_sync(make_awaitable: Callable[[], Awaitable[T]]) -> T:
@@ -38,23 +69,134 @@ def run_sync(make_awaitable: Callable[[], Awaitable[T]]) -> T:
 
     Raises `UserError` when called from inside a running event loop (use `await` there).
     Ctrl-C cancels the call on the loop before it propagates.
+
+    Example: `response = run_sync(lambda: client.get_response("Hello"))`.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise UserError(
-            "a *_sync method was called inside a running event loop; await the async method instead "
-            "(e.g. await client.get_response(...))"
-        )
+    _require_no_running_loop()
 
     async def runner() -> T:
         return await make_awaitable()
 
-    future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(runner(), _background_loop())
+    future = _portal().start_task_soon(runner)
     try:
         return future.result()
     except BaseException:
         future.cancel()
         raise
+
+
+def sync_stream(make_stream: Callable[[], ResponseStream[TUpdate, TFinal]]) -> SyncResponseStream[TUpdate, TFinal]:
+    """A `SyncResponseStream` over the stream `make_stream()` returns (made in the calling thread,
+    so bad input raises at once). Raises `UserError` inside a running event loop."""
+    _require_no_running_loop()
+    return SyncResponseStream(make_stream())
+
+
+class SyncResponseStream(Generic[TUpdate, TFinal]):
+    """A `ResponseStream` for blocking code: `for update in stream`, then `get_final_response()`.
+
+    The async stream runs in one task on the shared background loop and hands each update over as
+    it arrives. Leaving the `for` loop early (`break`, an exception) closes the HTTP stream, as do
+    `close()` and leaving `with`. A stream is iterated once.
+
+    Example:
+        with client.get_response_sync("Tell me a story", stream=True) as stream:
+            for update in stream:
+                print(update.text, end="")
+        final = stream.get_final_response()
+    """
+
+    def __init__(self, stream: ResponseStream[TUpdate, TFinal]) -> None:
+        self._stream = stream
+        self._portal = _portal()
+        self._send, self._receive = anyio.create_memory_object_stream[Any](0)  # one update in flight
+        self._scope: anyio.CancelScope | None = None  # made on the loop, by the reading task
+        self._stopping = False
+        self._task: Future[None] | None = None  # the task that reads the stream, once iteration starts
+        self._closed = False
+
+    def __iter__(self) -> Iterator[TUpdate]:
+        if self._task is not None or self._closed:
+            raise StreamConsumedError("this stream was already iterated; a stream can be consumed once")
+        self._task = self._portal.start_task_soon(self._pump)
+        return self._updates()
+
+    def _updates(self) -> Iterator[TUpdate]:
+        try:
+            while True:
+                try:
+                    yield self._portal.call(self._receive.receive)
+                except (anyio.EndOfStream, anyio.ClosedResourceError):  # the end, or closed meanwhile
+                    break
+            if self._task is not None:
+                self._task.result()  # the error that ended the stream, if one did
+        finally:
+            self.close()  # left early (break, error, Ctrl-C): stop the task, close the HTTP stream
+
+    async def _pump(self) -> None:
+        self._scope = anyio.CancelScope()
+        if self._stopping:
+            self._scope.cancel()
+        async with self._send:
+            with self._scope:
+                try:
+                    async for update in self._stream:
+                        await self._send.send(update)
+                except anyio.BrokenResourceError:
+                    pass  # the reader left
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._stream.aclose()
+
+    def _stop(self) -> None:  # on the loop: a pending send fails, a pending read is cancelled
+        self._stopping = True
+        self._receive.close()
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def close(self) -> None:
+        """Stop the stream and close the HTTP response. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._task is None:
+            self._receive.close()
+            self._portal.call(self._stream.aclose)
+            return
+        self._portal.call(self._stop)
+        wait([self._task])  # the error, if any, is the iteration's to raise; closing only waits for the end
+
+    def get_final_response(self) -> TFinal:
+        """Consume what is left and return the final response.
+
+        Raises the error that ended the stream. After an early `break` (or `close()`) the response
+        holds what arrived before it.
+        """
+        if self._task is None and not self._closed:
+            for _ in self:
+                pass
+        elif not self._closed:
+            while True:  # an iteration still under way: read the rest
+                try:
+                    self._portal.call(self._receive.receive)
+                except anyio.EndOfStream:
+                    break
+            self.close()
+        return self._portal.call(self._stream.get_final_response)
+
+    @property
+    def updates(self) -> list[Any]:
+        """The updates received so far."""
+        return self._stream.updates
+
+    def __enter__(self) -> SyncResponseStream[TUpdate, TFinal]:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<SyncResponseStream {state}, {len(self._stream.updates)} updates>"

@@ -188,7 +188,7 @@ class LocalModelServer:
         if self.requested_port and _port_taken(self.host, port):
             raise LocalServerError(f"port {port} on {self.host} is already in use; pick another or pass port=None")
         self.port = port
-        self._log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
+        self._log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)  # noqa: SIM115 - closed by stop()
         command = [
             str(self.binary),
             "-m",

@@ -1,28 +1,12 @@
-"""What the telemetry layer records: GenAI semantic-convention names, our own, and message JSON.
+"""What the telemetry layer records: GenAI semantic-convention names and our own.
 
 Names are plain strings so nothing needs `opentelemetry-semantic-conventions` (whose `_incubating`
-names move between releases). Messages are rendered in the conventions' JSON shape (`role`, `parts`
-of `text`, `reasoning`, `tool_call`, `tool_call_response`, `blob`), used only when content capture
-is on; binary data is never copied. Spec: https://opentelemetry.io/docs/specs/semconv/gen-ai/
+names move between releases). Spec: https://opentelemetry.io/docs/specs/semconv/gen-ai/
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from typing import Any, Final
-
-from ..core import (
-    ChatResponse,
-    Content,
-    FunctionCallContent,
-    FunctionResultContent,
-    MessageInput,
-    ReasoningContent,
-    RefusalContent,
-    TextContent,
-    as_messages,
-)
+from typing import Final
 
 # ---------------------------------------------------------------- spans and operations
 
@@ -117,48 +101,3 @@ SO_ATTEMPTS: Final = "so_middleware.structured_output.attempts"
 SO_OUTCOME: Final = "so_middleware.structured_output.outcome"
 SO_RETRY_COUNT: Final = "so_middleware.retry.count"
 SO_CALL_END: Final = "so_middleware.call.end"  # complete | error | closed | cancelled
-
-
-# ---------------------------------------------------------------- message JSON (content capture only)
-
-
-def input_messages_json(messages: MessageInput) -> str:
-    """`gen_ai.input.messages`: the request messages as JSON."""
-    return json.dumps([{"role": m.role, "parts": _parts(m.contents)} for m in as_messages(messages)], default=str)
-
-
-def instructions_json(instructions: str) -> str:
-    """`gen_ai.system_instructions`: the instructions as JSON parts."""
-    return json.dumps([{"type": "text", "content": instructions}])
-
-
-def output_messages_json(response: ChatResponse[Any]) -> str:
-    """`gen_ai.output.messages`: the final assistant message as JSON."""
-    message = {
-        "role": "assistant",
-        "parts": _parts(_last_assistant(response)),
-        "finish_reason": str(response.finish_reason),
-    }
-    return json.dumps([message], default=str)
-
-
-def _last_assistant(response: ChatResponse[Any]) -> list[Content]:
-    return next((m.contents for m in reversed(response.messages) if m.role == "assistant"), [])
-
-
-def _parts(contents: Sequence[Content]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for content in contents:
-        if isinstance(content, (TextContent, ReasoningContent)):
-            parts.append({"type": content.type, "content": content.text})
-        elif isinstance(content, RefusalContent):
-            parts.append({"type": "refusal", "content": content.refusal})
-        elif isinstance(content, FunctionCallContent):
-            parts.append(
-                {"type": "tool_call", "id": content.call_id, "name": content.name, "arguments": content.arguments}
-            )
-        elif isinstance(content, FunctionResultContent):
-            parts.append({"type": "tool_call_response", "id": content.call_id, "response": content.result_text})
-        else:  # binary data: its media type only
-            parts.append({"type": "blob", "mime_type": content.media_type})
-    return parts

@@ -1,7 +1,8 @@
 """`SDKChatClient`: what every adapter over an official SDK client shares.
 
-The SDK client, sync or async; the model; the capability profile; turning the SDK's own retries
-off for a retry layer; handing the SDK client out through `get_service`; the echoed prefill; and
+The SDK client, sync or async; the model; the capability profile; the SDK client of one call
+(with the SDK's own retries as the call asks); handing the SDK client out through `get_service`;
+the echoed prefill; and
 the boundary where SDK results and failures become so_middleware's: `fetch` for a plain call,
 `open_stream` + `read_events` for a stream.
 
@@ -80,6 +81,7 @@ class SDKChatClient(BaseChatClient):
             accepted = " or ".join(f"{t.__module__.split('.')[0]}.{t.__name__}" for t in self.sdk_types)
             raise UserError(f"{type(self).__name__} needs an {accepted} client, not {type(sdk_client).__name__}")
         self.sdk_client = sdk_client
+        self._sdk_copy: tuple[Any, int, Any] | None = None  # (sdk_client, retries, its copy), made on need
         self.model = model
         self.base_url = redact_url(str(self.sdk_client.base_url))  # shown in repr, spans, logs
         self.idle_timeout = _seconds_or_none("idle_timeout", idle_timeout)
@@ -94,9 +96,17 @@ class SDKChatClient(BaseChatClient):
         """True over an async SDK client (`AsyncOpenAI`, `AsyncAnthropic`)."""
         return isinstance(self.sdk_client, self.async_sdk_types)
 
-    def disable_sdk_retries(self) -> None:
-        """Let a retry layer above do the retrying: the SDK client gets `max_retries=0`."""
-        self.sdk_client = self.sdk_client.with_options(max_retries=0)
+    def sdk_for(self, options: ChatOptions) -> Any:
+        """The SDK client for one call: with `options.sdk_max_retries` set, a copy of it with that
+        many retries of its own (`with_options`, sharing the connection pool); `sdk_client` itself
+        never changes. A retry layer above asks for 0 this way."""
+        retries = options.sdk_max_retries
+        if retries is None or retries == getattr(self.sdk_client, "max_retries", None):
+            return self.sdk_client
+        made = self._sdk_copy
+        if made is None or made[0] is not self.sdk_client or made[1] != retries:
+            made = self._sdk_copy = (self.sdk_client, retries, self.sdk_client.with_options(max_retries=retries))
+        return made[2]
 
     def get_service(self, kind: type[K]) -> K | None:
         """This adapter, or its SDK client when `kind` is the SDK client's type."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 from ..core import (
     BaseChatClient,
@@ -52,7 +52,7 @@ class Reply:
         return contents
 
 
-Script = Union[str, Reply, BaseException, Callable[[list[ChatMessage], ChatOptions], str | Reply]]
+Script = str | Reply | BaseException | Callable[[list[ChatMessage], ChatOptions], str | Reply]
 
 
 @dataclass(frozen=True)
@@ -122,12 +122,10 @@ class FakeChatClient(BaseChatClient):
         try:
             if reply.error is not None and reply.fail_after is None:
                 raise reply.error
-            sent = 0
-            for start in range(0, len(reply.text), max(1, reply.chunk_size)):
+            for sent, start in enumerate(range(0, len(reply.text), max(1, reply.chunk_size))):
                 if reply.error is not None and sent == reply.fail_after:
                     raise reply.error
                 yield ChatResponseUpdate([TextContent(reply.text[start : start + reply.chunk_size])], role="assistant")
-                sent += 1
             if reply.error is not None:
                 raise reply.error
             tail: list[Content] = [c for c in reply.contents() if not isinstance(c, TextContent)]

@@ -61,8 +61,7 @@ ANTHROPIC_FORMATS = OPENAI_FORMATS | {"uri"}
 
 def _subschemas(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for key in ("properties", "$defs", "definitions"):
-        for sub in (node.get(key) or {}).values():
-            yield sub
+        yield from (node.get(key) or {}).values()
     if isinstance(node.get("items"), dict):
         yield node["items"]
     for key in ("anyOf", "allOf"):

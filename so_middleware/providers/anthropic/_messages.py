@@ -28,7 +28,8 @@ from anthropic.types import Message
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
-from ._messages_wire import StreamReader, build_request, message_to_chat
+from ._messages_stream import StreamReader
+from ._messages_wire import build_request, message_to_chat
 from ._profiles import profile_for
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatClient"]
@@ -81,14 +82,17 @@ class AnthropicChatClient(SDKChatClient):
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         return await self.fetch(
-            self.sdk_client.messages.create, request, Message, lambda message: message_to_chat(message, prefill=prefill)
+            self.sdk_for(options).messages.create,
+            request,
+            Message,
+            lambda message: message_to_chat(message, prefill=prefill),
         )
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
-        stream = await self.open_stream(self.sdk_client.messages.create, request, options)
+        stream = await self.open_stream(self.sdk_for(options).messages.create, request, options)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
         events = self.read_events(stream, reader, ending="message_stop", idle_timeout=self.idle_timeout_for(options))
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once

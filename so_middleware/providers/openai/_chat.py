@@ -65,7 +65,7 @@ class OpenAIChatClient(SDKChatClient):
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         return await self.fetch(
-            self.sdk_client.chat.completions.create,
+            self.sdk_for(options).chat.completions.create,
             request,
             ChatCompletion,
             lambda completion: completion_to_response(completion, prefill=prefill),
@@ -76,7 +76,7 @@ class OpenAIChatClient(SDKChatClient):
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
         request["stream_options"] = {"include_usage": True}
-        stream = await self.open_stream(self.sdk_client.chat.completions.create, request, options)
+        stream = await self.open_stream(self.sdk_for(options).chat.completions.create, request, options)
         reader = ChunkReader(self.echoed_prefill(messages))
         events = self.read_events(stream, reader, ending="a finish reason", idle_timeout=self.idle_timeout_for(options))
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once

@@ -22,11 +22,8 @@ from openai.types.responses import Response
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._profiles import profile_for
-from ._responses_wire import (
-    StreamReader,
-    build_request,
-    response_to_chat,
-)
+from ._responses_stream import StreamReader
+from ._responses_wire import build_request, response_to_chat
 
 __all__ = ["OpenAIResponsesClient"]
 
@@ -72,7 +69,7 @@ class OpenAIResponsesClient(SDKChatClient):
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         return await self.fetch(
-            self.sdk_client.responses.create,
+            self.sdk_for(options).responses.create,
             request,
             Response,
             lambda response: response_to_chat(response, prefill=prefill),
@@ -82,7 +79,7 @@ class OpenAIResponsesClient(SDKChatClient):
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
-        stream = await self.open_stream(self.sdk_client.responses.create, request, options)
+        stream = await self.open_stream(self.sdk_for(options).responses.create, request, options)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
         ending = "response.completed or response.incomplete"
         events = self.read_events(stream, reader, ending=ending, idle_timeout=self.idle_timeout_for(options))

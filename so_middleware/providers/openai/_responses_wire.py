@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...core import (
@@ -30,7 +29,6 @@ from ...core import (
     ChatMessage,
     ChatOptions,
     ChatResponse,
-    ChatResponseUpdate,
     Content,
     DataContent,
     FinishReason,
@@ -38,17 +36,16 @@ from ...core import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
-    ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
     UsageDetails,
+    ProviderResponseError,
     UserError,
 )
-from .._prefill import EchoFilter, prefill_of, strip_echo
+from .._prefill import prefill_of, strip_echo
 
 __all__ = [
-    "StreamReader",
     "build_request",
     "finish_reason",
     "prefill_of",
@@ -279,91 +276,3 @@ def response_to_chat(response: Any, *, prefill: str = "") -> ChatResponse[Any]:
         model_id=getattr(response, "model", None),
         raw_representation=response,
     )
-
-
-# ---------------------------------------------------------------- streams
-
-
-@dataclass
-class StreamReader:
-    """Turns Responses stream events into updates; keeps what spans events (call ids, text).
-
-    `read(event)` returns an update or None (events that carry nothing for the caller), and
-    raises `ProviderResponseError` for `error` and `response.failed` events. `finished` turns True on
-    `response.completed` / `response.incomplete`.
-    """
-
-    prefill: str = ""
-    text: list[str] = field(default_factory=list)
-    finished: bool = False
-    _calls: dict[str, str] = field(default_factory=dict)  # item id -> call id
-    _arguments_seen: set[str] = field(default_factory=set)
-    _called: bool = False
-    _refused: bool = False
-    _echo: EchoFilter | None = None
-
-    def __post_init__(self) -> None:
-        self._echo = EchoFilter(self.prefill) if self.prefill else None
-
-    def read(self, event: Any) -> ChatResponseUpdate[Any] | None:
-        kind = getattr(event, "type", None)
-        contents: list[Content] = []
-        if kind == "response.output_text.delta":
-            piece = self._echo.feed(event.delta) if self._echo else event.delta
-            if piece:
-                contents.append(TextContent(piece))
-        elif kind == "response.refusal.delta":
-            self._refused = True
-            contents.append(RefusalContent(event.delta))
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            contents.append(ReasoningContent(event.delta))
-        elif kind == "response.output_item.added" and getattr(event.item, "type", None) == "function_call":
-            self._called = True
-            self._calls[event.item.id or event.item.call_id] = event.item.call_id
-            contents.append(FunctionCallContent(event.item.call_id, event.item.name, event.item.arguments or ""))
-            if event.item.arguments:
-                self._arguments_seen.add(event.item.call_id)
-        elif kind == "response.function_call_arguments.delta":
-            call_id = self._calls.get(event.item_id, event.item_id)
-            self._arguments_seen.add(call_id)
-            contents.append(FunctionCallContent(call_id, "", event.delta))
-        elif kind == "response.output_item.done" and getattr(event.item, "type", None) == "function_call":
-            if event.item.call_id not in self._arguments_seen:  # a server that sends whole calls only
-                self._called = True
-                self._arguments_seen.add(event.item.call_id)
-                contents.append(FunctionCallContent(event.item.call_id, event.item.name, event.item.arguments or ""))
-        elif kind in ("response.completed", "response.incomplete"):
-            self.finished = True
-            if self._echo:
-                rest = self._echo.flush()
-                if rest:
-                    contents.append(TextContent(rest))
-            response = event.response
-            self.text.extend(c.text for c in contents if isinstance(c, TextContent))
-            return ChatResponseUpdate(
-                contents,
-                role="assistant",
-                usage=usage_from(getattr(response, "usage", None)),
-                finish_reason=finish_reason(response, called=self._called, refused=self._refused),
-                response_id=getattr(response, "id", None),
-                model_id=getattr(response, "model", None),
-                raw_representation=event,
-            )
-        elif kind in ("response.failed", "response.cancelled"):
-            raise failure_of(event.response) or ProviderResponseError("the response failed", reported=True)
-        elif kind == "error":
-            code = getattr(event, "code", None)
-            code = code if isinstance(code, str) else None
-            raise ProviderResponseError(f"error event: {code or 'no error code given'}", code=code, reported=True)
-        elif kind == "response.created":
-            response = event.response
-            return ChatResponseUpdate(
-                role="assistant",
-                response_id=getattr(response, "id", None),
-                model_id=getattr(response, "model", None),
-                raw_representation=event,
-            )
-        if not contents:
-            return None
-        self.text.extend(c.text for c in contents if isinstance(c, TextContent))
-        return ChatResponseUpdate(contents, role="assistant", raw_representation=event)

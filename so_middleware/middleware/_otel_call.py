@@ -1,0 +1,222 @@
+"""Recording one call: the layer's instruments, and the span and metrics of each call.
+
+`ChatCall` starts the `chat` span (dated from the call), keeps it current only around pulls from
+the inner client, and ends it with the response or the error. Recording never breaks a call: a
+fault in a processor, exporter or meter is logged at debug.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from importlib import metadata
+from typing import Any
+
+import anyio
+from opentelemetry import metrics as otel_metrics
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span, SpanKind, StatusCode
+
+from ..core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputError
+from . import _otel_names as names
+from ._otel_attributes import coerce_options, response_attributes, structured_attributes, structured_info
+from ._otel_content import input_messages_json, instructions_json, output_messages_json
+from ._retry_errors import status_code_of
+
+__all__ = ["ChatCall", "Instruments", "guarded", "record_error"]
+
+logger = logging.getLogger("so_middleware")
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Recording never breaks a call: a fault in a processor, exporter or meter is logged at debug."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception:
+            logger.debug("so_middleware telemetry: recording failed in %s", fn.__name__, exc_info=True)
+            return None
+
+    return wrapper
+
+
+class Instruments:
+    """The tracer and histograms of one layer, made once at construction."""
+
+    def __init__(self, tracer_provider: Any, meter_provider: Any) -> None:
+        try:
+            version: str | None = metadata.version("so-middleware")
+        except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+            version = None
+        self.tracer = otel_trace.get_tracer("so_middleware", version, tracer_provider)
+        meter = otel_metrics.get_meter("so_middleware", version or "", meter_provider)
+        self.duration = meter.create_histogram(
+            names.METRIC_OPERATION_DURATION,
+            "s",
+            "GenAI operation duration",
+            explicit_bucket_boundaries_advisory=names.DURATION_BUCKETS,
+        )
+        self.tokens = meter.create_histogram(
+            names.METRIC_TOKEN_USAGE,
+            "{token}",
+            "Number of input and output tokens used",
+            explicit_bucket_boundaries_advisory=names.TOKEN_BUCKETS,
+        )
+        self.first_chunk = meter.create_histogram(
+            names.METRIC_TIME_TO_FIRST_CHUNK,
+            "s",
+            "Time to the first streamed chunk",
+            explicit_bucket_boundaries_advisory=names.DURATION_BUCKETS,
+        )
+
+    def start_span(self, name: str, kind: SpanKind, attributes: dict[str, Any], start_time: int | None) -> Span:
+        try:
+            clean = {key: value for key, value in attributes.items() if value is not None}
+            return self.tracer.start_span(name, kind=kind, attributes=clean, start_time=start_time)
+        except Exception:
+            logger.debug("so_middleware telemetry: could not start span %r", name, exc_info=True)
+            return otel_trace.INVALID_SPAN
+
+
+class ChatCall:
+    """Per-call recording: one span, its attributes, and the metrics recorded when it ends."""
+
+    def __init__(
+        self,
+        instruments: Instruments,
+        attributes: dict[str, Any],
+        started: float,
+        started_ns: int,
+        capture_content: bool,
+    ) -> None:
+        self.instruments = instruments
+        self.attributes = attributes
+        self.started = started
+        self.started_ns = started_ns
+        self.capture_content = capture_content
+        self.inner_stream: ChatStream | None = None
+
+    def start(self) -> Span:
+        model = self.attributes.get(names.GEN_AI_REQUEST_MODEL)
+        name = f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT
+        return self.instruments.start_span(name, SpanKind.CLIENT, self.attributes, self.started_ns)
+
+    async def respond(self, call: Callable[..., Any]) -> ChatResponse[Any]:
+        span = self.start()
+        try:
+            with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                response: ChatResponse[Any] = await call(stream=False)
+        except BaseException as error:
+            self.end(span, error)
+            raise
+        self.end(span, None, response)
+        return response
+
+    async def stream(self, call: Callable[..., Any]) -> AsyncIterator[Any]:
+        span = self.start()
+        ending: BaseException | None = None
+        response: ChatResponse[Any] | None = None
+        try:
+            with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+                self.inner_stream = inner = call(stream=True)
+            first = True
+            while True:
+                with otel_trace.use_span(
+                    span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+                ):
+                    try:
+                        update = await inner.__anext__()
+                    except StopAsyncIteration:
+                        break
+                if first:
+                    first = False
+                    self.first_chunk(span)
+                yield update
+            try:
+                response = await inner.get_final_response()
+            except Exception as error:  # raised again by the caller's own get_final_response()
+                ending = error
+        except BaseException as error:
+            ending = error
+            raise
+        finally:
+            if self.inner_stream is not None and not self.inner_stream.is_complete:
+                with anyio.CancelScope(shield=True):
+                    await self.inner_stream.aclose()
+            self.end(span, ending, response)
+
+    async def final_response(self, updates: Sequence[Any]) -> ChatResponse[Any]:
+        if self.inner_stream is None:
+            raise RuntimeError("the stream has not been opened")
+        return await self.inner_stream.get_final_response()
+
+    @guarded
+    def first_chunk(self, span: Span) -> None:
+        elapsed = time.perf_counter() - self.started
+        span.set_attribute(names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, elapsed)
+        self.instruments.first_chunk.record(elapsed, self.metric_attributes())
+
+    @guarded
+    def input_content(self, messages: MessageInput, options: OptionsInput) -> None:
+        self.attributes[names.GEN_AI_INPUT_MESSAGES] = input_messages_json(messages)
+        instructions = coerce_options(options).instructions
+        if instructions:
+            self.attributes[names.GEN_AI_SYSTEM_INSTRUCTIONS] = instructions_json(instructions)
+
+    @guarded
+    def end(self, span: Span, error: BaseException | None, response: ChatResponse[Any] | None = None) -> None:
+        try:
+            if response is not None:
+                self.record_response(span, response)
+            if isinstance(error, GeneratorExit):
+                span.set_attribute(names.SO_CALL_END, "closed")
+            elif error is not None and not isinstance(error, Exception):
+                self.attributes[names.ERROR_TYPE] = "cancelled"
+                span.set_attribute(names.SO_CALL_END, "cancelled")
+            elif error is not None:
+                self.attributes[names.ERROR_TYPE] = type(error).__name__
+                record_error(span, error, self.capture_content)
+            else:
+                span.set_attribute(names.SO_CALL_END, "complete")
+        finally:
+            guarded(span.end)()
+            self.instruments.duration.record(time.perf_counter() - self.started, self.metric_attributes())
+
+    def record_response(self, span: Span, response: ChatResponse[Any]) -> None:
+        values = response_attributes(response)
+        self.attributes[names.GEN_AI_RESPONSE_MODEL] = response.model_id
+        usage = response.usage
+        if usage is not None:
+            counts = ((names.TOKEN_TYPE_INPUT, usage.input_tokens), (names.TOKEN_TYPE_OUTPUT, usage.output_tokens))
+            for token_type, count in counts:
+                if count is not None:
+                    self.instruments.tokens.record(
+                        count, {**self.metric_attributes(), names.GEN_AI_TOKEN_TYPE: token_type}
+                    )
+        if self.capture_content:
+            values[names.GEN_AI_OUTPUT_MESSAGES] = output_messages_json(response)
+        span.set_attributes({key: value for key, value in values.items() if value is not None})
+
+    def metric_attributes(self) -> dict[str, Any]:
+        return {key: self.attributes[key] for key in names.METRIC_ATTRIBUTES if self.attributes.get(key) is not None}
+
+
+def record_error(span: Span, error: BaseException, capture_content: bool) -> None:
+    """Mark `span` failed by `error`: its type and HTTP status, and its message only with content
+    capture (a provider's message may quote the request, an output error's the model's output)."""
+    span.set_attribute(names.ERROR_TYPE, type(error).__name__)
+    span.set_attribute(names.SO_CALL_END, "error")
+    span.set_status(StatusCode.ERROR, type(error).__name__)
+    if isinstance(error, OutputError):
+        span.set_attributes(structured_attributes(structured_info(error)))
+    status = status_code_of(error)
+    if status is not None:
+        span.set_attribute(names.HTTP_RESPONSE_STATUS_CODE, status)
+    if capture_content:
+        span.record_exception(error)
+    else:
+        span.add_event("exception", {"exception.type": f"{type(error).__module__}.{type(error).__qualname__}"})

@@ -1,0 +1,181 @@
+"""Blocking entry points: `get_response_sync` (with and without `stream=True`) and `run_sync`.
+
+Real SDK clients, sync and async, on the real local server; the fake client where only the
+control flow matters.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+import httpx2
+import pytest
+from pydantic import BaseModel
+
+from so_middleware import (
+    ChatResponseUpdate,
+    StreamConsumedError,
+    StreamInterruptedError,
+    UserError,
+    run_sync,
+    with_structured_output,
+)
+from so_middleware.core import SyncResponseStream
+from so_middleware.local import ROUTES, LocalModelServer, chat_client
+from so_middleware.testing import FakeChatClient, HttpRecorder, Reply
+
+KINDS = [(route, sync) for route in ROUTES for sync in (True, False)]
+
+
+def _close(client: Any) -> None:
+    result = client.sdk_client.close()
+    if hasattr(result, "__await__"):
+        run_sync(lambda: result)  # an async SDK client closes its pool on the loop that used it
+
+
+@pytest.mark.local_server
+@pytest.mark.parametrize(("route", "sync"), KINDS, ids=[f"{r}-{'sync' if s else 'async'}" for r, s in KINDS])
+def test_sync_streaming_yields_updates_then_the_final_response(
+    local_server: LocalModelServer, route: str, sync: bool
+) -> None:
+    client = chat_client(local_server, route, sync=sync)  # type: ignore[arg-type]
+    options = {"max_tokens": 12, "temperature": 0}
+    texts: list[str] = []
+    with client.get_response_sync("Count from 1 to 5.", options=options, stream=True) as stream:
+        assert isinstance(stream, SyncResponseStream)
+        for update in stream:
+            assert isinstance(update, ChatResponseUpdate)
+            texts.append(update.text)
+    final = stream.get_final_response()
+    # the same client again: an async SDK client keeps its pool on the one shared loop
+    again = client.get_response_sync("Count from 1 to 5.", options=options)
+    _close(client)
+    assert len(texts) > 1 and "".join(texts).strip()
+    assert final.text == "".join(texts)
+    assert final.finish_reason is not None and final.usage is not None and final.usage.output_tokens
+    assert again.text == final.text  # greedy: the same answer streamed or not
+
+
+@pytest.mark.local_server
+@pytest.mark.parametrize(("route", "sync"), KINDS, ids=[f"{r}-{'sync' if s else 'async'}" for r, s in KINDS])
+def test_breaking_out_of_a_sync_stream_closes_the_http_stream(
+    local_server: LocalModelServer, route: str, sync: bool
+) -> None:
+    recorder = HttpRecorder()
+    http: Any = (httpx2.Client if sync else httpx2.AsyncClient)(event_hooks=recorder.hooks(is_async=not sync))
+    client = chat_client(local_server, route, sync=sync, http_client=http)  # type: ignore[arg-type]
+    stream = client.get_response_sync("Count from 1 to 200.", options={"max_tokens": 400}, stream=True)
+    started = time.monotonic()
+    for update in stream:
+        if update.text:
+            break  # the model would go on for 400 tokens
+    elapsed = time.monotonic() - started
+    closed = recorder.responses and recorder.responses[0].is_closed
+    partial = stream.get_final_response()
+    _close(client)
+    assert closed, "leaving the loop must close the HTTP response at once"
+    assert partial.finish_reason is None and partial.text  # what arrived before the break
+    assert elapsed < 60
+
+
+def test_an_error_mid_stream_reaches_the_for_loop() -> None:
+    boom = StreamInterruptedError("cut", partial_text="ab")
+    client = FakeChatClient(Reply("abcdef", chunk_size=2, error=boom, fail_after=1))
+    seen: list[str] = []
+    with pytest.raises(StreamInterruptedError, match="cut"):
+        for update in client.get_response_sync("x", stream=True):
+            seen.append(update.text)
+    assert seen == ["ab"]
+
+
+def test_get_final_response_without_iterating_consumes_the_stream() -> None:
+    stream = FakeChatClient(Reply("hello world", chunk_size=3)).get_response_sync("x", stream=True)
+    assert stream.get_final_response().text == "hello world"
+    assert [u.text for u in stream.updates if u.text] == ["hel", "lo ", "wor", "ld"]
+    with pytest.raises(StreamConsumedError):
+        iter(stream)
+
+
+def test_get_final_response_mid_iteration_reads_the_rest() -> None:
+    stream = FakeChatClient(Reply("abcdef", chunk_size=2)).get_response_sync("x", stream=True)
+    updates = iter(stream)  # held: the iteration is still under way
+    assert next(updates).text == "ab"
+    assert stream.get_final_response().text == "abcdef"
+    assert list(updates) == []
+
+
+def test_a_stream_is_iterated_once() -> None:
+    stream = FakeChatClient("abc").get_response_sync("x", stream=True)
+    assert "".join(u.text for u in stream) == "abc"
+    with pytest.raises(StreamConsumedError):
+        list(stream)
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+def test_structured_output_streams_partial_values_synchronously() -> None:
+    client = with_structured_output(FakeChatClient(Reply('{"name": "Ada", "age": 36}', chunk_size=4)))
+    partials: list[Any] = []
+    with client.get_response_sync("Ada, 36", stream=True, output_type=Person) as stream:
+        for update in stream:
+            if update.partial_value is not None:
+                partials.append(update.partial_value.model_copy())
+    assert stream.get_final_response().value == Person(name="Ada", age=36)
+    assert partials and partials[-1] == Person(name="Ada", age=36)
+
+
+def test_bad_input_raises_at_once_not_on_iteration() -> None:
+    with pytest.raises(UserError, match="structured-output layer"):
+        FakeChatClient("x").get_response_sync("x", stream=True, output_type=int)
+
+
+@pytest.mark.anyio
+async def test_sync_entry_points_refuse_a_running_loop() -> None:
+    client = FakeChatClient("x")
+    with pytest.raises(UserError, match="running event loop"):
+        client.get_response_sync("x", stream=True)
+    with pytest.raises(UserError, match="running event loop"):
+        client.get_response_sync("x")
+
+
+def test_every_sync_call_runs_on_one_long_lived_loop() -> None:
+    loops: list[Any] = []
+    threads: list[threading.Thread] = []
+
+    async def where() -> None:
+        import asyncio
+
+        loops.append(asyncio.get_running_loop())
+        threads.append(threading.current_thread())
+
+    for _ in range(3):
+        run_sync(where)
+    assert len(set(map(id, loops))) == 1 and threads[0] is not threading.main_thread()
+    assert threads[0].daemon
+
+
+def test_ctrl_c_while_waiting_cancels_the_call_on_the_loop() -> None:
+    """A KeyboardInterrupt raised while the caller waits cancels the task on the loop."""
+    cancelled = threading.Event()
+
+    async def slow() -> None:
+        import anyio
+
+        try:
+            await anyio.sleep(30)
+        except BaseException:
+            cancelled.set()
+            raise
+
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(slow)
+    assert cancelled.wait(5)
