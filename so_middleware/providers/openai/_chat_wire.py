@@ -255,7 +255,7 @@ def chunk_to_update(chunk: Any, call_ids: dict[int, str]) -> ChatResponseUpdate[
 class ChunkReader:
     """Reads a Chat Completions chunk stream for `SDKChatClient.read_events`.
 
-    `read(chunk)` returns an update; `finished` turns True on the chunk with a finish reason. An
+    `read(chunk)` returns an update (None for what is not a chunk); `finished` turns True on the chunk with a finish reason. An
     echoed `prefill` is removed (text held back while it could be echo comes out with the
     finishing chunk), and a refusal turns a `stop` finish into `refusal`.
     """
@@ -270,7 +270,9 @@ class ChunkReader:
     def __post_init__(self) -> None:
         self._echo = EchoFilter(self.prefill)
 
-    def read(self, chunk: Any) -> ChatResponseUpdate[Any]:
+    def read(self, chunk: Any) -> ChatResponseUpdate[Any] | None:
+        if not hasattr(chunk, "choices"):  # not a chunk (an event of another kind): skipped
+            return None
         update = chunk_to_update(chunk, self._call_ids)
         if self._echo.pending:
             update.contents = self._without_echo(update.contents)

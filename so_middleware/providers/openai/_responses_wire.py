@@ -256,11 +256,14 @@ def output_contents(output: Any) -> list[Content]:
 def response_to_chat(response: Any, *, prefill: str = "") -> ChatResponse[Any]:
     """Map a `Response` to a `ChatResponse`; `prefill` is stripped from the text when echoed.
 
-    A `failed` or `cancelled` response raises `ProviderResponseError`.
+    A `failed` or `cancelled` response, or one without an `output` list, raises
+    `ProviderResponseError`.
     """
     failure = failure_of(response)
     if failure is not None:
         raise failure
+    if not isinstance(getattr(response, "output", None), list):
+        raise ProviderResponseError("the server's answer could not be read: a response without an output list")
     contents = output_contents(response.output)
     if prefill:
         first = next((i for i, c in enumerate(contents) if isinstance(c, TextContent)), None)
