@@ -205,6 +205,10 @@ def _is_int(value: Any, low: int | None = None) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and (low is None or value >= low)
 
 
+def _is_strings(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str) and all(isinstance(s, str) for s in value)
+
+
 def _is_tools(value: Any) -> bool:
     return (
         isinstance(value, Sequence)
@@ -223,11 +227,7 @@ _CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("temperature", _is_number, "a number >= 0"),
     ("max_tokens", lambda v: _is_int(v, 1), "an int >= 1"),
     ("top_p", lambda v: _is_number(v, 0.0, 1.0), "a number from 0 to 1"),
-    (
-        "stop",
-        lambda v: isinstance(v, Sequence) and not isinstance(v, (str, bytes)) and all(isinstance(s, str) for s in v),
-        "a str or a list of str",
-    ),  # fmt: skip
+    ("stop", lambda v: _is_strings(v), "a str or a list of str"),
     ("seed", _is_int, "an int"),
     ("tools", _is_tools, "a list of FunctionTool objects or tool dicts"),
     ("additional_properties", lambda v: isinstance(v, Mapping), "a dict"),

@@ -42,11 +42,11 @@ from ...core import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
     UsageDetails,
-    ProviderResponseError,
     UserError,
 )
 from .._prefill import prefill_of, strip_echo

@@ -36,11 +36,11 @@ from ...core import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
     UsageDetails,
-    ProviderResponseError,
     UserError,
 )
 from .._prefill import prefill_of, strip_echo
