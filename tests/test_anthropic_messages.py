@@ -304,6 +304,7 @@ async def test_usage_counts_cache_reads_and_writes_as_input() -> None:
     assert response.text == '{"a": 1}' and response.finish_reason == FinishReason.STOP
     assert response.usage is not None
     assert (response.usage.input_tokens, response.usage.cached_input_tokens, response.usage.total_tokens) == (9, 5, 11)
+    assert response.usage.cache_creation_input_tokens == 1  # cache writes, for gen_ai.usage.cache_creation.*
 
 
 @pytest.mark.parametrize(

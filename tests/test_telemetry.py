@@ -11,6 +11,8 @@ from typing import Any, ClassVar
 
 import anyio
 import pytest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -27,15 +29,17 @@ from so_middleware import (
     ChatResponseUpdate,
     DelegatingChatClient,
     Feature,
+    FunctionCallContent,
     ModelBehaviorError,
     RefusalError,
     ResponseFormat,
     ResponseStream,
     TextContent,
+    UsageDetails,
 )
 from so_middleware.middleware.retries import with_retries
 from so_middleware.middleware.telemetry import TelemetryChatClient, with_telemetry
-from so_middleware.testing import FakeChatClient
+from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio
 
@@ -643,3 +647,148 @@ def test_middleware_modules_import_without_either_sdk() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- usage details, conversation, content modes
+
+
+@STREAM
+async def test_cache_and_reasoning_token_counts(stream: bool, instrument: Any, exporter: InMemorySpanExporter) -> None:
+    usage = UsageDetails(
+        input_tokens=30, output_tokens=9, cached_input_tokens=20, reasoning_tokens=4, cache_creation_input_tokens=6
+    )
+    await call(instrument(FakeChatClient(Reply("ok", usage=usage))), stream)
+    attributes = dict(only_span(exporter).attributes or {})
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == 20
+    assert attributes["gen_ai.usage.cache_creation.input_tokens"] == 6
+    assert attributes["gen_ai.usage.reasoning.output_tokens"] == 4
+    assert attributes["gen_ai.usage.input_tokens"] == 30  # cache reads and writes included, as reported
+
+
+async def test_unreported_token_details_are_left_out(instrument: Any, exporter: InMemorySpanExporter) -> None:
+    await call(instrument(FakeChatClient(Reply("ok", usage=UsageDetails(3, 2, 5)))), False)
+    attributes = dict(only_span(exporter).attributes or {})
+    assert not any(key.startswith(("gen_ai.usage.cache", "gen_ai.usage.reasoning")) for key in attributes)
+
+
+class ConversationClient(BaseChatClient):
+    """Answers like a Responses API backend that stored the turn in a conversation."""
+
+    async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        raw = SimpleNamespace(conversation=SimpleNamespace(id="conv_from_response"))
+        return ChatResponse(ChatMessage("assistant", "ok"), raw_representation=raw)
+
+
+async def test_conversation_id_from_the_request_and_from_the_response(
+    instrument: Any, exporter: InMemorySpanExporter
+) -> None:
+    await call(instrument(FakeChatClient("ok")), False, options={"extra_body": {"conversation": "conv_asked"}})
+    await call(instrument(FakeChatClient("ok")), True, options={"extra_body": {"conversation": {"id": "conv_obj"}}})
+    await call(instrument(ConversationClient()), False)
+    await call(instrument(FakeChatClient("ok")), False)
+    ids = [dict(span.attributes or {}).get("gen_ai.conversation.id") for span in exporter.get_finished_spans()]
+    assert ids == ["conv_asked", "conv_obj", "conv_from_response", None]
+
+
+@STREAM
+async def test_tool_call_arguments_are_an_object(stream: bool, instrument: Any, exporter: InMemorySpanExporter) -> None:
+    history = [
+        ChatMessage("user", "weather?"),
+        ChatMessage("assistant", [FunctionCallContent("c0", "cut", '{"city": "Par')]),  # cut off: stays text
+    ]
+    client = instrument(
+        FakeChatClient(Reply(tool_calls=[("lookup", '{"city": "Paris", "days": 2}')])), capture_content=True
+    )
+    await call(client, stream, history)
+    attributes = dict(only_span(exporter).attributes or {})
+    [output] = json.loads(attributes["gen_ai.output.messages"])
+    assert output["parts"] == [
+        {"type": "tool_call", "id": "call_0", "name": "lookup", "arguments": {"city": "Paris", "days": 2}}
+    ]
+    inputs = json.loads(attributes["gen_ai.input.messages"])
+    assert inputs[1]["parts"][0]["arguments"] == '{"city": "Par'
+
+
+@pytest.fixture
+def logs() -> Iterator[tuple[LoggerProvider, InMemoryLogRecordExporter]]:
+    exporter = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    yield provider, exporter
+    provider.shutdown()
+
+
+EXPERIMENTAL = "http,gen_ai_latest_experimental"
+# (opt-in, capture variable, emit-event variable) -> (content on the span, event emitted, content in the event)
+CONTENT_MODES = [
+    ("", "true", "", (True, False, False)),  # the stable behaviour: a boolean
+    ("", "SPAN_AND_EVENT", "", (False, False, False)),  # modes only count with the opt-in
+    (EXPERIMENTAL, "", "", (False, False, False)),
+    (EXPERIMENTAL, "NO_CONTENT", "", (False, False, False)),
+    (EXPERIMENTAL, "span_only", "", (True, False, False)),
+    (EXPERIMENTAL, "EVENT_ONLY", "", (False, True, True)),
+    (EXPERIMENTAL, "SPAN_AND_EVENT", "", (True, True, True)),
+    (EXPERIMENTAL, "SPAN_ONLY", "true", (True, True, False)),  # the event without content
+    (EXPERIMENTAL, "EVENT_ONLY", "false", (False, False, True)),
+    (EXPERIMENTAL, "true", "", (False, False, False)),  # not a mode: no content (and a warning)
+]
+
+
+@STREAM
+@pytest.mark.parametrize(("opt_in", "capture", "emit", "expected"), CONTENT_MODES)
+async def test_semconv_stability_opt_in_content_modes(
+    stream: bool,
+    opt_in: str,
+    capture: str,
+    emit: str,
+    expected: tuple[bool, bool, bool],
+    tracer_provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    logs: tuple[LoggerProvider, InMemoryLogRecordExporter],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in (
+        ("OTEL_SEMCONV_STABILITY_OPT_IN", opt_in),
+        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", capture),
+        ("OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT", emit),
+    ):
+        monkeypatch.setenv(name, value)
+    logger_provider, log_exporter = logs
+    client = with_telemetry(
+        FakeChatClient("the answer"), tracer_provider=tracer_provider, logger_provider=logger_provider
+    )
+    await call(client, stream, "the question", options={"instructions": "be terse", "temperature": 0.5})
+
+    on_span, emitted, in_event = expected
+    span = only_span(exporter)
+    attributes = dict(span.attributes or {})
+    assert ("gen_ai.input.messages" in attributes) is on_span
+    assert ("gen_ai.output.messages" in attributes) is on_span
+    records = [r.log_record for r in log_exporter.get_finished_logs()]
+    assert len(records) == int(emitted)
+    if emitted:
+        [record] = records
+        event = dict(record.attributes or {})
+        assert record.event_name == "gen_ai.client.inference.operation.details"
+        assert record.span_id == span.context.span_id  # correlated with the chat span
+        assert event["gen_ai.request.temperature"] == 0.5 and event["gen_ai.usage.output_tokens"] == 5
+        assert ("gen_ai.input.messages" in event) is in_event
+        if in_event:  # objects, not JSON text
+            assert event["gen_ai.input.messages"][0]["parts"][0]["content"] == "the question"
+            assert event["gen_ai.output.messages"][0]["parts"][0]["content"] == "the answer"
+            assert event["gen_ai.system_instructions"][0]["content"] == "be terse"
+        else:
+            assert "the question" not in json.dumps(event, default=str)
+
+
+def test_an_unknown_content_mode_is_no_content_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    from so_middleware.middleware._otel_content import ContentCapture, content_capture
+
+    environ = {
+        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "loud",
+    }
+    with caplog.at_level("WARNING", logger="so_middleware"):
+        assert content_capture(False, environ) == ContentCapture()
+    assert "loud" in caplog.text and "SPAN_AND_EVENT" in caplog.text
+    assert content_capture(True, environ) == ContentCapture(on_span=True)  # the argument still wins

@@ -21,6 +21,7 @@ class UsageDetails:
     total_tokens: int | None = None
     cached_input_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None  # input tokens written to the provider's prompt cache
 
     def __add__(self, other: UsageDetails | None) -> UsageDetails:
         if other is None:
@@ -28,7 +29,14 @@ class UsageDetails:
         return UsageDetails(
             *(
                 _add_counts(getattr(self, name), getattr(other, name))
-                for name in ("input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
+                for name in (
+                    "input_tokens",
+                    "output_tokens",
+                    "total_tokens",
+                    "cached_input_tokens",
+                    "reasoning_tokens",
+                    "cache_creation_input_tokens",
+                )
             )
         )
 

@@ -6,6 +6,7 @@ to drop. Nothing here starts or ends a span.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,6 +49,7 @@ def request_attributes(client: Any, options: OptionsInput, stream: bool, output_
         names.GEN_AI_REQUEST_STOP_SEQUENCES: list(chat_options.stop) if chat_options.stop else None,
         names.GEN_AI_REQUEST_STREAM: stream,
         names.GEN_AI_OUTPUT_TYPE: "json" if structured else "text",
+        names.GEN_AI_CONVERSATION_ID: _conversation_id((chat_options.extra_body or {}).get("conversation")),
     }
     base_url = getattr(client, "base_url", None)
     if isinstance(base_url, str) and base_url:
@@ -65,10 +67,16 @@ def response_attributes(response: ChatResponse[Any]) -> dict[str, Any]:
         names.GEN_AI_RESPONSE_FINISH_REASONS: [str(response.finish_reason)] if response.finish_reason else None,
         names.SO_RETRY_COUNT: len(response.additional_properties.get(names.RETRIES_KEY) or []) or None,
     }
+    raw = response.raw_representation
+    if not isinstance(raw, list):  # a stream's raw representation is its events
+        values[names.GEN_AI_CONVERSATION_ID] = _conversation_id(getattr(raw, "conversation", None))
     usage = response.usage
     if usage is not None:
         values[names.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
         values[names.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
+        values[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
+        values[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
+        values[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
     values.update(structured_attributes(response.additional_properties.get(names.STRUCTURED_OUTPUT_KEY)))
     return values
 
@@ -105,3 +113,11 @@ def structured_attributes(info: Any) -> dict[str, Any]:
     return {
         key: value for key, value in values.items() if isinstance(value, (str, int)) and not isinstance(value, bool)
     }
+
+
+def _conversation_id(conversation: Any) -> str | None:
+    """The id of a Responses API conversation: given as a string, `{"id": ...}` or an object with `.id`."""
+    if isinstance(conversation, str):
+        return conversation or None
+    found = conversation.get("id") if isinstance(conversation, Mapping) else getattr(conversation, "id", None)
+    return found if isinstance(found, str) and found else None

@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import Any
 
 import anyio
+from opentelemetry import _logs as otel_logs
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
@@ -22,7 +23,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 from ..core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputError
 from . import _otel_names as names
 from ._otel_attributes import coerce_options, response_attributes, structured_attributes, structured_info
-from ._otel_content import input_messages_json, instructions_json, output_messages_json
+from ._otel_content import ContentCapture, as_json, input_messages, instructions_parts, output_messages
 from ._retry_errors import status_code_of
 
 __all__ = ["ChatCall", "Instruments", "guarded", "record_error"]
@@ -45,15 +46,16 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Instruments:
-    """The tracer and histograms of one layer, made once at construction."""
+    """The tracer, histograms and event logger of one layer, made once at construction."""
 
-    def __init__(self, tracer_provider: Any, meter_provider: Any) -> None:
+    def __init__(self, tracer_provider: Any, meter_provider: Any, logger_provider: Any = None) -> None:
         try:
             version: str | None = metadata.version("so-middleware")
         except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
             version = None
         self.tracer = otel_trace.get_tracer("so_middleware", version, tracer_provider)
         meter = otel_metrics.get_meter("so_middleware", version or "", meter_provider)
+        self.events = otel_logs.get_logger("so_middleware", version or "", logger_provider)
         self.duration = meter.create_histogram(
             names.METRIC_OPERATION_DURATION,
             "s",
@@ -91,13 +93,15 @@ class ChatCall:
         attributes: dict[str, Any],
         started: float,
         started_ns: int,
-        capture_content: bool,
+        content: ContentCapture,
     ) -> None:
         self.instruments = instruments
         self.attributes = attributes
         self.started = started
         self.started_ns = started_ns
-        self.capture_content = capture_content
+        self.content = content
+        self.capture_content = content.on_span
+        self.event_attributes: dict[str, Any] = {}  # what only the details event carries
         self.inner_stream: ChatStream | None = None
 
     def start(self) -> Span:
@@ -162,10 +166,31 @@ class ChatCall:
 
     @guarded
     def input_content(self, messages: MessageInput, options: OptionsInput) -> None:
-        self.attributes[names.GEN_AI_INPUT_MESSAGES] = input_messages_json(messages)
+        content = {names.GEN_AI_INPUT_MESSAGES: input_messages(messages)}
         instructions = coerce_options(options).instructions
         if instructions:
-            self.attributes[names.GEN_AI_SYSTEM_INSTRUCTIONS] = instructions_json(instructions)
+            content[names.GEN_AI_SYSTEM_INSTRUCTIONS] = instructions_parts(instructions)
+        self.add_content(content)
+
+    def add_content(self, content: dict[str, Any]) -> None:
+        """Content as JSON on the span, as objects in the event, as the capture settings say."""
+        if self.content.on_span:
+            self.attributes.update({key: as_json(value) for key, value in content.items()})
+        if self.content.in_event:
+            self.event_attributes.update(content)
+
+    @guarded
+    def emit_event(self, span: Span) -> None:
+        """The `gen_ai.client.inference.operation.details` event: the call's attributes (and content)."""
+        attributes = {
+            key: value
+            for key, value in self.attributes.items()
+            if value is not None and key not in names.CONTENT_ATTRIBUTES  # content only as event content
+        }
+        attributes.update({key: value for key, value in self.event_attributes.items() if value is not None})
+        context = otel_trace.set_span_in_context(span)
+        record = otel_logs.LogRecord(event_name=names.EVENT_INFERENCE_DETAILS, attributes=attributes, context=context)
+        self.instruments.events.emit(record)
 
     @guarded
     def end(self, span: Span, error: BaseException | None, response: ChatResponse[Any] | None = None) -> None:
@@ -183,6 +208,8 @@ class ChatCall:
             else:
                 span.set_attribute(names.SO_CALL_END, "complete")
         finally:
+            if self.content.emit_event:
+                self.emit_event(span)
             guarded(span.end)()
             self.instruments.duration.record(time.perf_counter() - self.started, self.metric_attributes())
 
@@ -197,8 +224,11 @@ class ChatCall:
                     self.instruments.tokens.record(
                         count, {**self.metric_attributes(), names.GEN_AI_TOKEN_TYPE: token_type}
                     )
-        if self.capture_content:
-            values[names.GEN_AI_OUTPUT_MESSAGES] = output_messages_json(response)
+        self.event_attributes.update(values)
+        if self.content.on_span:
+            values[names.GEN_AI_OUTPUT_MESSAGES] = as_json(output_messages(response))
+        if self.content.in_event:
+            self.event_attributes[names.GEN_AI_OUTPUT_MESSAGES] = output_messages(response)
         span.set_attributes({key: value for key, value in values.items() if value is not None})
 
     def metric_attributes(self) -> dict[str, Any]:

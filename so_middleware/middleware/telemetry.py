@@ -4,8 +4,9 @@
 
 **Spans.** Each call is a `chat {model}` span (kind CLIENT) with the GenAI semantic-convention
 attributes (operation, provider from the client's `provider_name`, request model and parameters,
-`gen_ai.output.type` = `json` for structured output, `server.address`/`port` from its `base_url`;
-then response id, model, finish reasons, token usage) and `so_middleware.structured_output.*` when
+`gen_ai.output.type` = `json` for structured output, `server.address`/`port` from its `base_url`,
+`gen_ai.conversation.id` for a Responses API conversation; then response id, model, finish
+reasons, token usage with cache reads, cache writes and reasoning tokens) and `so_middleware.structured_output.*` when
 a structured-output layer reports its run (on the response, or on an `OutputError`). A failure sets
 `error.type` and status ERROR and is re-raised unchanged. `so_middleware.call.end` is `complete`,
 `error`, `closed` (a stream closed early) or `cancelled`.
@@ -19,9 +20,13 @@ span is current only around each pull from the inner stream, never across a `yie
 
 **Content** (messages, instructions, output) is recorded only with `capture_content=True` or
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (read when the layer is built); keys,
-headers and `additional_properties` values never are. Without it, a failure is recorded by its
-type and HTTP status only (`error.type`, `http.response.status_code`, an `exception` event with
-`exception.type`): no exception message, which for a provider's error may quote the request. A failing exporter, processor or meter is
+headers and `additional_properties` values never are. With `OTEL_SEMCONV_STABILITY_OPT_IN=
+gen_ai_latest_experimental` the variable takes the GenAI utilities' modes (`NO_CONTENT`,
+`SPAN_ONLY`, `EVENT_ONLY`, `SPAN_AND_EVENT`): event modes emit a `gen_ai.client.inference.operation
+.details` log event per call (through `logger_provider`), with the content as objects. Without
+content capture, a failure is recorded by its type and HTTP status only (`error.type`,
+`http.response.status_code`, an `exception` event with `exception.type`): no exception message,
+which for a provider's error may quote the request. A failing exporter, processor or meter is
 logged at debug, never raised.
 
 **Order.** Outside `with_retries`: one span per logical call, each retry a `so_middleware.retry`
@@ -34,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import time
 from collections.abc import Awaitable, Iterator
 from typing import Any
@@ -51,6 +55,7 @@ from ..core import (
 )
 from . import _otel_names as names
 from ._otel_attributes import provider_name, request_attributes
+from ._otel_content import content_capture
 
 try:
     from opentelemetry import trace as otel_trace
@@ -88,13 +93,13 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
         capture_content: bool = False,
         tracer_provider: Any = None,
         meter_provider: Any = None,
+        logger_provider: Any = None,
     ) -> None:
         super().__init__(inner)
-        env = os.environ.get(names.CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
-        self._self_capture_content = bool(capture_content) or env
+        self._self_capture_content = content_capture(bool(capture_content))
         self._self_instruments: Instruments | None = None
         if HAVE_OTEL:
-            self._self_instruments = Instruments(tracer_provider, meter_provider)
+            self._self_instruments = Instruments(tracer_provider, meter_provider, logger_provider)
         else:  # pragma: no cover - exercised in a subprocess without opentelemetry
             _log_telemetry_off()
 
@@ -115,7 +120,7 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
             time.time_ns(),
             self._self_capture_content,
         )
-        if self._self_capture_content:
+        if self._self_capture_content.on_span or self._self_capture_content.in_event:
             recorder.input_content(messages, options)
         if stream:
             return ResponseStream(recorder.stream(call), recorder.final_response)
@@ -145,14 +150,19 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
             try:
                 yield span
             except Exception as error:
-                record_error(span, error, self._self_capture_content)
+                record_error(span, error, self._self_capture_content.on_span)
                 raise
             finally:
                 guarded(span.end)()
 
 
 def with_telemetry(
-    client: ChatClient | Any, *, capture_content: bool = False, tracer_provider: Any = None, meter_provider: Any = None
+    client: ChatClient | Any,
+    *,
+    capture_content: bool = False,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+    logger_provider: Any = None,
 ) -> TelemetryChatClient:
     """Wrap `client` in a `TelemetryChatClient` (a pass-through when opentelemetry-api is missing).
 
@@ -160,5 +170,9 @@ def with_telemetry(
         client = with_telemetry(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), tracer_provider=provider)
     """
     return TelemetryChatClient(
-        client, capture_content=capture_content, tracer_provider=tracer_provider, meter_provider=meter_provider
+        client,
+        capture_content=capture_content,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        logger_provider=logger_provider,
     )

@@ -212,7 +212,8 @@ def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -
     if usage is None:
         return None
     cached = getattr(usage, "cache_read_input_tokens", None) if part != "output" else None
-    parts = [getattr(usage, "input_tokens", None), cached, getattr(usage, "cache_creation_input_tokens", None)]
+    created = getattr(usage, "cache_creation_input_tokens", None) if part != "output" else None
+    parts = [getattr(usage, "input_tokens", None), cached, created]
     input_tokens = sum(p or 0 for p in parts) if part != "output" and any(p is not None for p in parts) else None
     output_tokens = getattr(usage, "output_tokens", None) if part != "input" else None
     counted = [t for t in (input_tokens, output_tokens) if t is not None]
@@ -221,6 +222,7 @@ def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -
         output_tokens=output_tokens,
         total_tokens=sum(counted) if counted else None,
         cached_input_tokens=cached,
+        cache_creation_input_tokens=created,
     )
 
 
