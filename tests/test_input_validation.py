@@ -107,7 +107,7 @@ async def test_no_messages_is_refused(adapter: str, messages: Any) -> None:
     ids=["int-contents", "int-in-list", "text-content-int"],
 )
 def test_contents_that_are_not_contents_are_refused_not_dropped(make: Any) -> None:
-    with pytest.raises(UserError, match="TextContent|content objects|contents must be"):
+    with pytest.raises(UserError, match=r"TextContent|content objects|contents must be"):
         make()
 
 
@@ -156,7 +156,7 @@ async def test_the_caller_options_dict_is_not_changed_by_validation() -> None:
         ({"parameters": 5}, "parameters"),
         ({"description": 5}, "description"),
         ({"strict": "yes"}, "strict"),
-    ],  # fmt: skip
+    ],
 )
 def test_a_function_tool_of_the_wrong_type_is_refused(fields: dict[str, Any], named: str) -> None:
     values = {"name": "lookup", "parameters": {"type": "object"}, **fields}
