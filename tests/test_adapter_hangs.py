@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
+import httpx2
 import anyio
 import openai
 import pytest
@@ -230,3 +231,28 @@ async def test_a_sync_stream_cancelled_mid_answer_on_the_real_server_leaves_noth
     assert blocked_readers() == 0
     again = await client.get_response("Say hi.", options={"max_tokens": 5})  # the server is still usable
     assert again.usage is not None and again.usage.output_tokens
+
+
+@pytest.mark.parametrize("adapter", ["chat", "responses", "messages"])
+@pytest.mark.parametrize(("idle", "read"), [(120.0, 121.0), (30.0, 31.0), (None, 600.0)], ids=["default", "30", "none"])
+async def test_the_idle_timeout_bounds_every_socket_read_of_a_stream(adapter: str, idle: Any, read: float) -> None:
+    """Default 120 s; each read's timeout is just past it (so the idle timeout fires first and no
+    thread outlives it); `idle_timeout=None` leaves the SDK client's own timeout (600 s)."""
+    seen: list[Any] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.extensions["timeout"])
+        return httpx2.Response(200, content=b"", headers={"content-type": "text/event-stream"})
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    options = {} if idle == 120.0 else {"idle_timeout": idle}
+    if adapter == "messages":
+        sdk: Any = anthropic.AsyncAnthropic(api_key="x", base_url="http://mock", http_client=http, timeout=600)
+        client: Any = AnthropicChatClient(sdk, "m", **options)
+    else:
+        sdk = openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http, timeout=600)
+        client = (OpenAIChatClient if adapter == "chat" else OpenAIResponsesClient)(sdk, "m", **options)
+    assert client.idle_timeout == idle
+    with pytest.raises(StreamInterruptedError, match="ended without"):
+        await client.get_response("hi", stream=True).get_final_response()
+    assert seen[0]["read"] == read
