@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
-import httpx2
 import anyio
+import httpx2
 import openai
 import pytest
 
