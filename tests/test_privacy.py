@@ -7,7 +7,6 @@ send those, so `httpx2.MockTransport` answers with OpenAI-shaped error bodies (t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -15,7 +14,6 @@ import httpx2
 import openai
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from so_middleware import with_retries, with_telemetry
@@ -35,19 +33,6 @@ COMPLETION = {"id": "c", "object": "chat.completion", "created": 1, "model": "m"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    yield InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield tracer_provider
-    tracer_provider.shutdown()
 
 
 def chat_client(*answers: httpx2.Response, base_url: str = "http://mock/v1") -> OpenAIChatClient:
@@ -73,9 +58,9 @@ def recorded_text(exporter: InMemorySpanExporter) -> str:
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["plain", "stream"])
 async def test_a_provider_error_quoting_the_prompt_is_recorded_by_type_and_status_only(
-    streaming: bool, provider: TracerProvider, exporter: InMemorySpanExporter
+    streaming: bool, tracer_provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    client = with_telemetry(chat_client(httpx2.Response(400, json=QUOTING)), tracer_provider=provider)
+    client = with_telemetry(chat_client(httpx2.Response(400, json=QUOTING)), tracer_provider=tracer_provider)
     with pytest.raises(openai.BadRequestError):
         if streaming:
             await client.get_response(PROMPT, stream=True).get_final_response()
@@ -92,10 +77,10 @@ async def test_a_provider_error_quoting_the_prompt_is_recorded_by_type_and_statu
 
 
 async def test_with_content_capture_the_error_message_is_recorded(
-    provider: TracerProvider, exporter: InMemorySpanExporter
+    tracer_provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
     client = with_telemetry(
-        chat_client(httpx2.Response(400, json=QUOTING)), tracer_provider=provider, capture_content=True
+        chat_client(httpx2.Response(400, json=QUOTING)), tracer_provider=tracer_provider, capture_content=True
     )
     with pytest.raises(openai.BadRequestError):
         await client.get_response(PROMPT)
@@ -103,11 +88,11 @@ async def test_with_content_capture_the_error_message_is_recorded(
 
 
 async def test_retry_records_and_events_name_the_error_type_and_status_only(
-    provider: TracerProvider, exporter: InMemorySpanExporter
+    tracer_provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
     limited = httpx2.Response(429, json={**QUOTING, "error": {**QUOTING["error"], "type": "rate_limit_error"}})
     inner = with_retries(chat_client(limited, httpx2.Response(200, json=COMPLETION)), base_delay=0)
-    response = await with_telemetry(inner, tracer_provider=provider).get_response(PROMPT)
+    response = await with_telemetry(inner, tracer_provider=tracer_provider).get_response(PROMPT)
     assert response.additional_properties["so_middleware.retries"] == [
         {"attempt": 1, "error": "RateLimitError", "status_code": 429, "wait": 0.0}
     ]
@@ -145,10 +130,10 @@ def test_an_adapter_never_shows_the_password_of_its_base_url(adapter: str) -> No
 
 
 async def test_span_attributes_never_show_the_password_of_a_base_url(
-    provider: TracerProvider, exporter: InMemorySpanExporter
+    tracer_provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
     client = chat_client(httpx2.Response(200, json=COMPLETION), base_url="http://me:hunter2@mock:8080/v1")
-    await with_telemetry(client, tracer_provider=provider).get_response("hi")
+    await with_telemetry(client, tracer_provider=tracer_provider).get_response("hi")
     (span,) = exporter.get_finished_spans()
     assert (span.attributes or {})["server.address"] == "mock"
     assert "hunter2" not in recorded_text(exporter)

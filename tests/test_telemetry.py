@@ -52,19 +52,6 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def tracer_provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield provider
-    provider.shutdown()
-
-
-@pytest.fixture
 def reader() -> InMemoryMetricReader:
     return InMemoryMetricReader()
 
