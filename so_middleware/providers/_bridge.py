@@ -143,10 +143,11 @@ def _wake_reader(is_async: bool, stream: Any) -> None:
 
 
 async def close_sdk_stream(is_async: bool, stream: Any) -> None:
-    """Close an SDK stream and its HTTP response (idempotent)."""
+    """Close an SDK stream and its HTTP response (idempotent). A failure to close a connection
+    that already broke is ignored: it must not replace the error that ended the stream."""
     if stream is None:
         return
-    with anyio.CancelScope(shield=True):
+    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
         if is_async:
             await stream.close()
         else:
