@@ -50,7 +50,18 @@ def _stop_portal() -> None:
                 portal.call(portal.stop, True)  # cancel whatever is left, then let the loop end
 
 
-os.register_at_fork(after_in_child=_portals.clear)  # the loop thread does not survive a fork
+_inherited: list[Any] = []  # a parent's portals in a forked child: kept, never collected
+
+
+def _forget_portals_in_child() -> None:
+    # The loop thread does not survive a fork. Dropping the portal's context manager would let the
+    # collector close it, and closing waits for that thread: the child (a subprocess whose
+    # preexec_fn runs Python) would hang. So it is kept, unused.
+    _inherited.extend(_portals)
+    _portals.clear()
+
+
+os.register_at_fork(after_in_child=_forget_portals_in_child)
 
 
 def _require_no_running_loop() -> None:
