@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -179,3 +181,22 @@ def test_ctrl_c_while_waiting_cancels_the_call_on_the_loop() -> None:
     with pytest.raises(KeyboardInterrupt):
         run_sync(slow)
     assert cancelled.wait(5)
+
+
+def test_a_fork_after_sync_calls_neither_hangs_nor_breaks_them() -> None:
+    """A forked child (a subprocess with a pre-exec hook, or a plain fork) must not wait on the
+    parent's loop thread, which the fork did not copy; the child gets a loop of its own."""
+    code = (
+        "import os, subprocess, sys\n"
+        "from so_middleware import run_sync\n"
+        "async def pid():\n    return os.getpid()\n"
+        "assert run_sync(pid) == os.getpid()\n"
+        "subprocess.run([sys.executable, '-c', 'pass'], preexec_fn=lambda: None, check=True, timeout=30)\n"
+        "child = os.fork()\n"
+        "if child == 0:\n    os._exit(0 if run_sync(pid) == os.getpid() else 1)\n"
+        "_, status = os.waitpid(child, 0)\n"
+        "print('ok', os.waitstatus_to_exitcode(status), run_sync(pid) == os.getpid())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["ok", "0", "True"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, overload, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from ._capabilities import Capabilities
 from ._exceptions import UserError
@@ -14,7 +14,7 @@ from ._responses import ChatResponse, ChatResponseUpdate
 from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
 
-__all__ = ["BaseChatClient", "ChatClient", "ChatStream", "SyncChatStream", "as_chat_client"]
+__all__ = ["BaseChatClient", "ChatClient", "ChatStream", "SyncCalls", "SyncChatStream", "as_chat_client"]
 
 K = TypeVar("K")
 
@@ -51,7 +51,39 @@ class ChatClient(Protocol):
     ) -> Awaitable[ChatResponse[Any]] | ChatStream: ...
 
 
-class BaseChatClient:
+class SyncCalls:
+    """The blocking entry points of a client, over its `get_response` (the adapters' base and every
+    layer have them)."""
+
+    @overload
+    def get_response_sync(
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: Any = None,
+    ) -> ChatResponse[Any]: ...
+
+    @overload
+    def get_response_sync(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+    ) -> SyncChatStream: ...
+
+    def get_response_sync(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+    ) -> ChatResponse[Any] | SyncChatStream:
+        """Blocking `get_response` for scripts; with `stream=True` a `SyncResponseStream` to iterate
+        with `for`. Raises `UserError` inside a running event loop."""
+        client = cast(ChatClient, self)  # every class that mixes this in is a ChatClient
+        if stream:
+            return sync_stream(
+                lambda: client.get_response(messages, options=options, stream=True, output_type=output_type)
+            )
+        return run_sync(lambda: client.get_response(messages, options=options, output_type=output_type))
+
+
+class BaseChatClient(SyncCalls):
     """Base of the provider adapters: normalises input once and dispatches to two hooks.
 
     Subclasses implement `_respond(messages, options)` (a coroutine) and
@@ -96,32 +128,6 @@ class BaseChatClient:
         if stream:
             return ResponseStream(self._stream(chat_messages, chat_options), ChatResponse.from_updates)
         return self._respond(chat_messages, chat_options)
-
-    @overload
-    def get_response_sync(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-    ) -> ChatResponse[Any]: ...
-
-    @overload
-    def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
-    ) -> SyncChatStream: ...
-
-    def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
-    ) -> ChatResponse[Any] | SyncChatStream:
-        """Blocking `get_response` for scripts; with `stream=True` a `SyncResponseStream` to iterate
-        with `for`. Raises `UserError` inside a running event loop."""
-        if stream:
-            return sync_stream(
-                lambda: self.get_response(messages, options=options, stream=True, output_type=output_type)
-            )
-        return run_sync(lambda: self.get_response(messages, options=options, output_type=output_type))
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         raise NotImplementedError

@@ -19,19 +19,18 @@ from typing import Any, Literal, NoReturn, TypeVar, overload
 
 import wrapt
 
-from ._client import ChatClient, ChatStream, SyncChatStream, as_chat_client
+from ._client import ChatClient, ChatStream, SyncCalls, as_chat_client
 from ._exceptions import UserError
 from ._messages import MessageInput
 from ._options import OptionsInput
 from ._responses import ChatResponse
-from ._sync import run_sync, sync_stream
 
 __all__ = ["DelegatingChatClient", "chain"]
 
 K = TypeVar("K")
 
 
-class DelegatingChatClient(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
+class DelegatingChatClient(wrapt.BaseObjectProxy, SyncCalls):  # type: ignore[type-arg]
     """Pass-through layer: subclasses override `process` and nothing else they don't change.
 
     State of a layer must be stored as `self._self_<name>` (anything else lands on the inner
@@ -83,32 +82,6 @@ class DelegatingChatClient(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
         return self.__wrapped__.get_response(  # type: ignore[no-any-return]
             messages, options=options, stream=stream, output_type=output_type
         )
-
-    @overload
-    def get_response_sync(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-    ) -> ChatResponse[Any]: ...
-
-    @overload
-    def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
-    ) -> SyncChatStream: ...
-
-    def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
-    ) -> ChatResponse[Any] | SyncChatStream:
-        """Blocking `get_response` for scripts; with `stream=True` a `SyncResponseStream` to iterate
-        with `for`. Raises `UserError` inside a running event loop."""
-        if stream:
-            return sync_stream(
-                lambda: self.get_response(messages, options=options, stream=True, output_type=output_type)
-            )
-        return run_sync(lambda: self.get_response(messages, options=options, output_type=output_type))
 
     def get_service(self, kind: type[K]) -> K | None:
         """The first client in the stack, from here inwards, whose own type is a `kind`."""

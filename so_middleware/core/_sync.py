@@ -31,37 +31,35 @@ TUpdate = TypeVar("TUpdate", covariant=True)
 TFinal = TypeVar("TFinal", covariant=True)
 
 _lock = threading.Lock()
-_portals: list[tuple[AbstractContextManager[BlockingPortal], BlockingPortal]] = []  # the one live portal
+# The live portal of each process, by pid. A forked child starts its own (the loop thread does not
+# survive a fork) and keeps the parent's entry: collecting its manager would wait on that dead loop.
+_portals: dict[int, tuple[AbstractContextManager[BlockingPortal], BlockingPortal]] = {}
 
 
 def _portal() -> BlockingPortal:
     with _lock:
-        if not _portals:
+        pid = os.getpid()
+        if pid not in _portals:
             manager = start_blocking_portal(name="so-middleware-sync")
-            _portals.append((manager, manager.__enter__()))  # the manager is kept: collecting it stops the loop
-        return _portals[0][1]
+            _portals[pid] = (manager, manager.__enter__())  # the manager is kept: collecting it stops the loop
+        return _portals[pid][1]
 
 
 @atexit.register
 def _stop_portal() -> None:
     with _lock:
-        for _, portal in _portals:
+        if os.getpid() in _portals:
+            portal = _portals[os.getpid()][1]
             with contextlib.suppress(RuntimeError):  # already stopped
                 portal.call(portal.stop, True)  # cancel whatever is left, then let the loop end
 
 
-_inherited: list[Any] = []  # a parent's portals in a forked child: kept, never collected
+def _new_lock_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # another thread may have held it at the fork
 
 
-def _forget_portals_in_child() -> None:
-    # The loop thread does not survive a fork. Dropping the portal's context manager would let the
-    # collector close it, and closing waits for that thread: the child (a subprocess whose
-    # preexec_fn runs Python) would hang. So it is kept, unused.
-    _inherited.extend(_portals)
-    _portals.clear()
-
-
-os.register_at_fork(after_in_child=_forget_portals_in_child)
+os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def _require_no_running_loop() -> None:
@@ -174,7 +172,11 @@ class SyncResponseStream(Generic[TUpdate, TFinal]):
             self._receive.close()
             self._portal.call(self._stream.aclose)
             return
-        self._portal.call(self._stop)
+        try:
+            self._portal.call(self._stop)
+        except RuntimeError:  # on the loop's own thread (garbage collected there) or at exit: cancel, don't wait
+            self._task.cancel()
+            return
         wait([self._task])  # the error, if any, is the iteration's to raise; closing only waits for the end
 
     def get_final_response(self) -> TFinal:
