@@ -279,6 +279,16 @@ async def test_a_failed_responses_status_is_the_same_error_plain_and_streaming(s
 
 
 @STREAM
+async def test_a_cancelled_responses_status_is_a_provider_response_error(streaming: bool) -> None:
+    cancelled = {**RESPONSE, "status": "cancelled"}
+    handler = stream_of(sse(CREATED, {"type": "response.cancelled", "sequence_number": 1, "response": cancelled}))
+    client = make("responses", handler if streaming else (lambda request: httpx2.Response(200, json=cancelled)))
+    with pytest.raises(ProviderResponseError, match="the response cancelled") as caught:
+        await call(client, streaming)
+    assert caught.value.code is None and caught.value.transient  # reported without a type: may pass
+
+
+@STREAM
 async def test_with_retries_retries_a_transient_failed_status_plain_and_streaming(streaming: bool) -> None:
     failed = {**RESPONSE, "status": "failed", "error": {"code": "server_error", "message": "crashed"}}
     if streaming:

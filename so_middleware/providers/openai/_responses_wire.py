@@ -223,10 +223,14 @@ def finish_reason(response: Any, *, called: bool = False, refused: bool = False)
 
 def failure_of(response: Any) -> ProviderResponseError | None:
     """The typed error of a `failed`/`cancelled` response (None when it did not fail)."""
-    status = getattr(response, "status", None)
+
+    def field(name: str) -> Any:  # an event of a type the SDK does not know carries a plain dict
+        return response.get(name) if isinstance(response, Mapping) else getattr(response, name, None)
+
+    status = field("status")
     if status not in ("failed", "cancelled"):
         return None
-    error = getattr(response, "error", None)
+    error = field("error")
     code = getattr(error, "code", None) or (error.get("code") if isinstance(error, Mapping) else None)
     code = code if isinstance(code, str) else None
     return ProviderResponseError(f"the response {status}: {code or 'no error code given'}", code=code, reported=True)
