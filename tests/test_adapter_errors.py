@@ -375,3 +375,10 @@ async def test_an_error_event_without_retries_carries_the_partial_text_and_the_c
         await call(client, True)
     assert caught.value.partial_text == "Hel" and caught.value.code == "overloaded_error" and caught.value.transient
     assert "your prompt was" not in str(caught.value)
+
+
+async def test_a_stream_that_never_sends_choice_0_ends_without_a_finish_reason() -> None:
+    only_choice_1 = sse(chunk({"role": "assistant", "content": "X"}, index=1), chunk({}, "stop", index=1), "[DONE]")
+    with pytest.raises(StreamInterruptedError, match="ended without a finish reason") as caught:
+        await call(make("chat", stream_of(only_choice_1)), True)
+    assert caught.value.partial_text == ""
