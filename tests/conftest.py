@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from so_middleware.local import LocalModelServer
 from so_middleware.testing._cassettes import recorder
@@ -25,6 +28,21 @@ CASSETTES = ROOT / "cassettes"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    """Finished spans, kept in memory."""
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def tracer_provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
+    """A tracer provider exporting every span to `exporter` at once."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield provider
+    provider.shutdown()
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ from so_middleware import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    ProviderResponseError,
     ReasoningContent,
     ResponseFormat,
     StreamInterruptedError,
@@ -389,20 +390,20 @@ async def test_rate_limit_with_retry_after_is_the_sdk_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "tail",
+    ("tail", "error"),
     [
-        b"",  # the server vanished: no message_stop
-        sse(message_delta("end_turn")),  # a stop reason, but still no message_stop
-        b"event: content_block_delta\ndata: {not json\n\n",  # malformed SSE
-        sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        (b"", StreamInterruptedError),  # the server vanished: no message_stop
+        (sse(message_delta("end_turn")), StreamInterruptedError),  # a stop reason, but still no message_stop
+        (b"event: content_block_delta\ndata: {not json\n\n", ProviderResponseError),  # malformed SSE
+        (sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}), ProviderResponseError),
     ],
     ids=["no-terminal-event", "no-message-stop", "malformed", "error-event"],
 )
-async def test_broken_streams_raise_with_partial_text(tail: bytes) -> None:
+async def test_broken_streams_raise_with_partial_text(tail: bytes, error: type[Exception]) -> None:
     stream = mock_client(streaming(sse(START, TEXT_START, text_delta('{"name": "Jo')) + tail)).get_response(
         "x", stream=True
     )
-    with pytest.raises(StreamInterruptedError) as caught:
+    with pytest.raises(error) as caught:
         async for _ in stream:
             pass
     assert caught.value.partial_text == '{"name": "Jo'

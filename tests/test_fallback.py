@@ -280,7 +280,9 @@ async def test_real_503s_after_retries_fail_over_to_the_local_model(
         failing_sdk = openai.AsyncOpenAI(base_url=faults.base_url, api_key="x")
         live_sdk = openai.AsyncOpenAI(base_url=local_server.base_url, api_key="local")
         try:
-            primary = with_retries(OpenAIChatClient(failing_sdk, "busy-model", discover=False), max_attempts=2, sleep=no_wait)
+            primary = with_retries(
+                OpenAIChatClient(failing_sdk, "busy-model", discover=False), max_attempts=2, sleep=no_wait
+            )
             backup = OpenAIChatClient(live_sdk, local_server.model, capabilities=LLAMA_SERVER)
             client = with_fallback(primary, backup)
             response = await final_response(client, "Say hi.", stream=stream, options={"max_tokens": 8})

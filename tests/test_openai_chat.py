@@ -22,6 +22,7 @@ from so_middleware import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    ProviderResponseError,
     ResponseFormat,
     StreamInterruptedError,
     TextContent,
@@ -282,11 +283,12 @@ async def test_stream_without_finish_raises_with_partial_text() -> None:
 
 
 async def test_malformed_sse_raises_typed_error() -> None:
+    """An unreadable event is the same error as an unreadable plain body, with the text so far."""
     body = sse(chunk({"role": "assistant", "content": "Hel"})) + b"data: {not json\n\n"
     client = mock_client(
         lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
     )
-    with pytest.raises(StreamInterruptedError) as caught:
+    with pytest.raises(ProviderResponseError) as caught:
         await client.get_response("x", stream=True).get_final_response()
     assert caught.value.partial_text == "Hel"
 

@@ -26,6 +26,7 @@ from so_middleware import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    ProviderResponseError,
     ResponseFormat,
     StreamInterruptedError,
     UserError,
@@ -318,10 +319,18 @@ async def test_incomplete_response_is_mapped(reason: str, expected: FinishReason
     assert streamed.usage is not None and streamed.usage.total_tokens == 15
 
 
-async def test_failed_response_raises_the_sdk_error() -> None:
+async def test_failed_response_raises_provider_response_error_plain_and_streaming() -> None:
+    """A `failed` status is one typed error, plain and streaming, carrying the error code; the
+    provider's message (which may quote the request) is not in the error's text."""
     body = with_changes(status="failed", error={"code": "server_error", "message": "The model crashed."})
-    with pytest.raises(openai.APIError, match="The model crashed"):
+    with pytest.raises(ProviderResponseError) as plain:
         await mock_client(lambda request: httpx2.Response(200, json=body)).get_response("x")
+    failed_event = {"type": "response.failed", "response": body, "sequence_number": 2}
+    with pytest.raises(ProviderResponseError) as streamed:
+        await mock_client(streaming(sse(failed_event))).get_response("x", stream=True).get_final_response()
+    for caught in (plain, streamed):
+        assert caught.value.code == "server_error" and caught.value.transient
+        assert "crashed" not in str(caught.value)
 
 
 async def test_rate_limit_with_retry_after_is_the_sdk_error() -> None:
@@ -388,25 +397,33 @@ async def test_streamed_function_call_and_refusal() -> None:
 
 
 @pytest.mark.parametrize(
-    "tail",
+    ("tail", "error"),
     [
-        b"",  # the server vanished: no terminal event
-        b"event: response.output_text.delta\ndata: {not json\n\n",  # malformed SSE
-        sse({"type": "error", "code": "server_error", "message": "overloaded", "param": None, "sequence_number": 2}),
-        sse(
-            {
-                "type": "response.failed",
-                "response": with_changes(status="failed", error={"code": "x", "message": "boom"}),
-                "sequence_number": 2,
-            }
+        (b"", StreamInterruptedError),  # the server vanished: no terminal event
+        (b"event: response.output_text.delta\ndata: {not json\n\n", ProviderResponseError),  # malformed SSE
+        (
+            sse(
+                {"type": "error", "code": "server_error", "message": "overloaded", "param": None, "sequence_number": 2}
+            ),
+            ProviderResponseError,
+        ),
+        (
+            sse(
+                {
+                    "type": "response.failed",
+                    "response": with_changes(status="failed", error={"code": "x", "message": "boom"}),
+                    "sequence_number": 2,
+                }
+            ),
+            ProviderResponseError,
         ),
     ],
     ids=["no-terminal-event", "malformed", "error-event", "failed-event"],
 )
-async def test_broken_streams_raise_with_partial_text(tail: bytes) -> None:
+async def test_broken_streams_raise_with_partial_text(tail: bytes, error: type[Exception]) -> None:
     stream = mock_client(streaming(sse(delta('{"name": "Jo')) + tail)).get_response("x", stream=True)
     texts = []
-    with pytest.raises(StreamInterruptedError) as caught:
+    with pytest.raises(error) as caught:
         async for update in stream:
             texts.append(update.text)
     assert caught.value.partial_text == '{"name": "Jo' == "".join(texts)

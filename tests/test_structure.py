@@ -40,7 +40,7 @@ ALLOWED = {
 SDKS = {"openai", "anthropic"}
 SDK_ALLOWED = {"providers", "local", "top", "testing"}
 # Core modules that import nothing from the package: the other core modules build on them.
-LEAVES = ["_capabilities", "_contents", "_features", "_registry", "_spans", "_usage"]
+LEAVES = ["_capabilities", "_deadline", "_features", "_registry", "_spans", "_usage"]
 
 
 def layer_of(module: str) -> str:
@@ -210,6 +210,7 @@ PUBLIC = [
     "Content",
     "ContentFilterError",
     "DataContent",
+    "DeadlineExceededError",
     "DelegatingAgent",
     "DelegatingChatClient",
     "FallbackChatClient",
@@ -226,6 +227,7 @@ PUBLIC = [
     "ModelBehaviorError",
     "OutputError",
     "OutputSchema",
+    "ProviderResponseError",
     "ReasoningContent",
     "RefusalContent",
     "RefusalError",

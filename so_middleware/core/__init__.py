@@ -16,13 +16,17 @@ from ._contents import (
     RefusalContent,
     TextContent,
 )
+from ._deadline import call_deadline, seconds_left
 from ._delegating import DelegatingChatClient, chain
 from ._exceptions import (
+    TRANSIENT_ERROR_CODES,
     ContentFilterError,
+    DeadlineExceededError,
     IncompleteOutputError,
     LocalServerError,
     ModelBehaviorError,
     OutputError,
+    ProviderResponseError,
     RefusalError,
     SOMiddlewareError,
     StreamConsumedError,
@@ -38,9 +42,11 @@ from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_t
 from ._spans import AgentSpans
 from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
+from ._urls import redact_url
 from ._usage import FinishReason, UsageDetails
 
 __all__ = [
+    "TRANSIENT_ERROR_CODES",
     "ENTRY_POINT_GROUP",
     "FEATURES_KEY",
     "AdapterFactory",
@@ -57,6 +63,7 @@ __all__ = [
     "ClientInput",
     "Content",
     "ContentFilterError",
+    "DeadlineExceededError",
     "DataContent",
     "DelegatingChatClient",
     "Feature",
@@ -71,6 +78,7 @@ __all__ = [
     "ModelBehaviorError",
     "OptionsInput",
     "OutputError",
+    "ProviderResponseError",
     "ReasoningContent",
     "RefusalContent",
     "RefusalError",
@@ -90,12 +98,15 @@ __all__ = [
     "UserError",
     "as_chat_client",
     "as_messages",
+    "call_deadline",
     "chain",
     "chat_format_to_responses",
     "find_feature",
     "register_provider",
+    "redact_url",
     "register_text_parser",
     "responses_format_to_chat",
     "run_sync",
+    "seconds_left",
     "sync_stream",
 ]

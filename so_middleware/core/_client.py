@@ -133,6 +133,8 @@ class BaseChatClient(SyncCalls):
                 "wrap the client with so_middleware.with_structured_output(client)"
             )
         chat_messages = as_messages(messages)
+        if not chat_messages or (isinstance(messages, str) and not messages.strip()):
+            raise UserError(f"no messages to send (messages={messages!r:.20}): pass a str or a list of messages")
         chat_options = ChatOptions.coerce(options)
         _reject_unhandled_features(chat_options)
         if self.discovery_pending:

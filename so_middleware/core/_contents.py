@@ -1,6 +1,6 @@
 """Message contents: text, data, tool calls and results, reasoning, refusals.
 
-Provider-neutral: every adapter maps its SDK's content parts onto these. A leaf module.
+Provider-neutral: every adapter maps its SDK's content parts onto these.
 """
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from ._exceptions import UserError
 
 __all__ = [
     "Content",
@@ -26,6 +28,10 @@ class TextContent:
 
     text: str
     type: Literal["text"] = "text"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise UserError(f"TextContent needs a str, not {type(self.text).__name__}")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ SOMiddlewareError
 ├── UserError                  bad type, option or configuration; raised before any model call
 │   └── StreamConsumedError    a ResponseStream iterated a second time
 ├── LocalServerError           the embedded llama-server is missing, fails to start or dies
-├── StreamInterruptedError     a stream broke mid-way (malformed events, connection cut, no end event)
+├── StreamInterruptedError     a stream stopped before its end (connection cut, idle timeout, no end event)
+├── ProviderResponseError      the server's answer is unreadable, has no choice 0, or reports a failure
+├── DeadlineExceededError      with_retries(deadline=...) ran out during an attempt (also a TimeoutError)
 └── OutputError                the model answered, but not with a usable value
     ├── ModelBehaviorError     output still invalid after every retry
     ├── RefusalError           the model refused
@@ -27,11 +29,14 @@ from ._attempts import Attempt
 from ._usage import UsageDetails
 
 __all__ = [
+    "TRANSIENT_ERROR_CODES",
     "ContentFilterError",
+    "DeadlineExceededError",
     "IncompleteOutputError",
     "LocalServerError",
     "ModelBehaviorError",
     "OutputError",
+    "ProviderResponseError",
     "RefusalError",
     "SOMiddlewareError",
     "StreamConsumedError",
@@ -69,6 +74,64 @@ class StreamInterruptedError(SOMiddlewareError):
         super().__init__(message)
         self.partial_text = partial_text
         self.updates = updates
+
+
+# Error types and codes a provider gives to failures that may pass: Anthropic's error types,
+# OpenAI's error codes (a `failed` response, an `error` event) and OpenAI-style error bodies.
+TRANSIENT_ERROR_CODES = frozenset(
+    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "server_error", "rate_limit_exceeded"}
+)
+
+
+class ProviderResponseError(SOMiddlewareError):
+    """The server answered, but the answer cannot be used; the same error plain and streaming.
+
+    Raised for a body that is not JSON (an HTML page), not UTF-8, nested too deeply or of an
+    unexpected shape (a stream: not an event stream, or an unreadable event); for a chat
+    completion without a choice of index 0 (`choices: []` or `null`); and for a failure the
+    server reports inside a successful HTTP answer (a `failed` or `cancelled` Responses status,
+    an `error` event in a stream). `code` is the provider's error type or code when it gave one;
+    `transient` is True when `code` names a failure that may pass (`overloaded_error`,
+    `server_error`, ...) or a reported failure gave none: `with_retries` retries those.
+    `partial_text` is the text a stream delivered first; the SDK error, when there was one, is
+    chained as `__cause__`.
+
+    Example:
+        try:
+            await client.get_response("Hi")
+        except ProviderResponseError as error:
+            print(error.code, error.transient)
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        reported: bool = False,
+        status_code: int | None = None,
+        partial_text: str = "",
+        updates: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status_code = status_code
+        self.transient = reported and (code is None or code in TRANSIENT_ERROR_CODES)
+        self.partial_text = partial_text
+        self.updates = updates
+
+
+class DeadlineExceededError(SOMiddlewareError, TimeoutError):
+    """`with_retries(deadline=...)` ran out while an attempt was still running; it was cancelled.
+
+    `deadline` is the bound in seconds; `partial_text` the text a stream had already delivered to
+    the caller. The last failed attempt's error, if any, is chained as `__cause__`.
+    """
+
+    def __init__(self, message: str, *, deadline: float, partial_text: str = "") -> None:
+        super().__init__(message)
+        self.deadline = deadline
+        self.partial_text = partial_text
 
 
 class OutputError(SOMiddlewareError):

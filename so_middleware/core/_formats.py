@@ -44,6 +44,12 @@ class ResponseFormat:
     # The caller's original dict, for unknown types that are forwarded unchanged.
     raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        for name, kind in (("name", str), ("description", str), ("strict", bool)):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                raise UserError(f"the response format's {name} must be a {kind.__name__}, not {value!r:.40}")
+
     @classmethod
     def text(cls) -> ResponseFormat:
         """Free text: no format is sent."""

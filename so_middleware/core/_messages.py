@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ._contents import Content, FunctionCallContent, RefusalContent, TextContent
 from ._exceptions import UserError
@@ -13,6 +13,7 @@ __all__ = ["ChatMessage", "MessageInput", "Role", "as_messages"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 _ROLES = ("system", "user", "assistant", "tool")
+_CONTENT_TYPES = get_args(Content)
 
 
 @dataclass
@@ -43,12 +44,20 @@ class ChatMessage:
             self.contents = []
         elif isinstance(contents, str):
             self.contents = [TextContent(contents)]
-        elif isinstance(contents, Sequence):
-            self.contents = [c for c in contents if not isinstance(c, str)]
-            if len(self.contents) != len(contents):
-                raise UserError("message contents must be content objects; pass a plain str for text")
-        else:
+        elif isinstance(contents, _CONTENT_TYPES):
             self.contents = [contents]
+        elif isinstance(contents, Sequence):
+            self.contents = [*contents]  # each item is checked just below
+            for item in self.contents:
+                if not isinstance(item, _CONTENT_TYPES):
+                    raise UserError(
+                        f"message contents must be content objects (TextContent, DataContent, ...), "
+                        f"not {type(item).__name__}; pass a plain str for text"
+                    )
+        else:
+            raise UserError(
+                f"message contents must be a str, a content object or a list of them, not {type(contents).__name__}"
+            )
         self.author_name = author_name
         self.raw_representation = raw_representation
 
@@ -69,17 +78,18 @@ class ChatMessage:
         return [c for c in self.contents if isinstance(c, FunctionCallContent)]
 
 
-MessageInput = str | ChatMessage | Sequence[str | ChatMessage]
+MessageInput = str | ChatMessage | Mapping[str, Any] | Sequence[str | ChatMessage | Mapping[str, Any]]
 
 
 def as_messages(messages: MessageInput | None) -> list[ChatMessage]:
-    """Normalise a string, a message or a sequence of either into a new list of messages.
+    """Normalise a string, a message, an OpenAI-style `{"role": ..., "content": "..."}` dict or
+    a sequence of them into a new list of messages.
 
     Strings become user messages. The caller's message objects are reused, never changed.
     """
     if messages is None:
         return []
-    if isinstance(messages, (str, ChatMessage)):
+    if isinstance(messages, (str, ChatMessage, Mapping)):
         messages = [messages]
     if not isinstance(messages, Iterable):
         raise UserError(f"messages must be a str, a ChatMessage or a sequence of them, not {type(messages).__name__}")
@@ -89,6 +99,20 @@ def as_messages(messages: MessageInput | None) -> list[ChatMessage]:
             result.append(ChatMessage("user", item))
         elif isinstance(item, ChatMessage):
             result.append(item)
+        elif isinstance(item, Mapping):
+            result.append(_from_dict(item))
         else:
-            raise UserError(f"a message must be a str or a ChatMessage, not {type(item).__name__}")
+            raise UserError(f"a message must be a str, a ChatMessage or a role/content dict, not {type(item).__name__}")
     return result
+
+
+def _from_dict(message: Mapping[str, Any]) -> ChatMessage:
+    extra = sorted(set(message) - {"role", "content", "name"})
+    content = message.get("content")
+    if extra or "role" not in message or not isinstance(content, (str, type(None))):
+        raise UserError(
+            "a message dict must be {'role': ..., 'content': '<text>'} (optionally 'name'), "
+            f"got keys {sorted(message)!r}; build a ChatMessage for anything else"
+        )
+    name = message.get("name")
+    return ChatMessage(message["role"], content, author_name=name if isinstance(name, str) else None)

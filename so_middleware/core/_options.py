@@ -14,7 +14,8 @@ through `extra_body`, merged into the request body as given.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -37,6 +38,18 @@ class FunctionTool:
     description: str | None = None
     strict: bool | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise UserError(f"FunctionTool name must be a non-empty str, not {_shown(self.name)}")
+        if not isinstance(self.parameters, Mapping):
+            raise UserError(
+                f"FunctionTool {self.name!r}: parameters must be a JSON schema dict, not {_shown(self.parameters)}"
+            )
+        if self.description is not None and not isinstance(self.description, str):
+            raise UserError(f"FunctionTool {self.name!r}: description must be a str, not {_shown(self.description)}")
+        if self.strict is not None and not isinstance(self.strict, bool):
+            raise UserError(f"FunctionTool {self.name!r}: strict must be a bool, not {_shown(self.strict)}")
+
 
 @dataclass(frozen=True)
 class ForcedTool:
@@ -53,7 +66,10 @@ _TOOL_CHOICE_MODES = ("auto", "none", "required")
 class ChatOptions:
     """Options of one model call. Build from a dict with `ChatOptions.coerce(...)`.
 
-    Unknown keys raise `UserError`: put provider-specific request fields in `extra_body`.
+    Unknown keys and values of the wrong type (`temperature="hot"`, `max_tokens=-5`, `stop=5`)
+    raise `UserError` naming the option: put provider-specific request fields in `extra_body`.
+    `idle_timeout` (seconds) bounds a stream's wait for its first and each later event; unset,
+    the adapter's default applies.
     `sdk_max_retries` sets the SDK client's own retries for this call only (a retry layer sends 0).
     `tools` hold `FunctionTool`s or provider-shaped dicts (passed on as given); `response_format`
     a `ResponseFormat` or a wire dict (Chat Completions or Responses spelling).
@@ -72,6 +88,13 @@ class ChatOptions:
     additional_properties: Mapping[str, Any] = field(default_factory=dict)
     extra_body: Mapping[str, Any] | None = None
     sdk_max_retries: int | None = None  # the SDK's own retries for this call (None: the SDK client's setting)
+    idle_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, check, expected in _CHECKS:
+            value = getattr(self, name)
+            if value is not None and not check(value):
+                raise UserError(f"option {name!r} must be {expected}, not {_shown(value)}")
 
     @classmethod
     def coerce(cls, options: OptionsInput) -> ChatOptions:
@@ -93,12 +116,15 @@ class ChatOptions:
                     "Provider-specific request fields go in extra_body={...}"
                 )
             values[key] = value
-        props = dict(values.pop("additional_properties", None) or {})
+        given_props = values.pop("additional_properties", None)
+        if given_props is not None and not isinstance(given_props, Mapping):
+            raise UserError(f"option 'additional_properties' must be a dict, not {_shown(given_props)}")
+        props = dict(given_props or {})
         if FEATURES_KEY in options:
             props[FEATURES_KEY] = _feature_list(options[FEATURES_KEY]) + _feature_list(props.get(FEATURES_KEY))
         values["additional_properties"] = props
         if "response_format" in values:
-            values["response_format"] = ResponseFormat.from_wire(values["response_format"])
+            values["response_format"] = _response_format(values["response_format"])
         if "tool_choice" in values:
             values["tool_choice"] = _tool_choice(values["tool_choice"])
         if "stop" in values and isinstance(values["stop"], str):
@@ -113,7 +139,7 @@ class ChatOptions:
     def replace(self, **changes: Any) -> ChatOptions:
         """A copy with some fields changed (the features are the same objects)."""
         if "response_format" in changes:
-            changes["response_format"] = ResponseFormat.from_wire(changes["response_format"])
+            changes["response_format"] = _response_format(changes["response_format"])
         return dataclasses.replace(self, **changes)
 
     def with_features(self, features: Sequence[Any]) -> ChatOptions:
@@ -159,6 +185,56 @@ def _feature_list(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
     raise UserError(f"features must be a list of feature objects, not {type(value).__name__}")
+
+
+def _response_format(value: Any) -> ResponseFormat | None:
+    if isinstance(value, type):
+        raise UserError(
+            f"option 'response_format' got the class {value.__name__}: for a typed answer pass "
+            f"output_type={value.__name__} (or a StructuredOutput({value.__name__}) feature)"
+        )
+    return ResponseFormat.from_wire(value)
+
+
+def _is_number(value: Any, low: float = 0.0, high: float = math.inf) -> bool:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and math.isfinite(value) and low <= value <= high
+
+
+def _is_int(value: Any, low: int | None = None) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and (low is None or value >= low)
+
+
+def _is_strings(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str) and all(isinstance(s, str) for s in value)
+
+
+def _is_tools(value: Any) -> bool:
+    return (
+        isinstance(value, Sequence)
+        and not isinstance(value, (str, bytes))
+        and all(isinstance(tool, (FunctionTool, Mapping)) for tool in value)
+    )
+
+
+def _shown(value: Any) -> str:
+    return f"{value!r:.60} ({type(value).__name__})"
+
+
+_CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("model", lambda v: isinstance(v, str) and bool(v), "a non-empty str"),
+    ("instructions", lambda v: isinstance(v, str), "a str"),
+    ("temperature", _is_number, "a number >= 0"),
+    ("max_tokens", lambda v: _is_int(v, 1), "an int >= 1"),
+    ("top_p", lambda v: _is_number(v, 0.0, 1.0), "a number from 0 to 1"),
+    ("stop", lambda v: _is_strings(v), "a str or a list of str"),
+    ("seed", _is_int, "an int"),
+    ("tools", _is_tools, "a list of FunctionTool objects or tool dicts"),
+    ("additional_properties", lambda v: isinstance(v, Mapping), "a dict"),
+    ("extra_body", lambda v: isinstance(v, Mapping), "a dict"),
+    ("sdk_max_retries", lambda v: _is_int(v, 0), "an int >= 0"),
+    ("idle_timeout", lambda v: _is_number(v) and v > 0, "a number of seconds > 0"),
+)
 
 
 def _tool_choice(value: Any) -> ToolChoice | None:

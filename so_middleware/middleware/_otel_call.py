@@ -24,6 +24,7 @@ from ..core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputE
 from . import _otel_names as names
 from ._otel_attributes import coerce_options, response_attributes, structured_attributes, structured_info
 from ._otel_content import ContentCapture, as_json, input_messages, instructions_parts, output_messages
+from ._retry_errors import status_code_of
 
 __all__ = ["ChatCall", "Instruments", "guarded", "record_error"]
 
@@ -235,12 +236,17 @@ class ChatCall:
 
 
 def record_error(span: Span, error: BaseException, capture_content: bool) -> None:
-    """Mark `span` failed by `error` (its message only with content capture: it may quote output)."""
+    """Mark `span` failed by `error`: its type and HTTP status, and its message only with content
+    capture (a provider's message may quote the request, an output error's the model's output)."""
     span.set_attribute(names.ERROR_TYPE, type(error).__name__)
     span.set_attribute(names.SO_CALL_END, "error")
     span.set_status(StatusCode.ERROR, type(error).__name__)
     if isinstance(error, OutputError):
         span.set_attributes(structured_attributes(structured_info(error)))
-        if not capture_content:  # an output error's message may quote the model's output
-            return
-    span.record_exception(error)
+    status = status_code_of(error)
+    if status is not None:
+        span.set_attribute(names.HTTP_RESPONSE_STATUS_CODE, status)
+    if capture_content:
+        span.record_exception(error)
+    else:
+        span.add_event("exception", {"exception.type": f"{type(error).__module__}.{type(error).__qualname__}"})

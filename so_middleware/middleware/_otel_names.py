@@ -58,6 +58,7 @@ EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"  # 
 
 ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
 SERVER_PORT: Final = "server.port"
 
 # ---------------------------------------------------------------- metrics

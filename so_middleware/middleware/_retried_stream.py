@@ -1,7 +1,11 @@
-"""`RetriedStream`: one streamed call, retried until its first update, then forwarded as is.
+"""`RetriedStream`: one streamed call, retried until its first content delta, then forwarded as is.
 
-After the first update a transient failure raises `StreamInterruptedError` carrying
-`partial_text`, chained from the original error: what reached the caller cannot be taken back.
+The updates before the first content delta (Anthropic's `message_start`, the Responses
+`response.created`) are held back until it comes, so a failure before it is retried with nothing
+of the failed attempt shown. After it a transient failure raises `StreamInterruptedError`
+carrying `partial_text`, chained from the original error: what reached the caller cannot be taken
+back. The deadline bounds every wait, and a stream still running when it passes raises
+`DeadlineExceededError`.
 """
 
 from __future__ import annotations
@@ -11,53 +15,68 @@ from typing import Any
 
 import anyio
 
-from ..core import ChatResponse, ChatStream, StreamInterruptedError
+from ..core import ChatResponse, ChatStream, DeadlineExceededError, StreamInterruptedError
 from ._retry_policy import RetryPolicy, with_retry_records
 
 __all__ = ["RetriedStream"]
 
 _END: Any = object()
+_EXPIRED: Any = object()
 
 
 class RetriedStream:
-    """One streamed call: retried until its first update, then forwarded as is."""
+    """One streamed call: retried until its first content delta, then forwarded as is."""
 
     def __init__(self, call: Callable[..., Any], policy: RetryPolicy) -> None:
         self._call = call
         self._policy = policy
         self._retries: list[dict[str, Any]] = []
         self._inner: ChatStream | None = None
+        self._deadline_at: float | None = None
 
-    async def _open(self) -> tuple[ChatStream, Any]:
+    async def _open(self) -> tuple[ChatStream, list[Any]]:
+        """Open the stream and read up to its first content delta (or its end), within the deadline."""
         stream: ChatStream = self._call(stream=True)
+        held: list[Any] = []
         try:
-            return stream, await aiter(stream).__anext__()
-        except StopAsyncIteration:
-            return stream, _END
+            with anyio.move_on_after(self._policy.time_left(self._deadline_at)):
+                while not held or (held[-1] is not _END and not held[-1].contents):
+                    held.append(await anext(stream, _END))
+                return stream, held
+            raise self._policy.expired()
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
             raise
 
     async def updates(self) -> AsyncIterator[Any]:
-        opened: tuple[ChatStream, Any] = await self._policy.retrying(self._retries)(self._open)
-        stream, update = opened
+        self._deadline_at = self._policy.deadline_at()
+        opened: tuple[ChatStream, list[Any]] = await self._policy.retrying(self._retries, self._deadline_at)(self._open)
+        stream, held = opened
         self._inner = stream
         texts: list[str] = []
         try:
-            while update is not _END:
+            for update in held:
+                if update is _END:
+                    return
                 texts.append(update.text)
                 yield update
-                try:
-                    update = await stream.__anext__()
-                except StopAsyncIteration:
-                    update = _END
+            while True:
+                update = _EXPIRED
+                with anyio.move_on_after(self._policy.time_left(self._deadline_at)):
+                    update = await anext(stream, _END)
+                if update is _EXPIRED:
+                    raise self._policy.expired("".join(texts))
+                if update is _END:
+                    return
+                texts.append(update.text)
+                yield update
         except Exception as error:
-            if isinstance(error, StreamInterruptedError) or not self._policy.retry_if(error):
+            if isinstance(error, (StreamInterruptedError, DeadlineExceededError)) or not self._policy.retry_if(error):
                 raise
             raise StreamInterruptedError(
                 f"the stream broke after {len(texts)} updates had reached the caller, so it was not retried: "
-                f"{type(error).__name__}: {error}",
+                f"{type(error).__name__}",
                 partial_text="".join(texts),
                 updates=len(texts),
             ) from error

@@ -1,7 +1,7 @@
 """Which errors a retry may cure: classification by duck typing, no SDK imported.
 
 Retried: connection errors, timeouts, HTTP 408, 409, 429, 5xx (Anthropic's 529 `overloaded_error`
-too, also as an error event inside a stream), `x-should-retry: true`, `StreamInterruptedError`.
+too), `x-should-retry: true`, `StreamInterruptedError`, a `transient` `ProviderResponseError`.
 Errors are read by duck typing (`status_code`, `response.headers`, `body`, MRO class names such as
 `APIConnectionError`). Anything else (400, 401, 403, 404, 422, `OutputError`) is not transient.
 """
@@ -11,14 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import SOMiddlewareError, StreamInterruptedError
+from ..core import TRANSIENT_ERROR_CODES, ProviderResponseError, SOMiddlewareError, StreamInterruptedError
 
 __all__ = ["headers_of", "is_transient", "status_code_of"]
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
-_TRANSIENT_ERROR_TYPES = frozenset(
-    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "server_error"}
-)
 # SDK and httpx2 transport errors, matched by class name anywhere in the MRO
 _TRANSIENT_CLASSES = frozenset(
     {"APIConnectionError", "APITimeoutError", "TimeoutException", "NetworkError", "RemoteProtocolError"}
@@ -34,12 +31,14 @@ def is_transient(error: BaseException) -> bool:
         return False
     if isinstance(error, StreamInterruptedError):
         return True
+    if isinstance(error, ProviderResponseError):
+        return error.transient
     if isinstance(error, SOMiddlewareError):
         return False
     should_retry = str(headers_of(error).get("x-should-retry") or "").lower()
     if should_retry in ("true", "false"):
         return should_retry == "true"
-    if _error_type(error) in _TRANSIENT_ERROR_TYPES:
+    if _error_type(error) in TRANSIENT_ERROR_CODES:
         return True
     status = status_code_of(error)
     if status is not None:

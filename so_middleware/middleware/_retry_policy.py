@@ -2,7 +2,8 @@
 
 Waits are full-jitter exponential backoff, a random time in `[0, min(max_delay, base_delay *
 2**(n-1))]` after attempt n; a Retry-After header replaces it, capped at `max_retry_after`. The
-deadline stops the loop before a wait that would end past it. Each retry is recorded as a dict
+deadline stops the loop before a wait that would end past it, and bounds each attempt
+(`time_left`, `expired`). Each retry is recorded as a dict
 and as an event on the current OpenTelemetry span (when opentelemetry-api is installed).
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
 
-from ..core import ChatResponse, UserError
+from ..core import ChatResponse, DeadlineExceededError, UserError
 from ._otel_names import RETRIES_KEY, RETRY_EVENT
 from ._retry_after import retry_after_seconds
 from ._retry_errors import headers_of, status_code_of
@@ -52,10 +53,28 @@ class RetryPolicy:
                 raise UserError(f"{name} must be a number of seconds >= 0, not {getattr(self, name)!r}")
         if self.deadline is not None and (not _is_number(self.deadline) or not self.deadline > 0):
             raise UserError(f"deadline must be None or a number of seconds > 0, not {self.deadline!r}")
+        for name in ("retry_if", "sleep", "clock"):
+            if not callable(getattr(self, name)):
+                raise UserError(f"{name} must be a callable, not {getattr(self, name)!r:.60}")
 
-    def retrying(self, retries: list[dict[str, Any]]) -> AsyncRetrying:
-        """A tenacity loop for one call; each retry is appended to `retries`."""
-        deadline_at = None if self.deadline is None else self.clock() + self.deadline
+    def deadline_at(self) -> float | None:
+        """When a call starting now must end (on `clock`), or None without a deadline."""
+        return None if self.deadline is None else self.clock() + self.deadline
+
+    def time_left(self, deadline_at: float | None) -> float | None:
+        """Seconds until `deadline_at` (never negative), or None without a deadline."""
+        return None if deadline_at is None else max(0.0, deadline_at - self.clock())
+
+    def expired(self, partial_text: str = "") -> DeadlineExceededError:
+        """The error for an attempt still running when the deadline passed."""
+        return DeadlineExceededError(
+            f"the deadline of {self.deadline:g} s passed while an attempt was running; it was cancelled",
+            deadline=float(self.deadline or 0),
+            partial_text=partial_text,
+        )
+
+    def retrying(self, retries: list[dict[str, Any]], deadline_at: float | None) -> AsyncRetrying:
+        """A tenacity loop for one call ending by `deadline_at`; each retry is appended to `retries`."""
         backoff = wait_random_exponential(multiplier=self.base_delay, max=self.max_delay)
 
         def wait(state: RetryCallState) -> float:
@@ -70,7 +89,7 @@ class RetryPolicy:
             error = _failure(state)
             retry = {
                 "attempt": state.attempt_number,
-                "error": f"{type(error).__name__}: {error}"[:500],
+                "error": type(error).__name__,  # a provider's message may quote the request
                 "status_code": status_code_of(error),
                 "wait": state.upcoming_sleep,
             }

@@ -3,16 +3,21 @@
     client = with_retries(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), max_attempts=4, deadline=60)
 
 **Retried:** connection errors, timeouts, HTTP 408, 409, 429, 5xx (Anthropic's 529 `overloaded_error`
-too, also as an error event inside a stream), `x-should-retry: true`, `StreamInterruptedError`.
+too), `x-should-retry: true`, `StreamInterruptedError`, and a `ProviderResponseError` that is
+`transient` (a failure the server reports inside a 2xx answer with a transient error type, such as
+Anthropic's in-stream `overloaded_error` or a Responses `error` event with `server_error`, or with
+no type at all).
 Errors are classified by duck typing (`status_code`, `response.headers`, `body`, MRO class names such
-as `APIConnectionError`): no SDK is imported. Anything else (400, 401, 403, 404, 422, `OutputError`)
-is raised at once, unchanged; `retry_if=` replaces the classifier.
+as `APIConnectionError`): no SDK is imported. Anything else (400, 401, 403, 404, 422, `OutputError`,
+an unreadable answer) is raised at once, unchanged; `retry_if=` replaces the classifier.
 
 **Waits:** full-jitter exponential backoff, a random time in `[0, min(max_delay, base_delay * 2**(n-1))]`
 after attempt n; a `retry-after-ms`/`retry-after` header (seconds or HTTP date) replaces it, capped
 at `max_retry_after` (ignored when it does not parse). `deadline` bounds the whole call: a wait that
-would end past it is not started. It does not cancel an attempt in flight (the SDK's `timeout`
-does). When retries stop, the last error is raised as it was.
+would end past it is not started, and an attempt still running when it passes (a slow answer, a
+stalled stream) is cancelled and the call raises `DeadlineExceededError`; an adapter caps its HTTP
+timeouts by the time left, so no request outlives the deadline. When retries stop, the last error
+is raised as it was.
 
 **SDK retries:** both SDKs retry by themselves (`max_retries=2`). Under this layer each attempt
 would hide up to three HTTP requests from the attempt count, the deadline and telemetry, so the
@@ -21,10 +26,14 @@ them through a copy of its SDK client without retries. Nothing the caller holds 
 adapter and its SDK client keep their own retries for calls that do not pass through this layer.
 `max_attempts` is then the number of HTTP requests.
 
-**Streams:** retried only while nothing has reached the caller. After the first update a transient
-failure raises `StreamInterruptedError` carrying `partial_text`, chained from the original error.
+**Streams:** retried only before the first content delta (text, tool-call arguments, reasoning or a
+refusal): the updates before it (Anthropic's `message_start`, the Responses `response.created`) are
+held back until it comes, so nothing of a failed attempt reaches the caller. After a content delta
+a transient failure raises `StreamInterruptedError` carrying `partial_text`, chained from the
+original error.
 
-**Visible:** each retry is a dict `{"attempt", "error", "status_code", "wait"}` in
+**Visible:** each retry is a dict `{"attempt", "error", "status_code", "wait"}` (`error` is the
+error's type name: a provider's message may quote the request, so it is never recorded) in
 `response.additional_properties["so_middleware.retries"]` (a stream's final response too) and a
 `so_middleware.retry` event on the current OpenTelemetry span (when opentelemetry-api is installed).
 
@@ -51,6 +60,7 @@ from ..core import (
     MessageInput,
     OptionsInput,
     ResponseStream,
+    call_deadline,
 )
 from ._retried_stream import RetriedStream
 from ._retry_after import retry_after_seconds
@@ -61,7 +71,7 @@ __all__ = ["RetryingChatClient", "is_transient", "retry_after_seconds", "with_re
 
 
 class RetryingChatClient(DelegatingChatClient):
-    """Retries transient failures; a stream only until its first update reaches the caller.
+    """Retries transient failures; a stream only until its first content delta.
 
     Example:
         client = RetryingChatClient(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), max_attempts=5)
@@ -100,12 +110,17 @@ class RetryingChatClient(DelegatingChatClient):
         return self._respond(call)
 
     async def _respond(self, call: Callable[..., Any]) -> ChatResponse[Any]:
+        policy = self._self_policy
         retries: list[dict[str, Any]] = []
+        deadline_at = policy.deadline_at()
 
         async def attempt() -> ChatResponse[Any]:
-            return await call(stream=False)  # type: ignore[no-any-return]
+            left = policy.time_left(deadline_at)
+            with anyio.move_on_after(left), call_deadline(left):  # the adapter caps its HTTP timeouts
+                return await call(stream=False)  # type: ignore[no-any-return]
+            raise policy.expired()
 
-        return with_retry_records(await self._self_policy.retrying(retries)(attempt), retries)
+        return with_retry_records(await policy.retrying(retries, deadline_at)(attempt), retries)
 
 
 def with_retries(

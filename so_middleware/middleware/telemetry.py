@@ -23,7 +23,10 @@ span is current only around each pull from the inner stream, never across a `yie
 headers and `additional_properties` values never are. With `OTEL_SEMCONV_STABILITY_OPT_IN=
 gen_ai_latest_experimental` the variable takes the GenAI utilities' modes (`NO_CONTENT`,
 `SPAN_ONLY`, `EVENT_ONLY`, `SPAN_AND_EVENT`): event modes emit a `gen_ai.client.inference.operation
-.details` log event per call (through `logger_provider`), with the content as objects. A failing exporter, processor or meter is
+.details` log event per call (through `logger_provider`), with the content as objects. Without
+content capture, a failure is recorded by its type and HTTP status only (`error.type`,
+`http.response.status_code`, an `exception` event with `exception.type`): no exception message,
+which for a provider's error may quote the request. A failing exporter, processor or meter is
 logged at debug, never raised.
 
 **Order.** Outside `with_retries`: one span per logical call, each retry a `so_middleware.retry`

@@ -3,48 +3,151 @@
 A sync SDK client (`OpenAI()`, `Anthropic()`) runs in a worker thread so the event loop is never
 blocked; an async one is awaited. Whether a client is async is read from its type, not from
 `inspect.iscoroutinefunction`, which is False for some async SDK methods.
+
+Every wait ends: a worker thread is abandoned when its caller is cancelled (the call returns at
+once), and whatever it still produces is closed when it arrives; a sync stream's socket is shut
+down so a thread blocked reading it wakes up. The idle timeout bounds each wait for the next event
+(the first one included), and is also each socket read's timeout, so no abandoned thread lives on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio.to_thread
+import httpx2
 
-from ..core import SOMiddlewareError, StreamInterruptedError
+from ..core import ProviderResponseError, SOMiddlewareError, StreamInterruptedError
 
-__all__ = ["call_sdk", "close_sdk_stream", "interrupted", "is_stream_break", "iterate_sdk_stream"]
+__all__ = [
+    "IdleTimeout",
+    "call_sdk",
+    "close_sdk_stream",
+    "interrupted",
+    "is_stream_break",
+    "iterate_sdk_stream",
+    "reported_failure",
+    "capped_timeout",
+    "unreadable",
+]
 
 _END: Any = object()
 
+# What the SDKs raise when a body cannot be read: not JSON, not UTF-8, nested too deeply.
+UNREADABLE = (ValueError, RecursionError)
+
+
+class IdleTimeout(TimeoutError):
+    """No event arrived from the server within the idle timeout."""
+
 
 async def call_sdk(is_async: bool, function: Callable[..., Any], /, **kwargs: Any) -> Any:
-    """Call an SDK method with keyword arguments, awaiting it or running it in a thread."""
+    """Call an SDK method with keyword arguments, awaiting it or running it in a thread.
+
+    A sync call abandoned by cancellation returns at once; a stream it opens later is closed.
+    """
     if is_async:
         return await function(**kwargs)
-    return await anyio.to_thread.run_sync(lambda: function(**kwargs))
+    return await _in_thread(lambda: function(**kwargs), cleanup=_close_quietly)
 
 
-async def iterate_sdk_stream(is_async: bool, stream: Any) -> AsyncIterator[Any]:
-    """Yield the events of an SDK stream (`AsyncStream` or `Stream`), one at a time."""
-    if is_async:
-        async for event in stream:
-            yield event
-        return
-    iterator = iter(stream)
+async def _in_thread(work: Callable[[], Any], *, cleanup: Callable[[Any], None] | None = None) -> Any:
+    """Run `work()` in a worker thread that the caller may abandon; an abandoned result goes to
+    `cleanup` (exactly once, whichever side finishes last)."""
+    lock = threading.Lock()
+    state: dict[str, Any] = {}
+
+    def run() -> Any:
+        result = work()
+        with lock:
+            state["result"] = result
+            orphaned = "abandoned" in state
+        if orphaned and cleanup is not None:
+            cleanup(result)
+        return result
+
+    try:
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except BaseException:
+        with lock:
+            state["abandoned"] = True
+            finished = "result" in state
+        if finished and cleanup is not None:
+            cleanup(state["result"])
+        raise
+
+
+def _close_quietly(result: Any) -> None:
+    close = getattr(result, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()
+
+
+def capped_timeout(sdk_client: Any, seconds: float | None) -> httpx2.Timeout | None:
+    """The SDK client's timeouts, each capped just past `seconds` (None: keep the client's), so
+    every socket operation ends, and with it every worker thread; the caller's own bound (the
+    idle timeout, a deadline) fires first."""
+    if seconds is None:
+        return None
+    configured = getattr(sdk_client, "timeout", None)
+    base = configured if isinstance(configured, httpx2.Timeout) else httpx2.Timeout(configured)
+    cap = seconds + _READ_SLACK
+
+    def capped(value: float | None) -> float:
+        return cap if value is None else min(value, cap)
+
+    return httpx2.Timeout(connect=capped(base.connect), read=cap, write=capped(base.write), pool=capped(base.pool))
+
+
+_READ_SLACK = 1.0
+
+
+async def iterate_sdk_stream(is_async: bool, stream: Any, idle_timeout: float | None = None) -> AsyncIterator[Any]:
+    """Yield the events of an SDK stream (`AsyncStream` or `Stream`), one at a time.
+
+    Waiting longer than `idle_timeout` seconds for an event raises `IdleTimeout`.
+    """
+    iterator = aiter(stream) if is_async else iter(stream)
     while True:
-        event = await anyio.to_thread.run_sync(next, iterator, _END)
+        try:
+            with anyio.fail_after(idle_timeout):
+                if is_async:
+                    event = await anext(iterator, _END)
+                else:
+                    event = await _in_thread(lambda: next(iterator, _END))
+        except TimeoutError as error:
+            _wake_reader(is_async, stream)
+            raise IdleTimeout(f"no event from the server for {idle_timeout:g} s") from error
+        except BaseException:
+            _wake_reader(is_async, stream)
+            raise
         if event is _END:
             return
         yield event
 
 
+def _wake_reader(is_async: bool, stream: Any) -> None:
+    """Shut down a sync stream's socket, so a worker thread blocked reading it returns now."""
+    if is_async:
+        return
+    network = getattr(getattr(stream, "response", None), "extensions", {}).get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 async def close_sdk_stream(is_async: bool, stream: Any) -> None:
-    """Close an SDK stream and its HTTP response (idempotent)."""
+    """Close an SDK stream and its HTTP response (idempotent). A failure to close a connection
+    that already broke is ignored: it must not replace the error that ended the stream."""
     if stream is None:
         return
-    with anyio.CancelScope(shield=True):
+    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
         if is_async:
             await stream.close()
         else:
@@ -63,15 +166,43 @@ def interrupted(error: BaseException, partial_text: str, updates: int) -> Stream
     return exc
 
 
-_TRANSPORT_MODULES = ("httpx2", "httpx", "httpcore", "h11")
+def unreadable(what: str, error: BaseException | None = None) -> ProviderResponseError:
+    """The typed error for an answer that cannot be read (`what` says which and why)."""
+    reason = f": {type(error).__name__}" if error is not None else ""
+    exc = ProviderResponseError(f"the server's answer could not be read: {what}{reason}")
+    exc.__cause__ = error
+    return exc
+
+
+def reported_failure(error: BaseException) -> ProviderResponseError | None:
+    """An SDK error raised for an error event inside a stream, as a `ProviderResponseError`
+    carrying the provider's error type (None for any other error)."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if "APIError" not in names or names & _SDK_BREAKS:
+        return None
+    body = getattr(error, "body", None)
+    nested = body.get("error") if isinstance(body, dict) else None
+    details = nested if isinstance(nested, dict) else body if isinstance(body, dict) else {}
+    code = details.get("type") or details.get("code")
+    exc = ProviderResponseError(
+        f"the server reported an error inside the stream: {code or 'no error type given'}",
+        code=code if isinstance(code, str) else None,
+        reported=True,
+    )
+    exc.__cause__ = error
+    return exc
+
+
+_TRANSPORT_MODULES = ("httpx2", "httpx", "httpcore", "httpcore2", "h11")
+_SDK_BREAKS = {"APIConnectionError", "APITimeoutError"}
 
 
 def is_stream_break(error: BaseException) -> bool:
-    """True for errors that mean the event stream itself broke: a cut connection, malformed
-    SSE or JSON, an error event from the server. False for our own errors and cancellation."""
+    """True for errors that mean the event stream itself broke off: a cut connection, a read
+    timeout, the idle timeout. False for our own errors and cancellation."""
     if isinstance(error, SOMiddlewareError) or not isinstance(error, Exception):
         return False
-    if isinstance(error, (OSError, ValueError, EOFError)):
+    if isinstance(error, (OSError, EOFError)):
         return True
-    names = {cls.__name__ for cls in type(error).__mro__}
-    return "APIError" in names or type(error).__module__.split(".")[0] in _TRANSPORT_MODULES
+    names = {cls.__name__ for cls in type(error).__mro__}  # the SDKs wrap a cut connection in these
+    return bool(names & _SDK_BREAKS) or type(error).__module__.split(".")[0] in _TRANSPORT_MODULES

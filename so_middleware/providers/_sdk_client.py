@@ -1,24 +1,58 @@
 """`SDKChatClient`: what every adapter over an official SDK client shares.
 
 The SDK client, sync or async; the model; the capability profile; the SDK client of one call
-(with the SDK's own retries as the call asks); handing the SDK client out through `get_service`; the echoed prefill.
+(with the SDK's own retries as the call asks); handing the SDK client out through `get_service`;
+the echoed prefill; and
+the boundary where SDK results and failures become so_middleware's: `fetch` for a plain call,
+`open_stream` + `read_events` for a stream.
+
+Errors at the boundary: an answer that cannot be read (not JSON, not UTF-8, nested too deeply, of
+an unexpected shape, a stream that is not an event stream) or that reports a failure (an error
+event) raises `ProviderResponseError`, plain and streaming alike; a stream that stops early (a cut
+connection, no event within the idle timeout, no terminal event) raises `StreamInterruptedError`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, ClassVar, Protocol, TypeVar
 
+import anyio
 import httpx2
 
-from ..core import BaseChatClient, Capabilities, ChatMessage, ChatOptions, ChatResponseUpdate, UserError
-from ._bridge import call_sdk, close_sdk_stream, interrupted, is_stream_break, iterate_sdk_stream
+from ..core import (
+    BaseChatClient,
+    Capabilities,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    ProviderResponseError,
+    SOMiddlewareError,
+    UserError,
+    redact_url,
+    seconds_left,
+)
+from ._bridge import (
+    UNREADABLE,
+    IdleTimeout,
+    call_sdk,
+    capped_timeout,
+    close_sdk_stream,
+    interrupted,
+    is_stream_break,
+    iterate_sdk_stream,
+    reported_failure,
+    unreadable,
+)
 from ._discovery import PROBE_TIMEOUT, ServerInfo, identify_server, is_hosted, server_root
 from ._prefill import prefill_of
 
-__all__ = ["EventReader", "SDKChatClient"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "EventReader", "SDKChatClient"]
 
 K = TypeVar("K")
+
+DEFAULT_IDLE_TIMEOUT = 120.0  # seconds without an event before a stream counts as stalled
 
 
 class EventReader(Protocol):
@@ -39,10 +73,15 @@ class SDKChatClient(BaseChatClient):
     sdk_client: Any
 
     server_info: ServerInfo | None = None  # what discovery found, once it ran
-    sdk_base_url: str  # the SDK client's base URL
 
     def __init__(
-        self, sdk_client: Any, model: str | None, capabilities: Capabilities | None, *, discover: bool = True
+        self,
+        sdk_client: Any,
+        model: str | None,
+        capabilities: Capabilities | None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        *,
+        discover: bool = True,
     ) -> None:
         if not isinstance(sdk_client, self.sdk_types):  # narrows to object: keep the Any below
             accepted = " or ".join(f"{t.__module__.split('.')[0]}.{t.__name__}" for t in self.sdk_types)
@@ -50,11 +89,13 @@ class SDKChatClient(BaseChatClient):
         self.sdk_client = sdk_client
         self._sdk_copy: tuple[Any, int, Any] | None = None  # (sdk_client, retries, its copy), made on need
         self.model = model
-        self.base_url = self.sdk_base_url = str(self.sdk_client.base_url)
-        self.capabilities = capabilities or self.default_profile(self.sdk_base_url, model)
+        self._sdk_base_url = str(self.sdk_client.base_url)  # unredacted: discovery's probes go there
+        self.base_url = redact_url(str(self.sdk_client.base_url))  # shown in repr, spans, logs
+        self.idle_timeout = _seconds_or_none("idle_timeout", idle_timeout)
+        self.capabilities = capabilities or self.default_profile(self.base_url, model)
         # A server reached by base URL alone is identified on first use; a profile given, a
         # hosted API or discover=False keep the profile above.
-        self.discovery_pending = capabilities is None and discover and not is_hosted(self.sdk_base_url)
+        self.discovery_pending = capabilities is None and discover and not is_hosted(self._sdk_base_url)
 
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile when none is given and nothing is discovered: from the base URL (and model)."""
@@ -70,7 +111,7 @@ class SDKChatClient(BaseChatClient):
         generic profile. See `BaseChatClient.discover_capabilities`."""
         if not self.discovery_pending:
             return self.capabilities
-        info = await identify_server(server_root(self.sdk_base_url), self._probe)
+        info = await identify_server(server_root(self._sdk_base_url), self._probe)
         self.server_info = info
         self.capabilities = self.server_profile(info)
         self.discovery_pending = False
@@ -80,7 +121,7 @@ class SDKChatClient(BaseChatClient):
         """GET `path` under the server root through the SDK client (its auth and transport),
         with no retries and a short timeout; the JSON body of a 200, else None."""
         sdk = self.sdk_client.with_options(max_retries=0, timeout=PROBE_TIMEOUT)
-        url = server_root(self.sdk_base_url) + path
+        url = server_root(self._sdk_base_url) + path
         response = await call_sdk(self.is_async, sdk.get, path=url, cast_to=httpx2.Response)
         if response.status_code != 200:
             return None
@@ -116,27 +157,105 @@ class SDKChatClient(BaseChatClient):
         """The prefill this backend will echo back ("" when it does not echo, or there is none)."""
         return prefill_of(messages) if self.capabilities.prefill_echoed else ""
 
+    async def fetch(
+        self, function: Callable[..., Any], request: dict[str, Any], expected: type, to_chat: Callable[[Any], Any]
+    ) -> ChatResponse[Any]:
+        """Make a plain SDK call and map its result with `to_chat`; an answer that is not an
+        `expected` object, or that `to_chat` cannot read, raises `ProviderResponseError`."""
+        timeout = capped_timeout(self.sdk_client, seconds_left())
+        if timeout is not None:  # a deadline above: the request must not outlive it
+            request = {**request, "timeout": timeout}
+        try:
+            result = await call_sdk(self.is_async, function, **request)
+        except UNREADABLE as error:
+            if isinstance(error, SOMiddlewareError) or not _raised_reading(error):
+                raise
+            raise unreadable("the body is not valid JSON text", error) from error
+        if not isinstance(result, expected):
+            raise unreadable(f"expected {expected.__name__}, got {type(result).__name__} ({_size(result)})")
+        try:
+            return to_chat(result)  # type: ignore[no-any-return]
+        except SOMiddlewareError:
+            raise
+        except (*UNREADABLE, AttributeError, TypeError, KeyError, IndexError) as error:
+            raise unreadable(f"a {expected.__name__} of an unexpected shape", error) from error
+
+    async def open_stream(self, function: Callable[..., Any], request: dict[str, Any], options: ChatOptions) -> Any:
+        """Open an SDK stream within the idle timeout; a non-event-stream answer raises
+        `ProviderResponseError`, no first byte in time `StreamInterruptedError`."""
+        idle = self.idle_timeout_for(options)
+        timeout = capped_timeout(self.sdk_client, idle)
+        if timeout is not None:
+            request = {**request, "timeout": timeout}
+        try:
+            with anyio.fail_after(idle):
+                stream = await call_sdk(self.is_async, function, **request, stream=True)
+        except TimeoutError as error:  # anyio's: the SDK's read timeout is a little longer
+            raise interrupted(IdleTimeout(f"no answer from the server within {idle:g} s"), "", 0) from error
+        content_type = str(getattr(getattr(stream, "response", None), "headers", {}).get("content-type") or "")
+        if content_type and "event-stream" not in content_type:
+            await close_sdk_stream(self.is_async, stream)
+            raise unreadable(f"a streaming request was answered with {content_type.split(';')[0]}, not an event stream")
+        return stream
+
+    def idle_timeout_for(self, options: ChatOptions) -> float | None:
+        """The idle timeout of one call: the call's `idle_timeout` option, else the adapter's."""
+        return options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
+
     async def read_events(
-        self, stream: Any, reader: EventReader, *, ending: str, failures: tuple[type[BaseException], ...] = ()
+        self, stream: Any, reader: EventReader, *, ending: str, idle_timeout: float | None = None
     ) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
         """Yield the updates of an SDK event stream, and close it however iteration ends.
 
-        A broken stream (cut connection, malformed events, one of `failures`, or no terminal
-        event, named by `ending`) raises `StreamInterruptedError` with the text received so far.
+        A stream that stops early (cut connection, no event within `idle_timeout`, or no
+        terminal event, named by `ending`) raises `StreamInterruptedError`; an unreadable event
+        or an error event raises `ProviderResponseError`; both carry the text received so far.
         """
         updates = 0
         try:
             try:
-                async for event in iterate_sdk_stream(self.is_async, stream):
-                    update = reader.read(event)
+                async for event in iterate_sdk_stream(self.is_async, stream, idle_timeout):
+                    try:
+                        update = reader.read(event)
+                    except SOMiddlewareError:
+                        raise
+                    except (*UNREADABLE, AttributeError, TypeError, KeyError, IndexError) as error:
+                        raise unreadable("an event of an unexpected shape", error) from error
                     if update is not None:
                         updates += 1
                         yield update
+            except ProviderResponseError as error:
+                error.partial_text, error.updates = "".join(reader.text), updates
+                raise
             except Exception as error:
-                if not (isinstance(error, failures) or is_stream_break(error)):
+                failure = reported_failure(error)
+                if failure is None and isinstance(error, UNREADABLE) and _raised_reading(error):
+                    failure = unreadable("an event is not valid JSON text", error)
+                if failure is not None:
+                    failure.partial_text, failure.updates = "".join(reader.text), updates
+                    raise failure from error
+                if not is_stream_break(error):
                     raise
                 raise interrupted(error, "".join(reader.text), updates) from error
             if not reader.finished:
                 raise interrupted(EOFError(f"the event stream ended without {ending}"), "".join(reader.text), updates)
         finally:
             await close_sdk_stream(self.is_async, stream)
+
+
+def _seconds_or_none(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise UserError(f"{name} must be None or a number of seconds > 0, not {value!r}")
+    return float(value)
+
+
+def _raised_reading(error: BaseException) -> bool:
+    """True for a decoding error (JSON, UTF-8, nesting), not a `ValueError` the SDK raises
+    about its arguments before any HTTP call."""
+    return isinstance(error, (RecursionError, UnicodeDecodeError)) or type(error).__name__ == "JSONDecodeError"
+
+
+def _size(result: Any) -> str:
+    return f"{len(result)} characters" if isinstance(result, str) else "no body" if result is None else "a value"

@@ -2,8 +2,9 @@
 
 For testing retries and stream handling through the real SDKs, without a network or a model.
 Each request takes the next script entry (the last one repeats): an error status with headers, a
-connection reset before the first byte, an SSE stream cut mid-way, or a valid chat completion
-(JSON or SSE). Every request is recorded.
+connection reset before the first byte, an SSE stream cut mid-way, a server that stalls (before its
+headers or after some events) until the client hangs up, or a valid chat completion (JSON or SSE).
+Every request is recorded; `open_connections` counts the connections still being served.
 
 Example:
     script = [status(429, headers={"retry-after": "2"}), reset(), completion("Hello")]
@@ -26,14 +27,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
-__all__ = ["Fault", "FaultServer", "RecordedRequest", "completion", "reset", "status", "stream"]
+__all__ = ["Fault", "FaultServer", "RecordedRequest", "completion", "reset", "stall", "status", "stream"]
 
 
 @dataclass(frozen=True)
 class Fault:
     """One scripted answer; build it with `status`, `reset`, `completion` or `stream`."""
 
-    kind: Literal["status", "reset", "json", "sse"]
+    kind: Literal["status", "reset", "json", "sse", "stall"]
     status: int = 200
     headers: Mapping[str, str] = field(default_factory=dict)
     body: Any = None
@@ -56,6 +57,13 @@ def status(
 def reset() -> Fault:
     """Read the request, then reset the connection before sending a byte."""
     return Fault("reset")
+
+
+def stall(events: Sequence[Any] = (), *, before_headers: bool = False, hold: float = 60.0) -> Fault:
+    """Send these SSE events (a dict, a raw data string, or an `(event_name, dict)` pair), then go
+    silent until the client closes the connection (at most `hold` seconds); with
+    `before_headers=True` nothing at all is sent."""
+    return Fault("stall", status=0 if before_headers else 200, events=list(events), body=hold)
 
 
 def completion(text: str = "Hello", *, model: str = "m", finish_reason: str = "stop") -> Fault:
@@ -119,6 +127,17 @@ class FaultServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self._serving = 0
+
+    @property
+    def open_connections(self) -> int:
+        """How many connections the server is still serving (a stalled one until the client closes it)."""
+        with self._lock:
+            return self._serving
+
+    def serving(self, change: int) -> None:
+        with self._lock:
+            self._serving += change
 
     @property
     def port(self) -> int:
@@ -161,6 +180,13 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def handle(self) -> None:
+            server.serving(+1)
+            try:
+                super().handle()
+            finally:
+                server.serving(-1)
+
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             try:
@@ -173,6 +199,8 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
                 self._reset()
             elif fault.kind == "sse":
                 self._stream(fault)
+            elif fault.kind == "stall":
+                self._stall(fault)
             else:
                 self._send_json(fault.status, fault.body, fault.headers)
 
@@ -189,20 +217,41 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(payload)
 
         def _stream(self, fault: Fault) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
+            self._stream_head()
             for index, event in enumerate(fault.events):
                 if fault.cut_after is not None and index >= fault.cut_after:
                     self.wfile.flush()
                     self._reset()  # no terminating chunk: the client sees a broken body
                     return
-                data = event if isinstance(event, str) else json.dumps(event)
-                piece = f"data: {data}\n\n".encode()
-                self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-                self.wfile.flush()
+                self._event(event)
             self.wfile.write(b"0\r\n\r\n")
+
+        def _stream_head(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+
+        def _event(self, event: Any) -> None:
+            name, data = event if isinstance(event, tuple) else (None, event)
+            data = data if isinstance(data, str) else json.dumps(data)
+            piece = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
+            raw = piece.encode()
+            self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+            self.wfile.flush()
+
+        def _stall(self, fault: Fault) -> None:
+            if fault.status:
+                self._stream_head()
+                for event in fault.events:
+                    self._event(event)
+            self.close_connection = True
+            self.connection.settimeout(float(fault.body))
+            try:  # silent until the client hangs up: recv returns b"" (or fails) when it does
+                while self.connection.recv(1024):
+                    pass
+            except OSError:
+                pass
 
         def _reset(self) -> None:
             # SO_LINGER 0: close() sends RST instead of FIN, the way a crashed proxy looks.

@@ -24,11 +24,11 @@ from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import anthropic
+from anthropic.types import Message
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
-from .._bridge import call_sdk
 from .._discovery import ServerInfo
-from .._sdk_client import SDKChatClient
+from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._messages_stream import StreamReader
 from ._messages_wire import build_request, message_to_chat
 from ._profiles import profile_for, server_profile
@@ -63,12 +63,13 @@ class AnthropicChatClient(SDKChatClient):
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         capabilities: Capabilities | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         discover: bool = True,
     ) -> None:
-        if max_tokens < 1:
-            raise UserError(f"max_tokens must be at least 1, not {max_tokens}")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise UserError(f"max_tokens must be an int >= 1, not {max_tokens!r:.40} ({type(max_tokens).__name__})")
         self.max_tokens = max_tokens
-        super().__init__(sdk_client, model, capabilities, discover=discover)
+        super().__init__(sdk_client, model, capabilities, idle_timeout, discover=discover)
 
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile for this base URL and model."""
@@ -85,16 +86,21 @@ class AnthropicChatClient(SDKChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
-        message = await call_sdk(self.is_async, self.sdk_for(options).messages.create, **request)
-        return message_to_chat(message, prefill=self.echoed_prefill(messages))
+        prefill = self.echoed_prefill(messages)
+        return await self.fetch(
+            self.sdk_for(options).messages.create,
+            request,
+            Message,
+            lambda message: message_to_chat(message, prefill=prefill),
+        )
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
-        stream = await call_sdk(self.is_async, self.sdk_for(options).messages.create, **request, stream=True)
+        stream = await self.open_stream(self.sdk_for(options).messages.create, request, options)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
-        events = self.read_events(stream, reader, ending="message_stop")
+        events = self.read_events(stream, reader, ending="message_stop", idle_timeout=self.idle_timeout_for(options))
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
             async for update in events:
                 yield update

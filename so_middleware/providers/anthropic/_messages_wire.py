@@ -42,6 +42,7 @@ from ...core import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
@@ -239,9 +240,14 @@ def refusal_of(stop_details: Any) -> RefusalContent | None:
 
 
 def message_to_chat(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
-    """Map a `Message` to a `ChatResponse`; `prefill` is stripped from the text when echoed."""
+    """Map a `Message` to a `ChatResponse`; `prefill` is stripped from the text when echoed.
+
+    A message without a `content` list raises `ProviderResponseError`.
+    """
+    if not isinstance(getattr(message, "content", None), list):
+        raise ProviderResponseError("the server's answer could not be read: a message without a content list")
     contents: list[Content] = []
-    for block in message.content or []:
+    for block in message.content:
         kind = getattr(block, "type", None)
         if kind == "text":
             text, prefill = strip_echo(block.text, prefill), ""  # only the first text block echoes

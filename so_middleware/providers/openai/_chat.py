@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
-from .._bridge import call_sdk
 from .._discovery import ServerInfo
-from .._sdk_client import SDKChatClient
+from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._chat_wire import ChunkReader, build_request, completion_to_response
 from ._profiles import profile_for, server_profile
 
@@ -46,8 +46,9 @@ class OpenAIChatClient(SDKChatClient):
         capabilities: Capabilities | None = None,
         discover: bool = True,
         max_tokens_field: str | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
-        super().__init__(sdk_client, model, capabilities, discover=discover)
+        super().__init__(sdk_client, model, capabilities, idle_timeout, discover=discover)
         # api.openai.com wants max_completion_tokens (max_tokens is refused by reasoning models);
         # compatible servers know max_tokens.
         self._max_tokens_field = max_tokens_field or (
@@ -68,21 +69,22 @@ class OpenAIChatClient(SDKChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
-        completion = await call_sdk(self.is_async, self.sdk_for(options).chat.completions.create, **request)
-        return completion_to_response(completion, prefill=self.echoed_prefill(messages))
+        prefill = self.echoed_prefill(messages)
+        return await self.fetch(
+            self.sdk_for(options).chat.completions.create,
+            request,
+            ChatCompletion,
+            lambda completion: completion_to_response(completion, prefill=prefill),
+        )
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
-        stream = await call_sdk(
-            self.is_async,
-            self.sdk_for(options).chat.completions.create,
-            **request,
-            stream=True,
-            stream_options={"include_usage": True},
-        )
-        events = self.read_events(stream, ChunkReader(self.echoed_prefill(messages)), ending="a finish reason")
+        request["stream_options"] = {"include_usage": True}
+        stream = await self.open_stream(self.sdk_for(options).chat.completions.create, request, options)
+        reader = ChunkReader(self.echoed_prefill(messages))
+        events = self.read_events(stream, reader, ending="a finish reason", idle_timeout=self.idle_timeout_for(options))
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
             async for update in events:
                 yield update

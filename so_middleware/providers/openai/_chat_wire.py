@@ -7,7 +7,7 @@ OpenAI-compatible response (vLLM, llama.cpp, Ollama) maps the same way.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from ...core import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
@@ -169,10 +170,13 @@ def _reasoning_text(obj: Any) -> str | None:
 
 
 def completion_to_response(completion: Any, *, prefill: str = "") -> ChatResponse[Any]:
-    """Map a `ChatCompletion` to a `ChatResponse` (first choice); an echoed `prefill` is removed."""
-    if not completion.choices:
-        raise UserError("the server returned a chat completion without choices")
-    choice = completion.choices[0]
+    """Map a `ChatCompletion` to a `ChatResponse` (the choice of index 0, wherever it is listed);
+    an echoed `prefill` is removed. No choice of index 0 raises `ProviderResponseError`."""
+    choice = next(_first_choices(completion.choices), None)
+    if choice is None:
+        raise ProviderResponseError(
+            f"the server returned a chat completion without a choice of index 0 ({_count(completion.choices)})"
+        )
     message = choice.message
     contents: list[Content] = []
     reasoning = _reasoning_text(message)
@@ -199,12 +203,21 @@ def completion_to_response(completion: Any, *, prefill: str = "") -> ChatRespons
     )
 
 
+def _first_choices(choices: Any) -> Iterator[Any]:
+    """The choices of index 0 (a server that sends no index counts as index 0)."""
+    return (choice for choice in choices or () if (getattr(choice, "index", None) or 0) == 0)
+
+
+def _count(choices: Any) -> str:
+    return "choices: null" if choices is None else f"{len(choices)} other choices"
+
+
 def chunk_to_update(chunk: Any, call_ids: dict[int, str]) -> ChatResponseUpdate[Any]:
     """Map a `ChatCompletionChunk`; `call_ids` tracks tool-call ids by index across chunks."""
     contents: list[Content] = []
     finish: FinishReason | None = None
     role = None
-    for choice in chunk.choices[:1]:
+    for choice in _first_choices(chunk.choices):  # other choices (n > 1) are not this answer
         delta = choice.delta
         role = getattr(delta, "role", None)
         reasoning = _reasoning_text(delta)
@@ -242,7 +255,7 @@ def chunk_to_update(chunk: Any, call_ids: dict[int, str]) -> ChatResponseUpdate[
 class ChunkReader:
     """Reads a Chat Completions chunk stream for `SDKChatClient.read_events`.
 
-    `read(chunk)` returns an update; `finished` turns True on the chunk with a finish reason. An
+    `read(chunk)` returns an update (None for what is not a chunk); `finished` turns True on the chunk with a finish reason. An
     echoed `prefill` is removed (text held back while it could be echo comes out with the
     finishing chunk), and a refusal turns a `stop` finish into `refusal`.
     """
@@ -257,7 +270,9 @@ class ChunkReader:
     def __post_init__(self) -> None:
         self._echo = EchoFilter(self.prefill)
 
-    def read(self, chunk: Any) -> ChatResponseUpdate[Any]:
+    def read(self, chunk: Any) -> ChatResponseUpdate[Any] | None:
+        if not hasattr(chunk, "choices"):  # not a chunk (an event of another kind): skipped
+            return None
         update = chunk_to_update(chunk, self._call_ids)
         if self._echo.pending:
             update.contents = self._without_echo(update.contents)

@@ -16,16 +16,15 @@ import warnings
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-import httpx2
 import openai
+from openai.types.responses import Response
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
-from .._bridge import call_sdk
 from .._discovery import ServerInfo
-from .._sdk_client import SDKChatClient
+from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._profiles import profile_for, server_profile
-from ._responses_stream import StreamFailed, StreamReader
-from ._responses_wire import build_request, failure_message, response_to_chat
+from ._responses_stream import StreamReader
+from ._responses_wire import build_request, response_to_chat
 
 __all__ = ["OpenAIResponsesClient"]
 
@@ -54,9 +53,10 @@ class OpenAIResponsesClient(SDKChatClient):
         model: str | None = None,
         *,
         capabilities: Capabilities | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         discover: bool = True,
     ) -> None:
-        super().__init__(sdk_client, model, capabilities, discover=discover)
+        super().__init__(sdk_client, model, capabilities, idle_timeout, discover=discover)
 
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile for this base URL and model."""
@@ -73,23 +73,22 @@ class OpenAIResponsesClient(SDKChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
-        response = await call_sdk(self.is_async, self.sdk_for(options).responses.create, **request)
-        failure = failure_message(response)
-        if failure:
-            raise openai.APIError(
-                failure, request=_request_of(str(self.sdk_client.base_url)), body=getattr(response, "error", None)
-            )
-        return response_to_chat(response, prefill=self.echoed_prefill(messages))
+        prefill = self.echoed_prefill(messages)
+        return await self.fetch(
+            self.sdk_for(options).responses.create,
+            request,
+            Response,
+            lambda response: response_to_chat(response, prefill=prefill),
+        )
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
-        stream = await call_sdk(self.is_async, self.sdk_for(options).responses.create, **request, stream=True)
+        stream = await self.open_stream(self.sdk_for(options).responses.create, request, options)
         reader = StreamReader(prefill=self.echoed_prefill(messages))
-        events = self.read_events(
-            stream, reader, ending="response.completed or response.incomplete", failures=(StreamFailed,)
-        )
+        ending = "response.completed or response.incomplete"
+        events = self.read_events(stream, reader, ending=ending, idle_timeout=self.idle_timeout_for(options))
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
             async for update in events:
                 yield update
@@ -111,7 +110,3 @@ def _warn_if_not_enforced(options: ChatOptions, capabilities: Capabilities) -> N
             UserWarning,
             stacklevel=5,
         )
-
-
-def _request_of(base_url: str) -> httpx2.Request:
-    return httpx2.Request("POST", base_url.rstrip("/") + "/responses")

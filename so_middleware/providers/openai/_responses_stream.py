@@ -9,14 +9,15 @@ from ...core import (
     ChatResponseUpdate,
     Content,
     FunctionCallContent,
+    ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
 )
 from .._prefill import EchoFilter
-from ._responses_wire import failure_message, finish_reason, usage_from
+from ._responses_wire import failure_of, finish_reason, usage_from
 
-__all__ = ["StreamReader", "StreamFailed"]
+__all__ = ["StreamReader"]
 
 
 @dataclass
@@ -24,7 +25,7 @@ class StreamReader:
     """Turns Responses stream events into updates; keeps what spans events (call ids, text).
 
     `read(event)` returns an update or None (events that carry nothing for the caller), and
-    raises `StreamFailed` for `error` and `response.failed` events. `finished` turns True on
+    raises `ProviderResponseError` for `error` and `response.failed` events. `finished` turns True on
     `response.completed` / `response.incomplete`.
     """
 
@@ -84,10 +85,12 @@ class StreamReader:
                 model_id=getattr(response, "model", None),
                 raw_representation=event,
             )
-        elif kind == "response.failed":
-            raise StreamFailed(failure_message(event.response) or "the response failed")
+        elif kind in ("response.failed", "response.cancelled"):
+            raise failure_of(event.response) or ProviderResponseError("the response failed", reported=True)
         elif kind == "error":
-            raise StreamFailed(f"error event {getattr(event, 'code', None)}: {getattr(event, 'message', None)}")
+            code = getattr(event, "code", None)
+            code = code if isinstance(code, str) else None
+            raise ProviderResponseError(f"error event: {code or 'no error code given'}", code=code, reported=True)
         elif kind == "response.created":
             response = event.response
             return ChatResponseUpdate(
@@ -100,7 +103,3 @@ class StreamReader:
             return None
         self.text.extend(c.text for c in contents if isinstance(c, TextContent))
         return ChatResponseUpdate(contents, role="assistant", raw_representation=event)
-
-
-class StreamFailed(RuntimeError):
-    """An `error` or `response.failed` event: the server gave up mid-stream."""

@@ -36,6 +36,7 @@ from ...core import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
@@ -220,14 +221,19 @@ def finish_reason(response: Any, *, called: bool = False, refused: bool = False)
     return None
 
 
-def failure_message(response: Any) -> str | None:
-    """The error message of a `failed`/`cancelled` response (None when it did not fail)."""
-    status = getattr(response, "status", None)
+def failure_of(response: Any) -> ProviderResponseError | None:
+    """The typed error of a `failed`/`cancelled` response (None when it did not fail)."""
+
+    def field(name: str) -> Any:  # an event of a type the SDK does not know carries a plain dict
+        return response.get(name) if isinstance(response, Mapping) else getattr(response, name, None)
+
+    status = field("status")
     if status not in ("failed", "cancelled"):
         return None
-    error = getattr(response, "error", None)
-    detail = getattr(error, "message", None) or (error.get("message") if isinstance(error, Mapping) else None)
-    return f"the response {status}: {detail or 'no reason given'}"
+    error = field("error")
+    code = getattr(error, "code", None) or (error.get("code") if isinstance(error, Mapping) else None)
+    code = code if isinstance(code, str) else None
+    return ProviderResponseError(f"the response {status}: {code or 'no error code given'}", code=code, reported=True)
 
 
 def output_contents(output: Any) -> list[Content]:
@@ -252,7 +258,16 @@ def output_contents(output: Any) -> list[Content]:
 
 
 def response_to_chat(response: Any, *, prefill: str = "") -> ChatResponse[Any]:
-    """Map a `Response` to a `ChatResponse`; `prefill` is stripped from the text when echoed."""
+    """Map a `Response` to a `ChatResponse`; `prefill` is stripped from the text when echoed.
+
+    A `failed` or `cancelled` response, or one without an `output` list, raises
+    `ProviderResponseError`.
+    """
+    failure = failure_of(response)
+    if failure is not None:
+        raise failure
+    if not isinstance(getattr(response, "output", None), list):
+        raise ProviderResponseError("the server's answer could not be read: a response without an output list")
     contents = output_contents(response.output)
     if prefill:
         first = next((i for i, c in enumerate(contents) if isinstance(c, TextContent)), None)

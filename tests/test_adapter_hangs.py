@@ -1,0 +1,260 @@
+"""Every call ends: stalled servers, cancelled sync streams, idle timeouts and the retry deadline.
+
+A loopback `FaultServer` stalls on purpose (before its headers, or after a first event) and holds
+the connection until the client hangs up; `open_connections` shows when the client's socket is
+gone, `blocked_readers()` whether a worker thread is still blocked reading one. The real
+llama-server cannot stall; it shows that a sync stream cancelled mid-answer leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anthropic
+import anyio
+import httpx2
+import openai
+import pytest
+
+from so_middleware import DeadlineExceededError, StreamInterruptedError, UserError, with_retries
+from so_middleware.anthropic import AnthropicChatClient
+from so_middleware.local import LocalModelServer
+from so_middleware.openai import LLAMA_SERVER_CHAT, OpenAIChatClient, OpenAIResponsesClient
+from so_middleware.testing._faults import Fault, FaultServer, stall
+
+pytestmark = pytest.mark.anyio
+
+BOUND = 5.0  # seconds: every ending below must come well within it (the stalls hold for 10)
+HOLD = 10.0
+
+CHAT_FIRST = [
+    {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+     "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}, "finish_reason": None}]},
+]  # fmt: skip
+RESPONSES_FIRST = [
+    ("response.created", {"type": "response.created", "sequence_number": 0,
+                          "response": {"id": "r", "object": "response", "created_at": 0, "model": "m",
+                                       "status": "in_progress", "output": []}}),
+    ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "i", "output_index": 0,
+                                    "content_index": 0, "delta": "Hel", "logprobs": [], "sequence_number": 1}),
+]  # fmt: skip
+MESSAGES_FIRST = [
+    ("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                       "model": "m", "content": [], "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}}),
+]  # fmt: skip
+FIRST = {"chat": CHAT_FIRST, "responses": RESPONSES_FIRST, "messages": MESSAGES_FIRST}
+ADAPTERS = pytest.mark.parametrize("adapter", ["chat", "responses", "messages"])
+SYNC_OR_ASYNC = pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Fault], FaultServer]]:
+    servers: list[FaultServer] = []
+
+    def start(fault: Fault) -> FaultServer:
+        servers.append(FaultServer([fault]).start())
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def adapter_for(kind: str, server: FaultServer, *, is_async: bool = False, **options: Any) -> Any:
+    """An adapter over a real SDK client on the fault server (SDK retries off: one request each;
+    no discovery probes: the fault server answers the chat routes only)."""
+    options.setdefault("discover", False)
+    if kind == "messages":
+        sdk: Any = (anthropic.AsyncAnthropic if is_async else anthropic.Anthropic)(
+            base_url=server.base_url.removesuffix("/v1"), api_key="test", max_retries=0
+        )
+        return AnthropicChatClient(sdk, "m", **options)
+    sdk = (openai.AsyncOpenAI if is_async else openai.OpenAI)(base_url=server.base_url, api_key="test", max_retries=0)
+    return (OpenAIChatClient if kind == "chat" else OpenAIResponsesClient)(sdk, "m", **options)
+
+
+def blocked_readers() -> int:
+    """Threads blocked in a socket read of the HTTP client (httpcore2's sync backend)."""
+    count = 0
+    for frame in sys._current_frames().values():
+        current: Any = frame
+        while current is not None:
+            code = current.f_code
+            if "httpcore2" in code.co_filename and code.co_name == "read":
+                count += 1
+                break
+            current = current.f_back
+    return count
+
+
+async def settled(server: FaultServer, *, within: float = BOUND) -> bool:
+    """True once the server has no open connection and no thread is blocked reading one."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if server.open_connections == 0 and blocked_readers() == 0:
+            return True
+        await anyio.sleep(0.05)
+    return False
+
+
+# ------------------------------------------------------------ cancelling a stalled sync stream
+
+
+@ADAPTERS
+async def test_cancelling_a_stalled_sync_stream_closes_the_connection_and_frees_the_thread(
+    adapter: str, serve: Callable[[Fault], FaultServer]
+) -> None:
+    """Before: the cancel waited for the worker thread, blocked until the server hung up."""
+    server = serve(stall(FIRST[adapter], hold=HOLD))
+    client = adapter_for(adapter, server, idle_timeout=None)  # only the cancellation can end it
+    stream = client.get_response("hi", stream=True)
+    updates = aiter(stream)
+    texts: list[str] = []
+    while "".join(texts) != "Hel":
+        texts.append((await anext(updates)).text)
+    started = time.monotonic()
+    with anyio.move_on_after(0.5):  # the server is silent now: cancel the wait for the next event
+        await anext(updates)
+    assert time.monotonic() - started < 2.0
+    await stream.aclose()
+    assert await settled(server)
+
+
+# ------------------------------------------------------------ the idle timeout
+
+
+@ADAPTERS
+@SYNC_OR_ASYNC
+@pytest.mark.parametrize("where", ["per-call", "adapter"])
+async def test_a_stream_stalled_mid_way_ends_in_stream_interrupted_after_the_idle_timeout(
+    adapter: str, is_async: bool, where: str, serve: Callable[[Fault], FaultServer]
+) -> None:
+    server = serve(stall(FIRST[adapter], hold=HOLD))
+    per_call = {"idle_timeout": 0.5} if where == "per-call" else {}
+    client = adapter_for(adapter, server, is_async=is_async, **({} if per_call else {"idle_timeout": 0.5}))
+    started = time.monotonic()
+    with pytest.raises(StreamInterruptedError, match=r"no event from the server for 0\.5 s") as caught:
+        await client.get_response("hi", options=per_call, stream=True).get_final_response()
+    assert time.monotonic() - started < BOUND
+    assert caught.value.partial_text == "Hel"
+    assert await settled(server)
+
+
+@ADAPTERS
+@SYNC_OR_ASYNC
+async def test_no_first_byte_within_the_idle_timeout_ends_in_stream_interrupted(
+    adapter: str, is_async: bool, serve: Callable[[Fault], FaultServer]
+) -> None:
+    server = serve(stall(before_headers=True, hold=HOLD))
+    client = adapter_for(adapter, server, is_async=is_async)
+    started = time.monotonic()
+    with pytest.raises(StreamInterruptedError, match=r"no answer from the server within 0\.5 s") as caught:
+        await client.get_response("hi", options={"idle_timeout": 0.5}, stream=True).get_final_response()
+    assert time.monotonic() - started < BOUND
+    assert caught.value.updates == 0 and caught.value.partial_text == ""
+    assert await settled(server)  # the abandoned thread's own read timeout ends it
+
+
+@pytest.mark.parametrize("value", [0, -1, "5", float("nan"), True])
+def test_a_bad_idle_timeout_is_a_user_error(value: Any) -> None:
+    sdk = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="test")
+    with pytest.raises(UserError, match="idle_timeout"):
+        OpenAIChatClient(sdk, "m", idle_timeout=value)
+    with pytest.raises(UserError, match="idle_timeout"):
+        OpenAIChatClient(sdk, "m").get_response("hi", options={"idle_timeout": value})
+
+
+# ------------------------------------------------------------ the retry deadline
+
+
+@ADAPTERS
+@SYNC_OR_ASYNC
+async def test_the_retry_deadline_bounds_a_stalled_stream(
+    adapter: str, is_async: bool, serve: Callable[[Fault], FaultServer]
+) -> None:
+    server = serve(stall(FIRST[adapter], hold=HOLD))
+    client = with_retries(adapter_for(adapter, server, is_async=is_async, idle_timeout=None), deadline=1.0)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError) as caught:
+        await client.get_response("hi", stream=True).get_final_response()
+    assert time.monotonic() - started < BOUND
+    assert caught.value.partial_text == "Hel" and caught.value.deadline == 1.0
+    assert isinstance(caught.value, TimeoutError)
+    assert await settled(server)
+
+
+@ADAPTERS
+@SYNC_OR_ASYNC
+async def test_the_retry_deadline_bounds_a_plain_call_the_server_never_answers(
+    adapter: str, is_async: bool, serve: Callable[[Fault], FaultServer]
+) -> None:
+    """The adapter caps the request's timeouts by the time left, so even the abandoned sync
+    thread and its socket end soon after the deadline."""
+    server = serve(stall(before_headers=True, hold=HOLD))
+    client = with_retries(adapter_for(adapter, server, is_async=is_async), deadline=1.0)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError):
+        await client.get_response("hi")
+    assert time.monotonic() - started < BOUND
+    assert await settled(server)
+
+
+# ------------------------------------------------------------ the real server
+
+
+@pytest.mark.parametrize("route", ["chat", "messages"])
+async def test_a_sync_stream_cancelled_mid_answer_on_the_real_server_leaves_nothing_behind(
+    route: str, local_server: LocalModelServer, local_sdk: Any
+) -> None:
+    if route == "chat":
+        client: Any = OpenAIChatClient(local_sdk("openai"), local_server.model, capabilities=LLAMA_SERVER_CHAT)
+    else:
+        client = AnthropicChatClient(local_sdk("anthropic"), local_server.model)
+    stream = client.get_response("Count from 1 to 200.", options={"max_tokens": 400}, stream=True)
+    texts: list[str] = []
+    async with stream:
+        async for update in stream:
+            texts.append(update.text)
+            if len("".join(texts)) > 5:
+                break
+    end = time.monotonic() + BOUND
+    while blocked_readers() and time.monotonic() < end:
+        await anyio.sleep(0.05)
+    assert blocked_readers() == 0
+    again = await client.get_response("Say hi.", options={"max_tokens": 5})  # the server is still usable
+    assert again.usage is not None and again.usage.output_tokens
+
+
+@pytest.mark.parametrize("adapter", ["chat", "responses", "messages"])
+@pytest.mark.parametrize(("idle", "read"), [(120.0, 121.0), (30.0, 31.0), (None, 600.0)], ids=["default", "30", "none"])
+async def test_the_idle_timeout_bounds_every_socket_read_of_a_stream(adapter: str, idle: Any, read: float) -> None:
+    """Default 120 s; each read's timeout is just past it (so the idle timeout fires first and no
+    thread outlives it); `idle_timeout=None` leaves the SDK client's own timeout (600 s)."""
+    seen: list[Any] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.extensions["timeout"])
+        return httpx2.Response(200, content=b"", headers={"content-type": "text/event-stream"})
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    options: dict[str, Any] = {"discover": False} if idle == 120.0 else {"idle_timeout": idle, "discover": False}
+    if adapter == "messages":
+        sdk: Any = anthropic.AsyncAnthropic(api_key="x", base_url="http://mock", http_client=http, timeout=600)
+        client: Any = AnthropicChatClient(sdk, "m", **options)
+    else:
+        sdk = openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http, timeout=600)
+        client = (OpenAIChatClient if adapter == "chat" else OpenAIResponsesClient)(sdk, "m", **options)
+    assert client.idle_timeout == idle
+    with pytest.raises(StreamInterruptedError, match="ended without"):
+        await client.get_response("hi", stream=True).get_final_response()
+    assert seen[0]["read"] == read

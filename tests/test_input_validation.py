@@ -1,0 +1,191 @@
+"""Bad input is a `UserError` naming the problem, raised before any HTTP request.
+
+Each adapter sits on a real SDK client whose transport records every request
+(`httpx2.MockTransport`); every refusal below is checked to have sent nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+from pydantic import BaseModel
+
+from so_middleware import (
+    ChatMessage,
+    FunctionTool,
+    StructuredOutput,
+    TextContent,
+    UserError,
+    with_retries,
+    with_structured_output,
+)
+from so_middleware.anthropic import AnthropicChatClient
+from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
+from so_middleware.testing import FakeChatClient
+
+pytestmark = pytest.mark.anyio
+
+ADAPTERS = pytest.mark.parametrize("adapter", ["chat", "responses", "messages"])
+
+COMPLETION = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}  # fmt: skip
+
+
+class Person(BaseModel):
+    name: str
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Recorded:
+    """An adapter over a real SDK client and the requests its transport received."""
+
+    def __init__(self, adapter: str, **adapter_options: Any) -> None:
+        self.requests: list[httpx2.Request] = []
+        http = httpx2.AsyncClient(transport=httpx2.MockTransport(self.answer))
+        if adapter == "messages":
+            sdk: Any = anthropic.AsyncAnthropic(api_key="x", base_url="http://mock", http_client=http)
+            self.client: Any = AnthropicChatClient(sdk, "m", discover=False, **adapter_options)
+        else:
+            sdk = openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http)
+            self.client = (OpenAIChatClient if adapter == "chat" else OpenAIResponsesClient)(sdk, "m", discover=False)
+
+    def answer(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        return httpx2.Response(200, json=COMPLETION)
+
+    def sent_messages(self) -> Any:
+        return json.loads(self.requests[-1].content)["messages"]
+
+
+async def refused(recorded: Recorded, messages: Any, *, match: str, **kwargs: Any) -> UserError:
+    with pytest.raises(UserError, match=match) as caught:
+        await recorded.client.get_response(messages, **kwargs)
+    with pytest.raises(UserError, match=match):
+        recorded.client.get_response(messages, stream=True, **kwargs)
+    assert recorded.requests == []
+    return caught.value
+
+
+# ------------------------------------------------------------ messages
+
+
+async def test_an_openai_style_dict_is_one_message() -> None:
+    recorded = Recorded("chat")
+    await recorded.client.get_response({"role": "user", "content": "hi"})
+    assert recorded.sent_messages() == [{"role": "user", "content": "hi"}]
+    await recorded.client.get_response([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
+    assert recorded.sent_messages() == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [{"content": "hi"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "user", "text": "hi"}],
+    ids=["no-role", "content-parts", "unknown-key"],
+)
+async def test_other_message_dicts_are_refused_clearly(message: dict[str, Any]) -> None:
+    await refused(Recorded("chat"), message, match="a message dict must be")
+
+
+@pytest.mark.parametrize("messages", [None, [], "", "   "], ids=["none", "empty-list", "empty-str", "blank-str"])
+@ADAPTERS
+async def test_no_messages_is_refused(adapter: str, messages: Any) -> None:
+    await refused(Recorded(adapter), messages, match="no messages to send")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: ChatMessage("user", 5), lambda: ChatMessage("user", [TextContent("a"), 5]), lambda: TextContent(5)],  # type: ignore[arg-type, list-item]
+    ids=["int-contents", "int-in-list", "text-content-int"],
+)
+def test_contents_that_are_not_contents_are_refused_not_dropped(make: Any) -> None:
+    with pytest.raises(UserError, match=r"TextContent|content objects|contents must be"):
+        make()
+
+
+# ------------------------------------------------------------ options
+
+
+BAD_OPTIONS = [
+    ({"stop": 5}, "'stop'"),
+    ({"tools": 5}, "'tools'"),
+    ({"tools": ["not a tool"]}, "'tools'"),
+    ({"extra_body": 5}, "'extra_body'"),
+    ({"additional_properties": 5}, "'additional_properties'"),
+    ({"model": 123}, "'model'"),
+    ({"temperature": "hot"}, "'temperature'"),
+    ({"temperature": float("nan")}, "'temperature'"),
+    ({"seed": "x"}, "'seed'"),
+    ({"max_tokens": -5}, "'max_tokens'"),
+    ({"max_tokens": "5"}, "'max_tokens'"),
+    ({"top_p": 2}, "'top_p'"),
+    ({"instructions": ["a"]}, "'instructions'"),
+    ({"idle_timeout": -1}, "'idle_timeout'"),
+]
+
+
+@ADAPTERS
+@pytest.mark.parametrize(
+    ("options", "named"), BAD_OPTIONS, ids=[next(iter(o)) + str(i) for i, (o, _) in enumerate(BAD_OPTIONS)]
+)
+async def test_an_option_of_the_wrong_type_is_a_user_error_naming_it(adapter: str, options: Any, named: str) -> None:
+    error = await refused(Recorded(adapter), "hi", match=named, options=options)
+    assert "must be" in str(error)
+
+
+async def test_the_caller_options_dict_is_not_changed_by_validation() -> None:
+    options = {"temperature": 0.5, "stop": "END"}
+    recorded = Recorded("chat")
+    await recorded.client.get_response("hi", options=options)
+    assert options == {"temperature": 0.5, "stop": "END"}
+    assert json.loads(recorded.requests[0].content)["stop"] == ["END"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"name": 5}, "name"),
+        ({"parameters": 5}, "parameters"),
+        ({"description": 5}, "description"),
+        ({"strict": "yes"}, "strict"),
+    ],
+)
+def test_a_function_tool_of_the_wrong_type_is_refused(fields: dict[str, Any], named: str) -> None:
+    values = {"name": "lookup", "parameters": {"type": "object"}, **fields}
+    with pytest.raises(UserError, match=named):
+        FunctionTool(**values)
+
+
+@pytest.mark.parametrize("max_tokens", ["5", 0, -1, 2.5, True])
+def test_anthropic_max_tokens_of_the_wrong_type_is_a_user_error(max_tokens: Any) -> None:
+    with pytest.raises(UserError, match="max_tokens must be an int >= 1"):
+        Recorded("messages", max_tokens=max_tokens)
+
+
+async def test_a_class_as_response_format_says_to_pass_output_type() -> None:
+    await refused(Recorded("chat"), "hi", match="pass output_type=Person", options={"response_format": Person})
+
+
+async def test_a_structured_output_description_of_the_wrong_type_is_refused_before_the_call() -> None:
+    fake = FakeChatClient(['{"name": "Ada"}'])
+    client = with_structured_output(fake)
+    with pytest.raises(UserError, match="description must be a str"):
+        await client.get_response("hi", options={"features": [StructuredOutput(Person, description=5)]})  # type: ignore[arg-type]
+    assert fake.calls == []
+
+
+# ------------------------------------------------------------ with_retries
+
+
+@pytest.mark.parametrize("setting", ["retry_if", "sleep", "clock"])
+def test_with_retries_refuses_a_non_callable_at_construction(setting: str) -> None:
+    with pytest.raises(UserError, match=f"{setting} must be a callable"):
+        with_retries(FakeChatClient(["ok"]), **{setting: 5})
