@@ -55,6 +55,7 @@ from .agents import (
     SecondaryOutput,
     StructuredOutputAgent,
 )
+from .middleware.limits import LimitsChatClient, LimitStats, with_limits
 from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
 from .middleware.telemetry import TelemetryChatClient, with_telemetry
@@ -86,6 +87,8 @@ __all__ = [
     "FunctionResultContent",
     "FunctionTool",
     "IncompleteOutputError",
+    "LimitStats",
+    "LimitsChatClient",
     "LocalServerError",
     "ModelBehaviorError",
     "OutputError",
@@ -115,6 +118,7 @@ __all__ = [
     "find_feature",
     "responses_format_to_chat",
     "run_sync",
+    "with_limits",
     "with_retries",
     "with_structured_output",
     "with_telemetry",
