@@ -1,0 +1,239 @@
+"""`extract_many`: one typed extraction per input, bounded and paced, results as they finish."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Generic, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from .._client import ChatClient, as_chat_client
+from .._exceptions import UserError
+from .._sync import run_sync
+from .._types import UsageDetails
+from ..middleware.limits import LimitsChatClient, with_limits
+from ..middleware.retries import RetryingChatClient, with_retries
+from ..middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
+from ._inputs import InputSource, Item, read_inputs
+from ._results import ItemResult, ResultLog
+
+__all__ = ["BatchRun", "BatchSummary", "build_client", "extract_many", "extract_many_sync", "price_of"]
+
+T = TypeVar("T")
+
+
+@dataclass
+class BatchSummary:
+    """What a run did: `done`, `failed` (by error type), `skipped` (finished by an earlier run),
+    the tokens used and, where the model's price is known, the `cost` in USD."""
+
+    done: int = 0
+    failed: Counter[str] = field(default_factory=Counter)
+    skipped: int = 0
+    usage: UsageDetails | None = None
+    cost: Decimal | None = None
+    seconds: float = 0.0
+
+    @property
+    def finished(self) -> int:
+        """Items that ended in this run, with a value or an error."""
+        return self.done + sum(self.failed.values())
+
+    def __str__(self) -> str:
+        failed = ", ".join(f"{kind} {count}" for kind, count in self.failed.most_common()) or "none"
+        usage = self.usage or UsageDetails()
+        cost = "unknown (no price for this model)" if self.cost is None else f"${self.cost:.4f}"
+        rate = self.finished / self.seconds if self.seconds else 0.0
+        return (
+            f"done {self.done}, failed {sum(self.failed.values())} ({failed}), skipped {self.skipped} "
+            f"(already in the output); tokens in={usage.input_tokens or 0} out={usage.output_tokens or 0}; "
+            f"cost {cost}; {self.seconds:.1f}s, {rate:.1f} items/s"
+        )
+
+
+def price_of(usage: UsageDetails | None, model: str | None, provider: str | None) -> Decimal | None:
+    """The USD price of `usage` on `model` from the `genai-prices` table; None when unknown."""
+    if usage is None or not model:
+        return None
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:  # the price table is optional (Python 3.11+)
+        return None
+    try:
+        tokens = Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0)
+        return calc_price(tokens, model, provider_id=provider).total_price
+    except LookupError:
+        return None
+
+
+def build_client(
+    client: ChatClient | Any,
+    *,
+    concurrency: int = 8,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    max_attempts: int = 4,
+    max_retries: int = 2,
+    period: float = 60.0,
+) -> ChatClient:
+    """`with_structured_output(with_retries(with_limits(client)))`, keeping the layers `client` has.
+
+    Limits sit innermost so every HTTP request, retries and re-asks included, passes them.
+    """
+    stack = as_chat_client(client)
+    has = getattr(stack, "get_service", lambda kind: None)
+    if has(LimitsChatClient) is None:
+        stack = with_limits(stack, max_concurrency=concurrency, requests_per_minute=requests_per_minute,
+                            tokens_per_minute=tokens_per_minute, period=period)  # fmt: skip
+    if has(RetryingChatClient) is None:
+        stack = with_retries(stack, max_attempts=max_attempts)
+    if has(StructuredOutputChatClient) is None:
+        stack = with_structured_output(stack, max_retries=max_retries)
+    return stack
+
+
+class BatchRun(Generic[T]):
+    """The results of `extract_many` in completion order: `async for` (or `for`, from sync code).
+
+    `summary` is complete once iteration has ended; leaving early (break, cancellation, Ctrl-C)
+    stops the items in flight, and every result already written stays in the output file.
+    """
+
+    def __init__(self, client: ChatClient, items: Iterator[Item], feature: StructuredOutput[T],
+                 options: dict[str, Any], concurrency: int, log: ResultLog | None, skip: set[str]) -> None:  # fmt: skip
+        self._client, self._items, self._feature, self._options = client, items, feature, options
+        self._concurrency, self._log, self._skip = concurrency, log, skip
+        self.summary = BatchSummary()
+        self._sync_iterator: AsyncIterator[ItemResult[T]] | None = None
+
+    @property
+    def already_done(self) -> int:
+        """Ids found in the output file when the run was made (they are skipped)."""
+        return len(self._skip)
+
+    async def __aiter__(self) -> AsyncIterator[ItemResult[T]]:
+        started = time.monotonic()
+        send, receive = anyio.create_memory_object_stream[ItemResult[T]](self._concurrency)
+        producer = asyncio.ensure_future(self._produce(send))
+        try:
+            async with receive:
+                async for result in receive:
+                    yield result
+            await producer
+        finally:
+            producer.cancel()
+            with anyio.CancelScope(shield=True), contextlib.suppress(asyncio.CancelledError):
+                await producer
+            if self._log is not None:
+                self._log.close()
+            self.summary.seconds = time.monotonic() - started
+            model = getattr(self._client, "model", None)
+            self.summary.cost = price_of(self.summary.usage, model, getattr(self._client, "provider_name", None))
+
+    async def _produce(self, send: MemoryObjectSendStream[ItemResult[T]]) -> None:
+        slots = anyio.Semaphore(self._concurrency)
+        async with send, anyio.create_task_group() as group:
+            for item in self._items:
+                if item.id in self._skip:
+                    self.summary.skipped += 1
+                    continue
+                await slots.acquire()
+                group.start_soon(self._one, item, send, slots)
+
+    async def _one(self, item: Item, send: MemoryObjectSendStream[ItemResult[T]], slots: anyio.Semaphore) -> None:
+        started = time.monotonic()
+        try:
+            try:
+                response = await self._client.get_response(item.text, options=self._options)
+                result: ItemResult[Any] = ItemResult(
+                    item.id, response.value, None, response.attempts, response.usage, time.monotonic() - started
+                )
+            except Exception as error:
+                result = ItemResult.failed(item.id, error, time.monotonic() - started)
+            if self._log is not None:
+                self._log.append(result.to_record(self._feature.output_type))
+            summary = self.summary
+            if result.ok:
+                summary.done += 1
+            else:
+                summary.failed[type(result.error).__name__] += 1
+            summary.usage = UsageDetails.total([summary.usage, result.usage])
+            await send.send(result)
+        finally:
+            slots.release()
+
+    def __iter__(self) -> Iterator[ItemResult[T]]:
+        iterator = aiter(self)
+        while True:
+            try:
+                yield run_sync(lambda: anext(iterator))
+            except StopAsyncIteration:
+                return
+            except BaseException:
+                run_sync(iterator.aclose)  # type: ignore[attr-defined]
+                raise
+
+
+def extract_many(
+    client: ChatClient | Any,
+    inputs: InputSource,
+    output_type: type[T] | Any,
+    *,
+    output: str | os.PathLike[str] | None = None,
+    concurrency: int = 8,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    retry_failed: bool = False,
+    instructions: str | None = None,
+    options: dict[str, Any] | None = None,
+    max_retries: int = 2,
+    max_attempts: int = 4,
+    mode: Any = "auto",
+    id_field: str = "id",
+    text_field: str = "text",
+) -> BatchRun[T]:
+    """Extract an `output_type` from every input, `concurrency` at a time; results in completion order.
+
+    `client` is an adapter or SDK client (limits, retries and structured output are added unless
+    it has them). `inputs`: an iterable (str, `(id, text)`, dicts, `Item`s), a `.jsonl`/`.csv` file
+    or a directory. With `output`, each result is appended to that JSONL file as it finishes, and
+    ids already done there are skipped (failed ones too, unless `retry_failed`).
+
+    Example:
+        run = extract_many(adapter, "people.jsonl", Person, output="out.jsonl", concurrency=16)
+        async for result in run:
+            print(result.id, result.value if result.ok else result.error)
+        print(run.summary)  # done, failed by type, tokens, cost
+    """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise UserError(f"concurrency must be an int of at least 1, not {concurrency!r}")
+    feature: StructuredOutput[T] = StructuredOutput(output_type, mode=mode, max_retries=max_retries)
+    call_options = {**(options or {}), "features": [feature]}
+    if instructions is not None:
+        call_options["instructions"] = instructions
+    stack = build_client(client, concurrency=concurrency, requests_per_minute=requests_per_minute,
+                         tokens_per_minute=tokens_per_minute, max_attempts=max_attempts, max_retries=max_retries)  # fmt: skip
+    items = read_inputs(inputs, id_field=id_field, text_field=text_field)
+    log = None if output is None else ResultLog(output, retry_failed=retry_failed)
+    skip = set() if log is None else log.done | log.failed
+    return BatchRun(stack, items, feature, call_options, concurrency, log, skip)
+
+
+def extract_many_sync(client: ChatClient | Any, inputs: InputSource, output_type: type[T] | Any,
+                      **kwargs: Any) -> BatchRun[T]:  # fmt: skip
+    """`extract_many` for scripts: iterate the run with a plain `for` (same arguments).
+
+    Example:
+        run = extract_many_sync(adapter, ["Ada, 36", "Bob, 41"], Person)
+        values = [result.value for result in run if result.ok]
+        print(run.summary)
+    """
+    return extract_many(client, inputs, output_type, **kwargs)
