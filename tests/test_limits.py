@@ -6,6 +6,7 @@ answers with the documented rate-limit error body and `retry-after-ms` header.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -110,7 +111,7 @@ async def test_request_starts_never_exceed_the_rate_in_any_window(stream: bool) 
     assert most_in_any_window(inner.starts, 0.5) <= 40
     # paced evenly: 100 starts need at least 99 gaps of 0.5 s / 40
     assert time.monotonic() - started >= 99 * 0.5 / 40
-    gaps = [b - a for a, b in zip(inner.starts, inner.starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(inner.starts)]
     assert min(gaps) >= 0.5 / 40 * 0.9  # no burst
 
 
@@ -208,3 +209,32 @@ def test_the_layer_is_found_and_passes_attributes_through() -> None:
     assert client.stats().concurrency == 3 and client.stats().started == 0
     assert client.get_response_sync("hi").text == "ok"
     assert client.stats().started == 1
+
+
+class RateLimited(Exception):
+    """Shaped like an SDK's 429 error: a `status_code` and a response with headers."""
+
+    status_code = 429
+
+    def __init__(self, retry_after_ms: int) -> None:
+        super().__init__("rate limited")
+        self.response = type("Response", (), {"headers": {"retry-after-ms": str(retry_after_ms)}})()
+
+
+async def test_calls_held_by_a_retry_after_pause_start_paced_not_in_a_burst() -> None:
+    inner = SlowClient(delay=0.05, script=[RateLimited(300), "ok"])
+    client = with_limits(inner, max_concurrency=8, requests_per_minute=40, period=1.0)  # one start per 25 ms
+    async with anyio.create_task_group() as group:
+
+        async def limited() -> None:
+            with pytest.raises(RateLimited):
+                await client.get_response("hi")
+
+        group.start_soon(limited)
+        await anyio.sleep(0.06)  # the 429 has arrived: a 300 ms pause
+        for _ in range(8):
+            group.start_soon(client.get_response, "hi")
+    after = inner.starts[1:]
+    assert after[0] - inner.starts[0] >= 0.3
+    gaps = [b - a for a, b in itertools.pairwise(after)]
+    assert len(after) == 8 and min(gaps) >= 0.025 * 0.9

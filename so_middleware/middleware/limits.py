@@ -84,8 +84,6 @@ class _Gate:
     async def enter(self, borrower: object, tokens: int) -> float:
         await self.slots.acquire_on_behalf_of(borrower)
         try:
-            if self.requests:
-                await self.requests.acquire()
             if self.tokens:
                 remaining: float = tokens + self.token_debt
                 self.token_debt = 0
@@ -93,8 +91,13 @@ class _Gate:
                     step = min(remaining, self.tokens.max_rate)
                     await self.tokens.acquire(step)
                     remaining -= step
-            while (wait := self.paused_until - time.monotonic()) > 0:
-                await anyio.sleep(wait)
+            while True:  # the paced start must fall outside a pause, or the calls it held would burst
+                while (wait := self.paused_until - time.monotonic()) > 0:
+                    await anyio.sleep(wait)
+                if self.requests:
+                    await self.requests.acquire()
+                if self.paused_until <= time.monotonic():
+                    break
         except BaseException:
             self.slots.release_on_behalf_of(borrower)
             raise
