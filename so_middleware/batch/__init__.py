@@ -8,15 +8,17 @@ Example:
         print(result.id, result.value if result.ok else type(result.error).__name__)
     print(run.summary)  # done, failed by error type, skipped, tokens, cost
 
-A re-run with the same `output` skips the ids already there; `so-middleware extract --input ...`
-is the command-line form.
+A re-run with the same `output` skips the ids already there; `extract_batch` does the same on
+OpenAI's or Anthropic's batch API; `so-middleware extract --input ...` is the command-line form.
 """
 
+from ._engines import BatchJobError, extract_batch
 from ._inputs import InputSource, Item, read_inputs
 from ._results import ItemResult, ResultLog
 from ._run import BatchRun, BatchSummary, build_client, extract_many, extract_many_sync, price_of
 
 __all__ = [
+    "BatchJobError",
     "BatchRun",
     "BatchSummary",
     "InputSource",
@@ -24,6 +26,7 @@ __all__ = [
     "ItemResult",
     "ResultLog",
     "build_client",
+    "extract_batch",
     "extract_many",
     "extract_many_sync",
     "price_of",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import UserError
+from ._engines import engine_name, extract_batch
 from ._run import BatchRun, BatchSummary, extract_many
 
 __all__ = ["add_batch_arguments", "run_batch"]
@@ -42,6 +43,13 @@ def add_batch_arguments(extract: argparse.ArgumentParser) -> None:
     group.add_argument("--rpm", type=float, help="requests per minute at most")
     group.add_argument("--tpm", type=float, help="tokens per minute at most")
     group.add_argument("--retry-failed", action="store_true", help="run the items that failed in an earlier run again")
+    group.add_argument(
+        "--engine",
+        choices=("direct", "openai-batch", "anthropic-batch"),
+        default="direct",
+        help="direct calls (default), or the provider's batch API: half price, within 24 hours",
+    )
+    group.add_argument("--poll-interval", type=float, default=30.0, help="seconds between batch status checks")
     group.add_argument("--base-url", help="an OpenAI-compatible server to use instead of the local model")
     group.add_argument("--instructions", help="a system prompt for every item")
     group.add_argument("--max-retries", type=int, default=2, help="re-asks of an invalid answer (default 2)")
@@ -57,12 +65,17 @@ def run_batch(args: argparse.Namespace, output_type: Any) -> int:
         raise UserError("--input runs many items: --text, --file and --stream do not apply")
     output = Path(args.output or f"{Path(args.input).with_suffix('')}.results.jsonl")
     with _client(args) as client:
-        run = extract_many(
-            client, args.input, output_type, output=output, concurrency=args.concurrency,
-            requests_per_minute=args.rpm, tokens_per_minute=args.tpm, retry_failed=args.retry_failed,
-            instructions=args.instructions, max_retries=args.max_retries,
-            options={"max_tokens": args.max_tokens, "temperature": 0},
-        )  # fmt: skip
+        common: dict[str, Any] = {
+            "output": output, "retry_failed": args.retry_failed, "instructions": args.instructions,
+            "max_retries": args.max_retries, "options": {"max_tokens": args.max_tokens, "temperature": 0},
+        }  # fmt: skip
+        if args.engine == "direct":
+            run = extract_many(client, args.input, output_type, concurrency=args.concurrency,
+                               requests_per_minute=args.rpm, tokens_per_minute=args.tpm, **common)  # fmt: skip
+        elif engine_name(client) != args.engine:
+            raise UserError(f"--engine {args.engine} needs that provider's hosted API (its key set, or --base-url)")
+        else:
+            run = extract_batch(client, args.input, output_type, poll_interval=args.poll_interval, **common)
         total = max(0, _count_inputs(Path(args.input)) - run.already_done)
         try:
             asyncio.run(_consume(run, total))

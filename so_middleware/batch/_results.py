@@ -11,6 +11,7 @@ it is detected and cut off when the file is opened again.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -102,7 +103,8 @@ def usage_record(usage: UsageDetails | None) -> dict[str, int] | None:
 class ResultLog:
     """Appends result records to a JSONL file; knows the ids a previous run finished.
 
-    Opening reads what is there: `done` (ids with a value) and `failed` (ids with an error). With
+    Opening locks the file (a second run on it gets a `UserError`) and reads what is there: `done`
+    (ids with a value) and `failed` (ids with an error). With
     `retry_failed=True` the failed lines are removed (the file is rewritten atomically) so their
     items run again and each id still appears once.
     """
@@ -113,13 +115,24 @@ class ResultLog:
         self.done: set[str] = set()
         self.failed: set[str] = set()
         self._fsync_every, self._fsync_seconds = fsync_every, fsync_seconds
+        self._fd = self._open_locked()
         records = self._read()
         if retry_failed and self.failed:
             self._rewrite([line for line, record in records if record["ok"]])
+            os.close(self._fd)
+            self._fd = self._open_locked()  # the rewritten file is a new one
             self.failed = set()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._unsynced = 0
         self._synced_at = time.monotonic()
+
+    def _open_locked(self) -> int:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the process ends, even by kill -9
+        except BlockingIOError:
+            os.close(fd)
+            raise UserError(f"{self.path} is being written by another run; wait for it or use another output") from None
+        return fd
 
     def _read(self) -> list[tuple[bytes, Mapping[str, Any]]]:
         if not self.path.exists():

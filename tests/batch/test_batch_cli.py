@@ -195,3 +195,13 @@ def test_the_embedded_local_model_is_the_default(tmp_path: Path) -> None:
     assert lines.keys() == {"ada", "bob"}
     for line in lines.values():
         assert set(line["value"]) == {"name", "age"} if line["ok"] else line["error"]["type"]
+
+
+def test_an_engine_of_another_provider_is_refused_before_any_call(tmp_path: Path) -> None:
+    inputs = tmp_path / "in.jsonl"
+    write_inputs(inputs, 2)
+    with ExtractionServer() as server:
+        args = command(inputs, tmp_path / "out.jsonl", "--engine", "anthropic-batch", base_url=server.base_url)
+        result = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=environment(), timeout=60)
+    assert result.returncode == 1 and "--engine anthropic-batch needs that provider's hosted API" in result.stderr
+    assert server.served == []

@@ -163,15 +163,24 @@ async def test_leaving_early_keeps_every_written_line_and_a_rerun_finishes(adapt
     output = tmp_path / "out.jsonl"
     inputs = [f"item {n}" for n in range(100, 160)]
     seen = []
-    async for result in extract_many(adapter, inputs, Row, output=output, concurrency=4):
-        seen.append(result.id)
-        if len(seen) == 5:
-            break
+    async with extract_many(adapter, inputs, Row, output=output, concurrency=4) as run:
+        async for result in run:
+            seen.append(result.id)
+            if len(seen) == 5:
+                break
     written = [r["id"] for r in lines_of(output)]
     assert set(seen) <= set(written) and len(written) < 60
     rest = [r.id async for r in extract_many(adapter, inputs, Row, output=output, concurrency=4)]
     assert not set(rest) & set(written)
     assert sorted(r["id"] for r in lines_of(output)) == sorted(i.id for i in read_inputs(inputs))
+
+
+async def test_a_second_run_on_an_output_in_use_is_refused(adapter: Any, tmp_path: Path) -> None:
+    output = tmp_path / "out.jsonl"
+    async with extract_many(adapter, ["item 1"], Row, output=output):
+        with pytest.raises(UserError, match="being written by another run"):
+            extract_many(adapter, ["item 1"], Row, output=output)
+    assert [r.id async for r in extract_many(adapter, [("a", "item 1")], Row, output=output)] == ["a"]
 
 
 async def test_cancelling_the_consumer_stops_the_items_in_flight(server: ExtractionServer, adapter: Any) -> None:
