@@ -205,3 +205,25 @@ def test_an_engine_of_another_provider_is_refused_before_any_call(tmp_path: Path
         result = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=environment(), timeout=60)
     assert result.returncode == 1 and "--engine anthropic-batch needs that provider's hosted API" in result.stderr
     assert server.served == []
+
+
+def test_with_a_key_set_the_hosted_api_is_used_and_retry_failed_runs_failures_again(tmp_path: Path) -> None:
+    # OPENAI_BASE_URL (read by the SDK) points the "hosted" API at the loopback server: no network.
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_inputs(inputs, 5)
+    args = command(inputs, output, "--max-retries", "0", "--tpm", "1000000")
+    with ExtractionServer(invalid=frozenset({2})) as server:
+        env = {**environment(), "OPENAI_BASE_URL": server.base_url}
+        first = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+        assert first.returncode == 0, first.stderr
+        assert "using the hosted openai API" in first.stderr
+        assert {r["id"]: r["ok"] for r in records(output)}["r2"] is False
+        assert server.requests[0].body["model"] == "gpt-4o-mini"
+        server.invalid = frozenset()
+        again = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+        assert "skipped 5" in again.stderr  # failed ones stay failed unless asked
+        retried = subprocess.run([*args, "--retry-failed"], capture_output=True, text=True, cwd=ROOT, env=env,
+                                 timeout=60)  # fmt: skip
+    assert retried.returncode == 0 and "done 1" in retried.stderr and "skipped 4" in retried.stderr
+    final = records(output)
+    assert sorted(r["id"] for r in final) == [f"r{n}" for n in range(5)] and all(r["ok"] for r in final)

@@ -208,6 +208,45 @@ def test_a_bad_concurrency_or_type_fails_before_any_call(server: ExtractionServe
     assert server.served == []
 
 
+async def test_an_item_rate_limited_on_every_retry_ends_as_the_sdks_error(tmp_path: Path) -> None:
+    with ExtractionServer(rate_limited=1.0, retry_after_ms=10) as server:
+        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="test") as sdk:
+            run = extract_many(OpenAIChatClient(sdk, "m"), [("a", "item 1")], Row, max_attempts=2)
+            [result] = [r async for r in run]
+    assert isinstance(result.error, openai.RateLimitError) and result.attempts == [] and result.usage is None
+    assert len(server.served) == 2 and dict(run.summary.failed) == {"RateLimitError": 1}
+    assert result.to_record(Row)["error"] == {"type": "RateLimitError", "status_code": 429,
+                                              "message": result.to_record(Row)["error"]["message"]}  # fmt: skip
+
+
+def test_the_layers_are_added_unless_the_client_has_them() -> None:
+    from so_middleware import LimitsChatClient, RetryingChatClient, StructuredOutputChatClient, with_limits
+    from so_middleware.batch import build_client
+    from so_middleware.testing import FakeChatClient
+
+    stack: Any = build_client(FakeChatClient("x"), concurrency=3)
+    limits = stack.get_service(LimitsChatClient)
+    assert stack.get_service(StructuredOutputChatClient) is stack and stack.get_service(RetryingChatClient)
+    assert limits is not None and limits.stats().concurrency == 3
+    own = with_limits(FakeChatClient("x"), max_concurrency=5)
+    assert build_client(own, concurrency=3).get_service(LimitsChatClient) is own  # kept, not doubled
+
+
+def test_lines_are_fsynced_in_small_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    log = ResultLog(tmp_path / "out.jsonl", fsync_every=3, fsync_seconds=3600)
+    for n in range(7):
+        log.append({"id": str(n), "ok": True})
+        assert len(tmp_path.joinpath("out.jsonl").read_text().splitlines()) == n + 1  # written at once
+    assert len(synced) == 2  # after lines 3 and 6
+    log.close()
+    assert len(synced) == 3  # and the last one at close
+
+
 def test_cost_comes_from_the_price_table_where_the_model_is_known() -> None:
     cost = price_of(UsageDetails(1_000_000, 1_000_000), "gpt-4o-mini", "openai")
     assert isinstance(cost, Decimal) and cost == Decimal("0.75")  # $0.15 in + $0.60 out per million
