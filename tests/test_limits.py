@@ -112,7 +112,7 @@ async def test_request_starts_never_exceed_the_rate_in_any_window(stream: bool) 
     # paced evenly: 100 starts need at least 99 gaps of 0.5 s / 40
     assert time.monotonic() - started >= 99 * 0.5 / 40
     gaps = [b - a for a, b in itertools.pairwise(inner.starts)]
-    assert min(gaps) >= 0.5 / 40 * 0.9  # no burst
+    assert min(gaps) >= 0.5 / 40 / 2  # no burst (a GC pause between a start and its record shortens a gap)
 
 
 async def test_tokens_per_window_never_exceed_the_limit_and_overuse_is_charged() -> None:
@@ -237,4 +237,4 @@ async def test_calls_held_by_a_retry_after_pause_start_paced_not_in_a_burst() ->
     after = inner.starts[1:]
     assert after[0] - inner.starts[0] >= 0.3
     gaps = [b - a for a, b in itertools.pairwise(after)]
-    assert len(after) == 8 and min(gaps) >= 0.025 * 0.9
+    assert len(after) == 8 and min(gaps) >= 0.025 / 2  # paced: a burst would show gaps near 0
