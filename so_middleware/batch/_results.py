@@ -15,7 +15,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -116,9 +116,9 @@ class ResultLog:
         self.failed: set[str] = set()
         self._fsync_every, self._fsync_seconds = fsync_every, fsync_seconds
         self._fd = self._open_locked()
-        records = self._read()
+        self._read()
         if retry_failed and self.failed:
-            self._rewrite([line for line, record in records if record["ok"]])
+            self._rewrite_without_failures()
             os.close(self._fd)
             self._fd = self._open_locked()  # the rewritten file is a new one
             self.failed = set()
@@ -126,7 +126,10 @@ class ResultLog:
         self._synced_at = time.monotonic()
 
     def _open_locked(self) -> int:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as error:
+            raise UserError(f"cannot write the results to {self.path}: {error.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the process ends, even by kill -9
         except BlockingIOError:
@@ -134,31 +137,37 @@ class ResultLog:
             raise UserError(f"{self.path} is being written by another run; wait for it or use another output") from None
         return fd
 
-    def _read(self) -> list[tuple[bytes, Mapping[str, Any]]]:
-        if not self.path.exists():
-            return []
-        data = self.path.read_bytes()
-        lines = data.split(b"\n")
-        if lines[-1]:  # no newline at the end: a line torn by a kill mid-write
-            with self.path.open("r+b") as file:
-                file.truncate(len(data) - len(lines[-1]))
-                os.fsync(file.fileno())
-        records: list[tuple[bytes, Mapping[str, Any]]] = []
-        for number, line in enumerate(lines[:-1], 1):
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict) or not isinstance(record.get("id"), str) or "ok" not in record:
-                    raise ValueError("not a result record")
-            except ValueError as error:
-                raise UserError(f"{self.path}:{number} is not a result line ({error}); is it another file?") from None
-            (self.done if record["ok"] else self.failed).add(record["id"])
-            records.append((line, record))
-        return records
+    def _records(self) -> Iterator[tuple[bytes, Mapping[str, Any]]]:
+        """The complete lines and their records, read one at a time (the file may be large)."""
+        with self.path.open("rb") as file:
+            for number, line in enumerate(file, 1):
+                if not line.endswith(b"\n"):
+                    return  # the torn last line; `_read` cuts it off
+                try:
+                    record = json.loads(line)
+                    if not isinstance(record, dict) or not isinstance(record.get("id"), str) or "ok" not in record:
+                        raise ValueError("not a result record")
+                except ValueError as error:
+                    raise UserError(
+                        f"{self.path}:{number} is not a result line ({error}); is it another file?"
+                    ) from None
+                yield line, record
 
-    def _rewrite(self, lines: list[bytes]) -> None:
+    def _read(self) -> None:
+        complete = 0
+        for line, record in self._records():
+            (self.done if record["ok"] else self.failed).add(record["id"])
+            complete += len(line)
+        if complete < self.path.stat().st_size:  # a line torn by a kill mid-write
+            os.truncate(self.path, complete)
+            os.fsync(self._fd)
+
+    def _rewrite_without_failures(self) -> None:
         temporary = self.path.with_name(self.path.name + ".tmp")
         with temporary.open("wb") as file:
-            file.write(b"".join(line + b"\n" for line in lines))
+            for line, record in self._records():
+                if record["ok"]:
+                    file.write(line)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, self.path)
@@ -180,6 +189,11 @@ class ResultLog:
             os.fsync(self._fd)
             self._unsynced = 0
         self._synced_at = time.monotonic()
+
+    def __del__(self) -> None:
+        # a run never iterated must not keep its output locked for the life of the process
+        if getattr(self, "_fd", -1) >= 0:
+            os.close(self._fd)
 
     def close(self) -> None:
         """fsync and close the file (safe to call twice)."""

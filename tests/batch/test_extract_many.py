@@ -152,6 +152,11 @@ async def test_a_torn_last_line_is_dropped_and_its_item_runs_again(adapter: Any,
     assert sorted(r["id"] for r in lines_of(output)) == ["a", "b", "c"]
 
 
+def test_an_output_in_a_missing_directory_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="cannot write the results to"):
+        ResultLog(tmp_path / "missing" / "out.jsonl")
+
+
 def test_a_broken_line_before_the_last_is_a_user_error(tmp_path: Path) -> None:
     output = tmp_path / "out.jsonl"
     output.write_text('{"id": "a", "ok": true}\nnot a result\n{"id": "b", "ok": true}\n')
