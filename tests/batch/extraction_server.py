@@ -39,12 +39,15 @@ class Served:
 
 
 class ExtractionServer(FaultServer):
-    """Answers `item N` requests; `rate_limited` and `resets` are the chance of each fault per request."""
+    """Answers `item N` requests after `delay` seconds (`slow_delay` for a share `slow` of them);
+    `rate_limited` and `resets` are the chance of each fault per request."""
 
     def __init__(self, *, delay: float = 0.0, rate_limited: float = 0.0, resets: float = 0.0,
-                 retry_after_ms: int = 100, invalid: frozenset[int] = frozenset(), seed: int = 0) -> None:  # fmt: skip
+                 retry_after_ms: int = 100, invalid: frozenset[int] = frozenset(), seed: int = 0,
+                 slow: float = 0.0, slow_delay: float = 0.0) -> None:  # fmt: skip
         super().__init__()
         self.delay, self.rate_limited, self.resets = delay, rate_limited, resets
+        self.slow, self.slow_delay = slow, slow_delay  # the chance of a slow answer, and how slow
         self.retry_after_ms, self.invalid = retry_after_ms, invalid
         self.served: list[Served] = []
         self.in_flight = self.peak_in_flight = 0
@@ -58,10 +61,11 @@ class ExtractionServer(FaultServer):
             self.requests.append(request)
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-            draw = self._random.random()
+            draw, pace = self._random.random(), self._random.random()
         try:
-            if self.delay:
-                time.sleep(self.delay)  # the request stays in flight meanwhile
+            delay = self.slow_delay if pace < self.slow else self.delay
+            if delay:
+                time.sleep(delay)  # the request stays in flight meanwhile
             if draw < self.rate_limited:
                 answer, fault = "429", status(429, headers={"retry-after-ms": str(self.retry_after_ms)},
                                              error_type="rate_limit_error", message="Rate limit reached")  # fmt: skip

@@ -71,7 +71,9 @@ def test_2000_inputs_with_429s_and_resets_each_end_once_within_the_concurrency_a
     invalid = frozenset(range(0, 2000, 97))
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     ids = write_inputs(inputs, 2000)
-    server = ExtractionServer(delay=0.06, rate_limited=0.01, resets=0.01, retry_after_ms=200, invalid=invalid)
+    # a tenth of the answers are slow: the calls in flight reach the limit, the rest of the time the rate binds
+    server = ExtractionServer(delay=0.06, slow=0.1, slow_delay=0.4, rate_limited=0.01, resets=0.01,
+                              retry_after_ms=200, invalid=invalid)  # fmt: skip
     with server:
         args = command(inputs, output, "--concurrency", "8", "--rpm", "3600", "--max-retries", "1",
                        base_url=server.base_url)  # fmt: skip
@@ -92,7 +94,7 @@ def test_2000_inputs_with_429s_and_resets_each_end_once_within_the_concurrency_a
     answers = Counter(served.answer for served in server.served)
     assert answers["429"] > 5 and answers["reset"] > 5  # the faults did happen, and were retried
     # from the server's own log: never more than 8 in flight, never over 3600/min in any window
-    assert 4 <= server.peak_in_flight <= 8
+    assert 7 <= server.peak_in_flight <= 8  # the limit is reached (or nearly), never passed
     arrivals = [served.at for served in server.served]
     assert most_in_any_window(arrivals, 60) <= 3600
     # Stronger, and not vacuous on a 40-second run: the starts are paced evenly (a burst of one), so
