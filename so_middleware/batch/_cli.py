@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._exceptions import UserError
+from .. import UserError
 from ._engines import engine_name, extract_batch
 from ._run import BatchRun, BatchSummary, extract_many
 

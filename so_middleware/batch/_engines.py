@@ -25,9 +25,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from .._client import ChatClient, as_chat_client
-from .._exceptions import SOMiddlewareError, UserError
-from ..middleware.structured_output import with_structured_output
+from .. import ChatClient, SOMiddlewareError, UserError, as_chat_client, with_structured_output
 from ._inputs import InputSource
 from ._run import BatchRun, prepare
 

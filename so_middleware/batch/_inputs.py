@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from .._exceptions import UserError
+from .. import UserError
 
 __all__ = ["InputSource", "Item", "read_inputs"]
 

@@ -22,8 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
-from .._exceptions import OutputError, UserError
-from .._types import Attempt, UsageDetails
+from .. import Attempt, OutputError, UsageDetails, UserError
 
 __all__ = ["ItemResult", "ResultLog", "usage_record"]
 

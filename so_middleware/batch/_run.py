@@ -16,13 +16,20 @@ from typing import Any, Generic, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .._client import ChatClient, as_chat_client
-from .._exceptions import UserError
-from .._sync import run_sync
-from .._types import UsageDetails
-from ..middleware.limits import LimitsChatClient, with_limits
-from ..middleware.retries import RetryingChatClient, with_retries
-from ..middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
+from .. import (
+    ChatClient,
+    LimitsChatClient,
+    RetryingChatClient,
+    StructuredOutput,
+    StructuredOutputChatClient,
+    UsageDetails,
+    UserError,
+    as_chat_client,
+    run_sync,
+    with_limits,
+    with_retries,
+    with_structured_output,
+)
 from ._inputs import InputSource, Item, read_inputs
 from ._results import ItemResult, ResultLog
 

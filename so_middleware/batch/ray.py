@@ -28,9 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._client import Capabilities, ChatClient
-from .._exceptions import UserError
-from .._sync import run_sync
+from .. import Capabilities, ChatClient, UserError, run_sync
 from ._inputs import Item, read_inputs
 from ._run import build_client, extract_many_sync
 
