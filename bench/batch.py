@@ -48,19 +48,31 @@ async def _serve(delay: float) -> None:
             while True:
                 headers = await reader.readuntil(b"\r\n\r\n")
                 length = next(
-                    (int(line.split(b":", 1)[1]) for line in headers.split(b"\r\n") if line.lower().startswith(b"content-length:")),
+                    (
+                        int(line.split(b":", 1)[1])
+                        for line in headers.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
                     0,
-                )  # fmt: skip
+                )
                 body = await reader.readexactly(length) if length else b""
                 found = re.search(rb"item (\d+)", body)
                 n = int(found.group(1)) if found else 0
                 await asyncio.sleep(delay)
                 completion = {
-                    "id": "chatcmpl-bench", "object": "chat.completion", "created": 0, "model": "m",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": json.dumps({"n": n, "word": f"w{n}"})}}],
+                    "id": "chatcmpl-bench",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": json.dumps({"n": n, "word": f"w{n}"})},
+                        }
+                    ],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }  # fmt: skip
+                }
                 payload = json.dumps(completion).encode()
                 head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n"
                 writer.write(head.encode() + payload)
@@ -79,9 +91,11 @@ async def _serve(delay: float) -> None:
 
 def start_server(delay: float) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, __file__, "--serve", "--delay", str(delay)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [sys.executable, __file__, "--serve", "--delay", str(delay)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     assert process.stdout is not None
     return process, f"http://127.0.0.1:{int(process.stdout.readline())}/v1"
 
@@ -141,12 +155,20 @@ def ray_overhead(base_url: str, rows: int) -> dict[str, float]:
     import openai
 
     started = time.perf_counter()
-    direct = sum(r.ok for r in extract_many_sync(OpenAIChatClient(openai.AsyncOpenAI(base_url=base_url, api_key="b"), "m"),
-                                                 items, Row, concurrency=16))  # fmt: skip
+    direct = sum(
+        r.ok
+        for r in extract_many_sync(
+            OpenAIChatClient(openai.AsyncOpenAI(base_url=base_url, api_key="b"), "m"), items, Row, concurrency=16
+        )
+    )
     direct_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parent)}})  # fmt: skip
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parent)}},
+    )
     init_seconds = time.perf_counter() - started
     try:
         spec = ClientSpec("openai-chat", "m", base_url=base_url, max_concurrency=8)
@@ -159,8 +181,13 @@ def ray_overhead(base_url: str, rows: int) -> dict[str, float]:
     finally:
         ray.shutdown()
     assert direct == done == rows
-    return {"rows": rows, "extract_many_s": direct_seconds, "ray_init_s": init_seconds, "ray_map_s": ray_seconds,
-            "overhead_s": ray_seconds - direct_seconds}  # fmt: skip
+    return {
+        "rows": rows,
+        "extract_many_s": direct_seconds,
+        "ray_init_s": init_seconds,
+        "ray_map_s": ray_seconds,
+        "overhead_s": ray_seconds - direct_seconds,
+    }
 
 
 def main() -> None:
@@ -185,8 +212,11 @@ def main() -> None:
                 "gather + semaphore": asyncio.run(gather(base_url, args.items, concurrency)),
             }
             results["items_per_second"][str(concurrency)] = row
-            print(f"concurrency {concurrency:>3}: extract_many {row['extract_many']:7.1f} items/s, "
-                  f"gather + semaphore {row['gather + semaphore']:7.1f} items/s", flush=True)  # fmt: skip
+            print(
+                f"concurrency {concurrency:>3}: extract_many {row['extract_many']:7.1f} items/s, "
+                f"gather + semaphore {row['gather + semaphore']:7.1f} items/s",
+                flush=True,
+            )
         if not args.no_ray:
             results["ray"] = ray_overhead(base_url, 200)
             print("ray, 200 rows: " + ", ".join(f"{k} {v:.2f}" for k, v in results["ray"].items()), flush=True)

@@ -66,12 +66,22 @@ def run_batch(args: argparse.Namespace, output_type: Any) -> int:
     output = Path(args.output or f"{Path(args.input).with_suffix('')}.results.jsonl")
     with _client(args) as client:
         common: dict[str, Any] = {
-            "output": output, "retry_failed": args.retry_failed, "instructions": args.instructions,
-            "max_retries": args.max_retries, "options": {"max_tokens": args.max_tokens, "temperature": 0},
-        }  # fmt: skip
+            "output": output,
+            "retry_failed": args.retry_failed,
+            "instructions": args.instructions,
+            "max_retries": args.max_retries,
+            "options": {"max_tokens": args.max_tokens, "temperature": 0},
+        }
         if args.engine == "direct":
-            run = extract_many(client, args.input, output_type, concurrency=args.concurrency,
-                               requests_per_minute=args.rpm, tokens_per_minute=args.tpm, **common)  # fmt: skip
+            run = extract_many(
+                client,
+                args.input,
+                output_type,
+                concurrency=args.concurrency,
+                requests_per_minute=args.rpm,
+                tokens_per_minute=args.tpm,
+                **common,
+            )
         elif engine_name(client) != args.engine:
             raise UserError(f"--engine {args.engine} needs that provider's hosted API (its key set, or --base-url)")
         else:
@@ -120,8 +130,9 @@ def _lines(total: int, every: float = 2.0) -> Callable[[BatchSummary | None], No
         shown = now
         rate = summary.finished / (now - started)
         eta = f"{(total - summary.finished) / rate:.0f}s" if rate else "?"
-        _progress(f"{summary.finished}/{total} items, {sum(summary.failed.values())} failed, "
-                  f"{rate:.1f} items/s, ETA {eta}")  # fmt: skip
+        _progress(
+            f"{summary.finished}/{total} items, {sum(summary.failed.values())} failed, {rate:.1f} items/s, ETA {eta}"
+        )
 
     return show
 

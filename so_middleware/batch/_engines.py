@@ -173,8 +173,18 @@ def extract_batch(
     # MockTransport is httpx2's transport-from-a-handler: here the handler holds the request for a batch.
     http_client = httpx2.AsyncClient(transport=httpx2.MockTransport(transport))
     holding.sdk_client = sdk.with_options(http_client=http_client, max_retries=0)
-    parts = prepare(inputs, output_type, output=output, retry_failed=retry_failed, instructions=instructions,
-                    options=options, max_retries=max_retries, mode=mode, id_field=id_field, text_field=text_field)  # fmt: skip
+    parts = prepare(
+        inputs,
+        output_type,
+        output=output,
+        retry_failed=retry_failed,
+        instructions=instructions,
+        options=options,
+        max_retries=max_retries,
+        mode=mode,
+        id_field=id_field,
+        text_field=text_field,
+    )
     submit = engine[1]
 
     async def send_rounds(run: BatchRun[T]) -> None:

@@ -108,8 +108,14 @@ class ResultLog:
     items run again and each id still appears once.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, retry_failed: bool = False, fsync_every: int = 16,
-                 fsync_seconds: float = 1.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        retry_failed: bool = False,
+        fsync_every: int = 16,
+        fsync_seconds: float = 1.0,
+    ) -> None:
         self.path = Path(path)
         self.done: set[str] = set()
         self.failed: set[str] = set()

@@ -102,8 +102,13 @@ def build_client(
     stack = as_chat_client(client)
     has = getattr(stack, "get_service", lambda kind: None)
     if has(LimitsChatClient) is None:
-        stack = with_limits(stack, max_concurrency=concurrency, requests_per_minute=requests_per_minute,
-                            tokens_per_minute=tokens_per_minute, period=period)  # fmt: skip
+        stack = with_limits(
+            stack,
+            max_concurrency=concurrency,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            period=period,
+        )
     if has(RetryingChatClient) is None:
         stack = with_retries(stack, max_attempts=max_attempts)
     if has(StructuredOutputChatClient) is None:
@@ -124,10 +129,18 @@ class BatchRun(Generic[T]):
     """
 
     def __init__(
-        self, client: ChatClient, items: Iterator[Item], feature: StructuredOutput[T], options: dict[str, Any],
-        log: ResultLog | None, skip: set[str], *, concurrency: int,
-        companion: Callable[[BatchRun[T]], Coroutine[Any, Any, None]] | None = None, price_factor: Decimal = Decimal(1),
-    ) -> None:  # fmt: skip
+        self,
+        client: ChatClient,
+        items: Iterator[Item],
+        feature: StructuredOutput[T],
+        options: dict[str, Any],
+        log: ResultLog | None,
+        skip: set[str],
+        *,
+        concurrency: int,
+        companion: Callable[[BatchRun[T]], Coroutine[Any, Any, None]] | None = None,
+        price_factor: Decimal = Decimal(1),
+    ) -> None:
         self._client, self._items, self._feature, self._options = client, items, feature, options
         self.concurrency, self._log, self._skip = concurrency, log, skip
         self._companion, self._price_factor = companion, price_factor
@@ -267,10 +280,26 @@ def extract_many(
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise UserError(f"concurrency must be an int of at least 1, not {concurrency!r}")
-    parts = prepare(inputs, output_type, output=output, retry_failed=retry_failed, instructions=instructions,
-                    options=options, max_retries=max_retries, mode=mode, id_field=id_field, text_field=text_field)  # fmt: skip
-    stack = build_client(client, concurrency=concurrency, requests_per_minute=requests_per_minute,
-                         tokens_per_minute=tokens_per_minute, max_attempts=max_attempts, max_retries=max_retries)  # fmt: skip
+    parts = prepare(
+        inputs,
+        output_type,
+        output=output,
+        retry_failed=retry_failed,
+        instructions=instructions,
+        options=options,
+        max_retries=max_retries,
+        mode=mode,
+        id_field=id_field,
+        text_field=text_field,
+    )
+    stack = build_client(
+        client,
+        concurrency=concurrency,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+        max_attempts=max_attempts,
+        max_retries=max_retries,
+    )
     return BatchRun(stack, *parts, concurrency=concurrency)
 
 
@@ -299,8 +328,9 @@ def prepare(
     return items, feature, call_options, log, skip
 
 
-def extract_many_sync(client: ChatClient | Any, inputs: InputSource, output_type: type[T] | Any,
-                      **kwargs: Any) -> BatchRun[T]:  # fmt: skip
+def extract_many_sync(
+    client: ChatClient | Any, inputs: InputSource, output_type: type[T] | Any, **kwargs: Any
+) -> BatchRun[T]:
     """`extract_many` for scripts: iterate the run with a plain `for` (same arguments).
 
     Example:

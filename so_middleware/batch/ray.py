@@ -87,9 +87,14 @@ class ClientSpec:
 
             kind = OpenAIChatClient if self.adapter == "openai-chat" else OpenAIResponsesClient
             adapter = kind(openai.AsyncOpenAI(**options), self.model, capabilities=self.capabilities)
-        return build_client(adapter, concurrency=self.max_concurrency, requests_per_minute=self.requests_per_minute,
-                            tokens_per_minute=self.tokens_per_minute, max_attempts=self.max_attempts,
-                            max_retries=self.max_retries)  # fmt: skip
+        return build_client(
+            adapter,
+            concurrency=self.max_concurrency,
+            requests_per_minute=self.requests_per_minute,
+            tokens_per_minute=self.tokens_per_minute,
+            max_attempts=self.max_attempts,
+            max_retries=self.max_retries,
+        )
 
 
 class RayExtractor:
@@ -99,8 +104,16 @@ class RayExtractor:
         dataset.map_batches(RayExtractor, fn_constructor_args=(spec, Person), concurrency=4, batch_size=32)
     """
 
-    def __init__(self, spec: ClientSpec, output_type: Any, *, id_column: str = "id", text_column: str = "text",
-                 instructions: str | None = None, options: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: ClientSpec,
+        output_type: Any,
+        *,
+        id_column: str = "id",
+        text_column: str = "text",
+        instructions: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
         self._client = spec.build()
         self._output_type, self._concurrency, self._max_retries = output_type, spec.max_concurrency, spec.max_retries
         self._id_column, self._text_column = id_column, text_column
@@ -111,9 +124,15 @@ class RayExtractor:
         texts = [str(text) for text in batch[self._text_column]]
         ids = [str(i) for i in batch[self._id_column]] if self._id_column in batch else None
         items = list(read_inputs([Item(ids[n], text) for n, text in enumerate(texts)] if ids else texts))
-        run = extract_many_sync(self._client, items, self._output_type, concurrency=self._concurrency,
-                                instructions=self._instructions, options=self._options,
-                                max_retries=self._max_retries)  # fmt: skip
+        run = extract_many_sync(
+            self._client,
+            items,
+            self._output_type,
+            concurrency=self._concurrency,
+            instructions=self._instructions,
+            options=self._options,
+            max_retries=self._max_retries,
+        )
         records = {result.id: result.to_record(self._output_type) for result in run}
         ordered = [records[item.id] for item in items]
         return {
@@ -130,9 +149,18 @@ class RayExtractor:
         run_sync(self._client.sdk_client.close)  # type: ignore[attr-defined]
 
 
-def extract_dataset(dataset: Any, spec: ClientSpec, output_type: Any, *, actors: int = 2, batch_size: int = 32,
-                    id_column: str = "id", text_column: str = "text", instructions: str | None = None,
-                    options: Mapping[str, Any] | None = None) -> Any:  # fmt: skip
+def extract_dataset(
+    dataset: Any,
+    spec: ClientSpec,
+    output_type: Any,
+    *,
+    actors: int = 2,
+    batch_size: int = 32,
+    id_column: str = "id",
+    text_column: str = "text",
+    instructions: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
     """`dataset.map_batches(RayExtractor, ...)` on a pool of `actors`: a lazy `ray.data.Dataset` of results.
 
     Example:
@@ -140,7 +168,17 @@ def extract_dataset(dataset: Any, spec: ClientSpec, output_type: Any, *, actors:
     """
     if not isinstance(actors, int) or actors < 1:
         raise UserError(f"actors must be an int of at least 1, not {actors!r}")
-    kwargs = {"id_column": id_column, "text_column": text_column, "instructions": instructions,
-              "options": dict(options or {})}  # fmt: skip
-    return dataset.map_batches(RayExtractor, fn_constructor_args=(spec, output_type), fn_constructor_kwargs=kwargs,
-                               batch_size=batch_size, concurrency=actors, batch_format="default")  # fmt: skip
+    kwargs = {
+        "id_column": id_column,
+        "text_column": text_column,
+        "instructions": instructions,
+        "options": dict(options or {}),
+    }
+    return dataset.map_batches(
+        RayExtractor,
+        fn_constructor_args=(spec, output_type),
+        fn_constructor_kwargs=kwargs,
+        batch_size=batch_size,
+        concurrency=actors,
+        batch_format="default",
+    )

@@ -189,9 +189,14 @@ class LimitsChatClient(DelegatingChatClient):
         period: float = 60.0,
     ) -> None:
         config = _Config(
-            max_concurrency, requests_per_minute, tokens_per_minute, min_concurrency, completion_tokens,
-            max_retry_after, period,
-        )  # fmt: skip
+            max_concurrency,
+            requests_per_minute,
+            tokens_per_minute,
+            min_concurrency,
+            completion_tokens,
+            max_retry_after,
+            period,
+        )
         super().__init__(inner)
         self._self_config = config
         self._self_gate: _Gate | None = None

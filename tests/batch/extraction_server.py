@@ -42,9 +42,18 @@ class ExtractionServer(FaultServer):
     """Answers `item N` requests after `delay` seconds (`slow_delay` for a share `slow` of them);
     `rate_limited` and `resets` are the chance of each fault per request."""
 
-    def __init__(self, *, delay: float = 0.0, rate_limited: float = 0.0, resets: float = 0.0,
-                 retry_after_ms: int = 100, invalid: frozenset[int] = frozenset(), seed: int = 0,
-                 slow: float = 0.0, slow_delay: float = 0.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *,
+        delay: float = 0.0,
+        rate_limited: float = 0.0,
+        resets: float = 0.0,
+        retry_after_ms: int = 100,
+        invalid: frozenset[int] = frozenset(),
+        seed: int = 0,
+        slow: float = 0.0,
+        slow_delay: float = 0.0,
+    ) -> None:
         super().__init__()
         self.delay, self.rate_limited, self.resets = delay, rate_limited, resets
         self.slow, self.slow_delay = slow, slow_delay  # the chance of a slow answer, and how slow
@@ -67,8 +76,15 @@ class ExtractionServer(FaultServer):
             if delay:
                 time.sleep(delay)  # the request stays in flight meanwhile
             if draw < self.rate_limited:
-                answer, fault = "429", status(429, headers={"retry-after-ms": str(self.retry_after_ms)},
-                                             error_type="rate_limit_error", message="Rate limit reached")  # fmt: skip
+                answer, fault = (
+                    "429",
+                    status(
+                        429,
+                        headers={"retry-after-ms": str(self.retry_after_ms)},
+                        error_type="rate_limit_error",
+                        message="Rate limit reached",
+                    ),
+                )
             elif draw < self.rate_limited + self.resets:
                 answer, fault = "reset", reset()
             elif item is None or item in self.invalid:

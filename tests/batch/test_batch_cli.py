@@ -72,11 +72,13 @@ def test_2000_inputs_with_429s_and_resets_each_end_once_within_the_concurrency_a
     inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     ids = write_inputs(inputs, 2000)
     # a tenth of the answers are slow: the calls in flight reach the limit, the rest of the time the rate binds
-    server = ExtractionServer(delay=0.06, slow=0.1, slow_delay=0.4, rate_limited=0.01, resets=0.01,
-                              retry_after_ms=200, invalid=invalid)  # fmt: skip
+    server = ExtractionServer(
+        delay=0.06, slow=0.1, slow_delay=0.4, rate_limited=0.01, resets=0.01, retry_after_ms=200, invalid=invalid
+    )
     with server:
-        args = command(inputs, output, "--concurrency", "8", "--rpm", "3600", "--max-retries", "1",
-                       base_url=server.base_url)  # fmt: skip
+        args = command(
+            inputs, output, "--concurrency", "8", "--rpm", "3600", "--max-retries", "1", base_url=server.base_url
+        )
         result = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=environment(), timeout=150)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = records(output)
@@ -187,8 +189,20 @@ def test_input_does_not_mix_with_text(tmp_path: Path) -> None:
 def test_the_embedded_local_model_is_the_default(tmp_path: Path) -> None:
     inputs, output = tmp_path / "people.jsonl", tmp_path / "out.jsonl"
     inputs.write_text('{"id": "ada", "text": "Ada Lovelace was 36."}\n{"id": "bob", "text": "Bob is 41."}\n')
-    args = [sys.executable, "-m", "so_middleware.cli", "extract", "--type", "examples/people.py:Person",
-            "--input", str(inputs), "--output", str(output), "--max-tokens", "64"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "so_middleware.cli",
+        "extract",
+        "--type",
+        "examples/people.py:Person",
+        "--input",
+        str(inputs),
+        "--output",
+        str(output),
+        "--max-tokens",
+        "64",
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
     result = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
     assert result.returncode == 0, result.stderr
@@ -224,8 +238,9 @@ def test_with_a_key_set_the_hosted_api_is_used_and_retry_failed_runs_failures_ag
         server.invalid = frozenset()
         again = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
         assert "skipped 5" in again.stderr  # failed ones stay failed unless asked
-        retried = subprocess.run([*args, "--retry-failed"], capture_output=True, text=True, cwd=ROOT, env=env,
-                                 timeout=60)  # fmt: skip
+        retried = subprocess.run(
+            [*args, "--retry-failed"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60
+        )
     assert retried.returncode == 0 and "done 1" in retried.stderr and "skipped 4" in retried.stderr
     final = records(output)
     assert sorted(r["id"] for r in final) == [f"r{n}" for n in range(5)] and all(r["ok"] for r in final)

@@ -84,14 +84,33 @@ class OpenAIBatchAPI:
             file_id = f"file-{len(self.files) + 1}"
             self.files[file_id] = multipart_file(request)
             self.inputs.append([json.loads(line) for line in self.files[file_id].splitlines()])
-            return httpx2.Response(200, json={"id": file_id, "object": "file", "bytes": len(self.files[file_id]),
-                                              "created_at": 1, "filename": "batch.jsonl", "purpose": "batch"})  # fmt: skip
+            return httpx2.Response(
+                200,
+                json={
+                    "id": file_id,
+                    "object": "file",
+                    "bytes": len(self.files[file_id]),
+                    "created_at": 1,
+                    "filename": "batch.jsonl",
+                    "purpose": "batch",
+                },
+            )
         if request.method == "POST" and path == "/v1/batches":
             body = json.loads(request.content)
-            batch = {"id": f"batch_{len(self.batches) + 1}", "object": "batch", "endpoint": body["endpoint"],
-                     "errors": None, "input_file_id": body["input_file_id"], "completion_window": "24h",
-                     "status": "validating", "output_file_id": None, "error_file_id": None, "created_at": 1,
-                     "request_counts": {"total": 0, "completed": 0, "failed": 0}, "metadata": None}  # fmt: skip
+            batch = {
+                "id": f"batch_{len(self.batches) + 1}",
+                "object": "batch",
+                "endpoint": body["endpoint"],
+                "errors": None,
+                "input_file_id": body["input_file_id"],
+                "completion_window": "24h",
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": 1,
+                "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                "metadata": None,
+            }
             self.batches[batch["id"]] = batch
             return httpx2.Response(200, json=batch)
         if request.method == "GET" and path.startswith("/v1/batches/"):
@@ -115,27 +134,59 @@ class OpenAIBatchAPI:
         for line in [json.loads(x) for x in self.files[batch["input_file_id"]].splitlines()]:
             if item_of(line["body"]["messages"]) in self.expire:
                 message = "This request could not be executed before the completion window expired."
-                errors.append({"id": "batch_req_x", "custom_id": line["custom_id"], "response": None,
-                               "error": {"code": "batch_expired", "message": message}})  # fmt: skip
+                errors.append(
+                    {
+                        "id": "batch_req_x",
+                        "custom_id": line["custom_id"],
+                        "response": None,
+                        "error": {"code": "batch_expired", "message": message},
+                    }
+                )
                 continue
             tool = "tools" in line["body"]
             answer = self.model.answer(line["body"]["messages"], tool)
             if answer is None:
-                body = {"error": {"message": "Invalid request", "type": "invalid_request_error", "param": None,
-                                  "code": None}}  # fmt: skip
-                errors.append({"id": "batch_req_x", "custom_id": line["custom_id"],
-                               "response": {"status_code": 400, "request_id": "req_1", "body": body}, "error": None})  # fmt: skip
+                body = {
+                    "error": {
+                        "message": "Invalid request",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                }
+                errors.append(
+                    {
+                        "id": "batch_req_x",
+                        "custom_id": line["custom_id"],
+                        "response": {"status_code": 400, "request_id": "req_1", "body": body},
+                        "error": None,
+                    }
+                )
                 continue
             message: dict[str, Any] = {"role": "assistant", "content": answer}
             if tool:  # the forced tool call, as Chat Completions returns it
                 call = {"name": line["body"]["tool_choice"]["function"]["name"], "arguments": answer}
-                message = {"role": "assistant", "content": None,
-                           "tool_calls": [{"id": "call_1", "type": "function", "function": call}]}  # fmt: skip
-            completion = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
-                          "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool else "stop"}],
-                          "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}  # fmt: skip
-            output.append({"id": "batch_req_x", "custom_id": line["custom_id"],
-                           "response": {"status_code": 200, "request_id": "req_1", "body": completion}, "error": None})  # fmt: skip
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "call_1", "type": "function", "function": call}],
+                }
+            completion = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "gpt-4o-mini",
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool else "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+            output.append(
+                {
+                    "id": "batch_req_x",
+                    "custom_id": line["custom_id"],
+                    "response": {"status_code": 200, "request_id": "req_1", "body": completion},
+                    "error": None,
+                }
+            )
         for name, lines in (("output_file_id", output), ("error_file_id", errors)):
             if lines:
                 file_id = f"file-{len(self.files) + 1}"
@@ -234,12 +285,18 @@ class AnthropicBatchAPI:
 
     def _batch(self, batch_id: str) -> dict[str, Any]:
         ended = self.status[batch_id] == "ended"
-        return {"id": batch_id, "type": "message_batch", "processing_status": self.status[batch_id],
-                "request_counts": {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
-                "ended_at": "2024-09-24T18:37:24.100435Z" if ended else None,
-                "created_at": "2024-09-24T18:37:24.100435Z", "expires_at": "2024-09-25T18:37:24.100435Z",
-                "cancel_initiated_at": None, "archived_at": None,
-                "results_url": f"https://api.anthropic.com/v1/messages/batches/{batch_id}/results" if ended else None}  # fmt: skip
+        return {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": self.status[batch_id],
+            "request_counts": {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
+            "ended_at": "2024-09-24T18:37:24.100435Z" if ended else None,
+            "created_at": "2024-09-24T18:37:24.100435Z",
+            "expires_at": "2024-09-25T18:37:24.100435Z",
+            "cancel_initiated_at": None,
+            "archived_at": None,
+            "results_url": f"https://api.anthropic.com/v1/messages/batches/{batch_id}/results" if ended else None,
+        }
 
     def _result(self, request: dict[str, Any]) -> dict[str, Any]:
         params = request["params"]
@@ -254,9 +311,16 @@ class AnthropicBatchAPI:
         if tool:
             name = params["tool_choice"]["name"]
             content = {"type": "tool_use", "id": "toolu_1", "name": name, "input": json.loads(answer)}
-        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": params["model"],
-                   "content": [content], "stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None,
-                   "usage": {"input_tokens": 10, "output_tokens": 5}}  # fmt: skip
+        message = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": params["model"],
+            "content": [content],
+            "stop_reason": "tool_use" if tool else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
         return {"custom_id": request["custom_id"], "result": {"type": "succeeded", "message": message}}
 
 

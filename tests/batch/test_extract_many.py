@@ -91,8 +91,9 @@ def test_a_jsonl_line_that_is_not_json_is_named(tmp_path: Path) -> None:
 
 async def test_every_item_ends_once_as_a_value_or_a_typed_error(adapter: Any, tmp_path: Path) -> None:
     output = tmp_path / "out.jsonl"
-    run = extract_many(adapter, [(f"id{n}", f"item {n}") for n in range(1, 13)], Row, output=output,
-                       concurrency=4, max_retries=1)  # fmt: skip
+    run = extract_many(
+        adapter, [(f"id{n}", f"item {n}") for n in range(1, 13)], Row, output=output, concurrency=4, max_retries=1
+    )
     results: list[ItemResult[Row]] = [result async for result in run]
     by_id = {result.id: result for result in results}
     assert len(results) == 12 and len(by_id) == 12
@@ -108,11 +109,20 @@ async def test_every_item_ends_once_as_a_value_or_a_typed_error(adapter: Any, tm
     records = {record["id"]: record for record in lines_of(output)}
     assert records.keys() == by_id.keys()
     assert records["id3"] == {
-        "id": "id3", "ok": True, "value": {"n": 3, "word": "w3"},
-        "attempts": [{"text": '{"n": 3, "word": "w3"}', "error": None, "strategy": "native",
-                      "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}],
-        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}, "seconds": records["id3"]["seconds"],
-    }  # fmt: skip
+        "id": "id3",
+        "ok": True,
+        "value": {"n": 3, "word": "w3"},
+        "attempts": [
+            {
+                "text": '{"n": 3, "word": "w3"}',
+                "error": None,
+                "strategy": "native",
+                "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+            }
+        ],
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+        "seconds": records["id3"]["seconds"],
+    }
     assert records["id7"]["error"]["type"] == "ModelBehaviorError"
     assert [a["text"] for a in records["id7"]["attempts"]] == ["not json", "not json"]
     assert "done 11, failed 1 (ModelBehaviorError 1), skipped 0" in str(run.summary)
@@ -220,8 +230,11 @@ async def test_an_item_rate_limited_on_every_retry_ends_as_the_sdks_error(tmp_pa
             [result] = [r async for r in run]
     assert isinstance(result.error, openai.RateLimitError) and result.attempts == [] and result.usage is None
     assert len(server.served) == 2 and dict(run.summary.failed) == {"RateLimitError": 1}
-    assert result.to_record(Row)["error"] == {"type": "RateLimitError", "status_code": 429,
-                                              "message": result.to_record(Row)["error"]["message"]}  # fmt: skip
+    assert result.to_record(Row)["error"] == {
+        "type": "RateLimitError",
+        "status_code": 429,
+        "message": result.to_record(Row)["error"]["message"],
+    }
 
 
 def test_the_layers_are_added_unless_the_client_has_them() -> None:
@@ -270,8 +283,14 @@ async def test_extract_many_on_the_real_local_model(local_server: LocalModelServ
     texts = {"ada": "Ada Lovelace was 36.", "bob": "Bob Smith is 41 years old.", "cy": "Cy Young, aged 29."}
     client = chat_client(local_server)
     try:
-        run = extract_many(client, texts.items(), Person, output=tmp_path / "out.jsonl", concurrency=2,
-                           options={"max_tokens": 64, "temperature": 0})  # fmt: skip
+        run = extract_many(
+            client,
+            texts.items(),
+            Person,
+            output=tmp_path / "out.jsonl",
+            concurrency=2,
+            options={"max_tokens": 64, "temperature": 0},
+        )
         results = {r.id: r async for r in run}
     finally:
         await client.sdk_client.close()  # type: ignore[attr-defined]

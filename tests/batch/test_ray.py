@@ -86,8 +86,13 @@ def test_ray_extracts_200_rows_on_the_local_model_in_extract_many_shape(
     local_ray: None, local_server: LocalModelServer
 ) -> None:
     texts = [{"id": f"p{n}", "text": f"Person {n} is {20 + n % 50} years old."} for n in range(200)]
-    spec = ClientSpec("openai-chat", local_server.model, base_url=local_server.base_url,
-                      capabilities=LLAMA_SERVER_CHAT, max_concurrency=2)  # fmt: skip
+    spec = ClientSpec(
+        "openai-chat",
+        local_server.model,
+        base_url=local_server.base_url,
+        capabilities=LLAMA_SERVER_CHAT,
+        max_concurrency=2,
+    )
     options = {"max_tokens": 24, "temperature": 0}
     dataset = extract_dataset(ray.data.from_items(texts), spec, Age, actors=2, batch_size=25, options=options)
     rows = {row["id"]: row for row in dataset.take_all()}
