@@ -57,6 +57,9 @@ class _Holding:
     async def __call__(self, request: Any) -> Any:
         import httpx2
 
+        if request.method != "POST":  # a server probe (GET /version, ...), not a model call: no batch has it
+            message = "not served through a batch"
+            return httpx2.Response(404, json={"error": {"message": message, "type": "not_found"}}, request=request)
         body = json.loads(await request.aread())
         body.pop("stream", None)
         key = f"request-{next(self._numbers)}"

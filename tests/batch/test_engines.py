@@ -346,6 +346,15 @@ async def test_anthropic_message_batches_validate_and_resubmit_the_invalid_ones(
     assert usage is not None and (usage.input_tokens, usage.output_tokens) == (50, 25)  # 5 answers of 10 + 5
 
 
+async def test_a_request_that_is_not_a_model_call_is_not_held_for_a_batch() -> None:
+    from so_middleware.batch._engines import _Holding
+
+    holding = _Holding()
+    probe = httpx2.Request("GET", "https://api.openai.com/v1/models")
+    response = await holding(probe)
+    assert response.status_code == 404 and holding.held == {}
+
+
 def test_the_engines_need_an_async_provider_adapter() -> None:
     from so_middleware.testing import FakeChatClient
 
