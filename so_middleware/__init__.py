@@ -69,6 +69,7 @@ from .core import (
 )
 from .middleware.cache import CachingChatClient, MemoryStore, disk_store, request_key, with_cache
 from .middleware.fallback import FallbackChatClient, with_fallback
+from .middleware.limits import LimitsChatClient, LimitStats, with_limits
 from .middleware.logging import LoggingChatClient, with_logging
 from .middleware.options import ConfigureOptionsChatClient, with_options
 from .middleware.retries import RetryingChatClient, with_retries
@@ -106,6 +107,8 @@ __all__ = [
     "FunctionResultContent",
     "FunctionTool",
     "IncompleteOutputError",
+    "LimitStats",
+    "LimitsChatClient",
     "LocalServerError",
     "LoggingChatClient",
     "MemoryStore",
@@ -144,6 +147,7 @@ __all__ = [
     "with_fallback",
     "with_logging",
     "with_options",
+    "with_limits",
     "with_retries",
     "with_structured_output",
     "with_telemetry",

@@ -4,6 +4,7 @@ so-middleware serve                      # llama-server + SmolLM2 on loopback un
 so-middleware chat "Say hello"           # one chat call through the middleware chain
 so-middleware extract --type mymod:Person --text "Ada Lovelace, 36"
 so-middleware gateway                    # the Responses API over the embedded model (needs [gateway])
+so-middleware extract --type mymod:Person --input in.jsonl --output out.jsonl --concurrency 8
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .batch._cli import add_batch_arguments, run_batch
 from .core import LocalServerError, OutputError, SOMiddlewareError, UserError
 
 __all__ = ["main"]
@@ -165,6 +167,8 @@ def _json(value: Any) -> str:
 
 def _extract(args: argparse.Namespace) -> int:
     output_type = _load_type(args.type)
+    if args.input is not None:  # many inputs: so_middleware.batch
+        return run_batch(args, output_type)
     if args.text is not None:
         text = args.text
     elif args.file is not None:
@@ -230,6 +234,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     extract.add_argument("--stream", action="store_true", help="stream, showing the partial value")
     extract.add_argument("--max-tokens", type=int, default=256)
+    add_batch_arguments(extract)
     extract.set_defaults(run=_extract)
 
     # every argument after `gateway` goes to so_middleware.gateway's own parser (no '-' options here)

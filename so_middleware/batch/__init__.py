@@ -1,0 +1,34 @@
+"""Many inputs: `extract_many` runs one typed extraction per input, bounded, paced and resumable.
+
+Example:
+    from so_middleware.batch import extract_many
+
+    run = extract_many(adapter, "inputs.jsonl", Person, output="out.jsonl", concurrency=16, requests_per_minute=500)
+    async for result in run:  # completion order
+        print(result.id, result.value if result.ok else type(result.error).__name__)
+    print(run.summary)  # done, failed by error type, skipped, tokens, cost
+
+A re-run with the same `output` skips the ids already there; `extract_batch` does the same on
+OpenAI's or Anthropic's batch API; `so-middleware extract --input ...` is the command-line form.
+"""
+
+from ._engines import BatchJobError, extract_batch
+from ._inputs import InputSource, Item, read_inputs
+from ._results import ItemResult, ResultLog
+from ._run import BatchRun, BatchSummary, build_client, extract_many, extract_many_sync, price_of
+
+__all__ = [
+    "BatchJobError",
+    "BatchRun",
+    "BatchSummary",
+    "InputSource",
+    "Item",
+    "ItemResult",
+    "ResultLog",
+    "build_client",
+    "extract_batch",
+    "extract_many",
+    "extract_many_sync",
+    "price_of",
+    "read_inputs",
+]

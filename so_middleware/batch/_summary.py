@@ -1,0 +1,55 @@
+"""What a batch run did, and what it cost where the model's price is known."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from .. import UsageDetails
+
+__all__ = ["BatchSummary", "price_of"]
+
+
+@dataclass
+class BatchSummary:
+    """What a run did: `done`, `failed` (by error type), `skipped` (finished by an earlier run),
+    the tokens used and, where the model's price is known, the `cost` in USD."""
+
+    done: int = 0
+    failed: Counter[str] = field(default_factory=Counter)
+    skipped: int = 0
+    usage: UsageDetails | None = None
+    cost: Decimal | None = None
+    seconds: float = 0.0
+
+    @property
+    def finished(self) -> int:
+        """Items that ended in this run, with a value or an error."""
+        return self.done + sum(self.failed.values())
+
+    def __str__(self) -> str:
+        failed = ", ".join(f"{kind} {count}" for kind, count in self.failed.most_common()) or "none"
+        usage = self.usage or UsageDetails()
+        cost = "unknown (no price for this model)" if self.cost is None else f"${self.cost:.4f}"
+        rate = self.finished / self.seconds if self.seconds else 0.0
+        return (
+            f"done {self.done}, failed {sum(self.failed.values())} ({failed}), skipped {self.skipped} "
+            f"(already in the output); tokens in={usage.input_tokens or 0} out={usage.output_tokens or 0}; "
+            f"cost {cost}; {self.seconds:.1f}s, {rate:.1f} items/s"
+        )
+
+
+def price_of(usage: UsageDetails | None, model: str | None, provider: str | None) -> Decimal | None:
+    """The USD price of `usage` on `model` from the `genai-prices` table; None when unknown."""
+    if usage is None or not model:
+        return None
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:  # the price table is optional (Python 3.11+)
+        return None
+    try:
+        tokens = Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0)
+        return calc_price(tokens, model, provider_id=provider).total_price
+    except LookupError:
+        return None
