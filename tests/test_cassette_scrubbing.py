@@ -1,0 +1,112 @@
+"""The cassette recorder scrubs every credential carrier from a real recording (made here, through
+the OpenAI SDK, against a loopback server that also sends secrets back), and the scrubbed
+recording still replays."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+import yaml
+
+from so_middleware.testing._cassettes import SECRET_NAME_PARTS, is_secret_name, recorder
+
+SECRET = "s3cr3t-value-0123456789"
+COMPLETION = {
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}  # fmt: skip
+REQUEST_HEADERS = {
+    "x-goog-api-key": SECRET, "api_key": SECRET, "Ocp-Apim-Subscription-Key": SECRET,
+    "X-Amz-Security-Token": SECRET, "Cookie": f"session={SECRET}", "Proxy-Authorization": f"Basic {SECRET}",
+    "X-Client-Secret": SECRET, "x-goog-user-project": SECRET, "X-Trace": "kept",
+}  # fmt: skip
+QUERY = {"key": SECRET, "api_key": SECRET, "access_token": SECRET, "sig": SECRET, "X-Amz-Signature": SECRET,
+         "api-version": "2024-10-21"}  # fmt: skip
+RESPONSE_HEADERS = {
+    "Set-Cookie": f"session={SECRET}", "x-api-key": SECRET, "X-Upstream-Auth": SECRET,
+    "X-Refresh-Token": SECRET, "X-Served-By": "kept",
+}  # fmt: skip
+
+
+@pytest.fixture
+def loopback() -> Iterator[ThreadingHTTPServer]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            payload = json.dumps(COMPLETION).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            for name, value in RESPONSE_HEADERS.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def call(port: int) -> str:
+    sdk = openai.OpenAI(
+        base_url=f"http://ada:pw-{SECRET}@127.0.0.1:{port}/v1", api_key=f"sk-{SECRET}", max_retries=0,
+        default_headers=REQUEST_HEADERS, default_query=QUERY,
+    )  # fmt: skip
+    with sdk:
+        completion = sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}], max_tokens=5)
+    return str(completion.choices[0].message.content)
+
+
+def test_recording_holds_no_credential_and_still_replays(
+    loopback: ThreadingHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = int(loopback.server_address[1])
+    monkeypatch.setenv("SO_MIDDLEWARE_RECORD_MODE", "once")
+    with recorder(tmp_path).use_cassette("scrub.yaml"):
+        assert call(port) == "Hello"
+    text = (tmp_path / "scrub.yaml").read_text()
+    assert SECRET not in text and "pw-" not in text and "ada:" not in text
+
+    interaction = yaml.safe_load(text)["interactions"][0]
+    request_headers = {name.lower() for name in interaction["request"]["headers"]}
+    response_headers = {name.lower() for name in interaction["response"]["headers"]}
+    assert not any(is_secret_name(name) for name in request_headers | response_headers)
+    assert "x-trace" in request_headers and "content-type" in request_headers  # the rest is kept
+    assert "x-served-by" in response_headers and "content-type" in response_headers
+    assert interaction["request"]["uri"] == "http://local-model/v1/chat/completions?api-version=2024-10-21"
+    assert json.loads(interaction["request"]["body"])["max_tokens"] == 5
+
+    monkeypatch.setenv("SO_MIDDLEWARE_RECORD_MODE", "none")
+    loopback.shutdown()  # replayed from the scrubbed recording, or it fails
+    with recorder(tmp_path).use_cassette("scrub.yaml") as cassette:
+        assert call(port) == "Hello"
+        assert cassette.play_count == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [("Authorization", True), ("x-goog-api-key", True), ("api_key", True), ("Ocp-Apim-Subscription-Key", True),
+     ("KEY", True), ("X-Amz-Security-Token", True), ("x-client-secret", True), ("Set-Cookie", True),
+     ("password", True), ("X-Amz-Signature", True), ("x-amz-credential", True),
+     ("content-type", False), ("x-served-by", False), ("api-version", False), ("model", False)],
+)  # fmt: skip
+def test_secret_names_by_pattern(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+    assert {"key", "token", "secret", "auth", "password", "signature", "cookie"} <= set(SECRET_NAME_PARTS)
