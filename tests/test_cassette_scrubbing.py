@@ -110,3 +110,13 @@ def test_recording_holds_no_credential_and_still_replays(
 def test_secret_names_by_pattern(name: str, secret: bool) -> None:
     assert is_secret_name(name) is secret
     assert {"key", "token", "secret", "auth", "password", "signature", "cookie"} <= set(SECRET_NAME_PARTS)
+
+
+def test_record_mode_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("SO_MIDDLEWARE_RECORD_MODE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    assert recorder(tmp_path).record_mode == "once"
+    monkeypatch.setenv("CI", "1")
+    assert recorder(tmp_path).record_mode == "none"
+    monkeypatch.setenv("SO_MIDDLEWARE_RECORD_MODE", "new_episodes")
+    assert recorder(tmp_path).record_mode == "new_episodes"

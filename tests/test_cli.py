@@ -166,6 +166,13 @@ def test_hosted_key_without_network_names_the_cause_and_local() -> None:
     assert result.returncode == 1 and "starting llama-server" not in result.stderr
 
 
+def test_urls_in_errors_show_no_userinfo(tmp_path: Path) -> None:
+    (tmp_path / "leaky.py").write_text('raise RuntimeError("cannot reach https://ada:pw-secret@example.invalid/v1")\n')
+    result = cli("extract", "--type", "leaky:Person", "--text", "x", cwd=tmp_path)
+    assert_one_line_failure(result, "importing leaky failed: RuntimeError: cannot reach https://***@example.invalid/v1")
+    assert "pw-secret" not in result.stderr
+
+
 def test_threads_with_a_hosted_key_is_refused() -> None:
     env = {"OPENAI_API_KEY": "sk-test"}
     result = cli("extract", "--type", "examples/people.py:Person", "--text", "x", "--threads", "2", env=env)

@@ -238,3 +238,13 @@ def test_server_dies_with_its_parent_and_leaves_no_file(
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+def test_model_override_is_served_under_its_file_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    model = tmp_path / "Tiny-Model.Q4_1.gguf"
+    model.symlink_to(default_model_path())
+    monkeypatch.setenv("SO_MIDDLEWARE_MODEL", str(model))
+    with LocalModelServer(parallel=1, context_size=2048) as server:
+        assert server.model_path == model and server.model == "Tiny-Model"
+        with urllib.request.urlopen(f"{server.base_url}/models", timeout=10) as reply:
+            assert [entry["id"] for entry in json.load(reply)["data"]] == ["Tiny-Model"]
