@@ -5,24 +5,17 @@ recording still replays."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import openai
 import pytest
 import yaml
 
 from so_middleware.testing._cassettes import SECRET_NAME_PARTS, is_secret_name, recorder
+from so_middleware.testing._faults import Fault, FaultServer, completion
 
 SECRET = "s3cr3t-value-0123456789"
-COMPLETION = {
-    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello"}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-}  # fmt: skip
 REQUEST_HEADERS = {
     "x-goog-api-key": SECRET, "api_key": SECRET, "Ocp-Apim-Subscription-Key": SECRET,
     "X-Amz-Security-Token": SECRET, "Cookie": f"session={SECRET}", "Proxy-Authorization": f"Basic {SECRET}",
@@ -37,31 +30,11 @@ RESPONSE_HEADERS = {
 
 
 @pytest.fixture
-def loopback() -> Iterator[ThreadingHTTPServer]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            payload = json.dumps(COMPLETION).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            for name, value in RESPONSE_HEADERS.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
+def loopback() -> Iterator[FaultServer]:
+    """A loopback server answering a chat completion with secret-carrying response headers."""
+    answer = Fault("json", body=completion("Hello").body, headers=RESPONSE_HEADERS)
+    with FaultServer(answer) as server:
+        yield server
 
 
 def call(port: int) -> str:
@@ -75,9 +48,9 @@ def call(port: int) -> str:
 
 
 def test_recording_holds_no_credential_and_still_replays(
-    loopback: ThreadingHTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    loopback: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    port = int(loopback.server_address[1])
+    port = loopback.port
     monkeypatch.setenv("SO_MIDDLEWARE_RECORD_MODE", "once")
     with recorder(tmp_path).use_cassette("scrub.yaml"):
         assert call(port) == "Hello"
@@ -94,7 +67,7 @@ def test_recording_holds_no_credential_and_still_replays(
     assert json.loads(interaction["request"]["body"])["max_tokens"] == 5
 
     monkeypatch.setenv("SO_MIDDLEWARE_RECORD_MODE", "none")
-    loopback.shutdown()  # replayed from the scrubbed recording, or it fails
+    loopback.stop()  # replayed from the scrubbed recording, or it fails
     with recorder(tmp_path).use_cassette("scrub.yaml") as cassette:
         assert call(port) == "Hello"
         assert cassette.play_count == 1
