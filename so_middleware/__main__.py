@@ -2,6 +2,12 @@
 
 import sys
 
-from .cli import main
 
-sys.exit(main())
+def _main() -> int:
+    from .cli import main  # the command is an app: imported when run, not by the layer walk
+
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
