@@ -14,6 +14,7 @@ import yaml
 from so_middleware import FinishReason, with_structured_output
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient
+from so_middleware.testing._cassettes import is_secret_name
 
 pytestmark = pytest.mark.anyio
 
@@ -102,4 +103,5 @@ def test_cassettes_hold_no_secrets() -> None:
             for side in ("request", "response"):
                 headers = {name.lower() for name in interaction[side].get("headers", {})}
                 assert not headers & FORBIDDEN_HEADERS, f"{path.name}: {headers & FORBIDDEN_HEADERS}"
+                assert not [name for name in headers if is_secret_name(name)], path.name
             assert interaction["request"]["uri"].startswith("http://local-model/"), path.name

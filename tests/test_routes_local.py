@@ -112,7 +112,7 @@ def test_sync_sdk_clients_on_every_route(local_server: LocalModelServer, route: 
 
 def test_route_names(local_server: LocalModelServer) -> None:
     chat, responses, messages = (chat_client(local_server, route, sync=True) for route in ROUTES)
-    assert type(chat) is OpenAIChatClient and type(responses) is OpenAIResponsesClient
+    assert type(chat.inner_client) is OpenAIChatClient and type(responses.inner_client) is OpenAIResponsesClient
     assert chat.capabilities.name == "llama-server" and responses.capabilities.response_format_passthrough
     assert messages.base_url == local_server.root_url and messages.provider_name == "anthropic"
     for client in (chat, responses, messages):

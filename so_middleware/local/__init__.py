@@ -7,14 +7,29 @@ Example:
 """
 
 from ._clients import ROUTES, Route, chat_client
-from ._server import LocalModelServer, default_model_path, llama_server_path, local_server
+from ._context import ContextSizeChatClient, ContextSizeError, with_context_size_errors
+from ._server import (
+    MODEL_ID,
+    LocalModelServer,
+    PortInUseError,
+    default_model_path,
+    default_threads,
+    llama_server_path,
+    local_server,
+)
 
 __all__ = [
     "ROUTES",
+    "ContextSizeChatClient",
+    "ContextSizeError",
     "LocalModelServer",
+    "MODEL_ID",
+    "PortInUseError",
     "Route",
     "chat_client",
     "default_model_path",
+    "default_threads",
     "llama_server_path",
     "local_server",
+    "with_context_size_errors",
 ]

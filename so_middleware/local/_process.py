@@ -1,0 +1,69 @@
+"""Starting llama-server so that it dies with this process, whichever thread asks for it.
+
+On Linux the child asks the kernel (`prctl(PR_SET_PDEATHSIG)`) for SIGTERM when its parent dies,
+even by SIGKILL. The kernel ties that to the *thread* that forked the child, not the process: a
+server started from a short-lived worker thread would be stopped when that thread ends. So every
+child is forked by one dedicated thread that lives as long as the process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO
+
+__all__ = ["spawn"]
+
+_PR_SET_PDEATHSIG = 1
+_spawner: ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def spawn(command: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start `command` in its own session, output to `log`, from the long-lived spawner thread."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            # One worker, never shut down before interpreter exit: the thread outlives every caller.
+            _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="so-middleware-spawner")
+    return _spawner.submit(_popen, command, log).result()
+
+
+def _forget_spawner() -> None:
+    global _spawner, _spawner_lock
+    _spawner, _spawner_lock = None, threading.Lock()  # a forked child has none of the parent's threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_spawner)
+
+
+def _popen(command: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=_die_with_parent(),
+    )  # fmt: skip
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A pre-exec hook asking for SIGTERM when the forking thread (the spawner) dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return hook
