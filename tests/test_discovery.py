@@ -332,13 +332,14 @@ async def test_adapters_by_base_url_alone_find_the_llama_server_profile(
     try:
         structured = with_structured_output(client, max_retries=2)
         text = "John Smith is a 35-year-old engineer."
+        options = {"max_tokens": 100, "temperature": 0}
         if stream:
-            answer = structured.get_response(text, output_type=Person, options={"max_tokens": 60}, stream=True)
+            answer = structured.get_response(text, output_type=Person, options=options, stream=True)
             async for _ in answer:
                 pass
             response = await answer.get_final_response()
         else:
-            response = await structured.get_response(text, output_type=Person, options={"max_tokens": 60})
+            response = await structured.get_response(text, output_type=Person, options=options)
         assert client.capabilities == expected
         assert structured.capabilities == expected  # visible through the layer
         assert client.server_info is not None and client.server_info.kind == "llama.cpp"

@@ -106,8 +106,9 @@ class Ramble(BaseModel):
 
 
 class LongAnswersFirst(DelegatingChatClient):
-    """Answers the first two calls itself with `max_tokens` tokens of prose cut at the limit (the
-    longest answer a call can get), without calling the model; later calls go to the real server.
+    """Answers the first two calls itself with `max_tokens` tokens of prose that ends there (the
+    longest answer a call can get; complete, so invalid rather than cut off, and re-asked), without
+    calling the model; later calls go to the real server.
     So the third attempt of a default run carries the longest conversation a run can build. That
     call is sent with a short answer limit: the test adds the full limit to the prompt's tokens
     itself (llama-server refuses only a prompt that does not fit), which keeps it quick."""
@@ -125,7 +126,7 @@ class LongAnswersFirst(DelegatingChatClient):
 
         async def rambling() -> ChatResponse[Any]:
             message = ChatMessage("assistant", [TextContent(self._self_text)])
-            return ChatResponse(message, finish_reason=FinishReason.LENGTH, usage=UsageDetails(300, 256, 556))
+            return ChatResponse(message, finish_reason=FinishReason.STOP, usage=UsageDetails(300, 256, 556))
 
         return rambling()
 

@@ -50,6 +50,8 @@ def layer_of(module: str) -> str:
     head = parts[1]
     if head in LAYER_OF:
         return LAYER_OF[head]
+    if head == "__main__":  # `python -m so_middleware`: an app, like the command it runs
+        return "top"
     assert not head.startswith("_"), f"{module}: private modules belong in a layer folder (core/ ...), not the root"
     return "top"
 
@@ -172,7 +174,7 @@ def test_core_leaf_modules_import_nothing_from_the_package(leaf: str) -> None:
 
 
 def test_no_private_module_at_the_package_root() -> None:
-    assert [path.name for path in PACKAGE.glob("_*.py") if path.name != "__init__.py"] == []
+    assert [path.name for path in PACKAGE.glob("_*.py") if path.name not in ("__init__.py", "__main__.py")] == []
 
 
 def test_import_without_either_sdk() -> None:
