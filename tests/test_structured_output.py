@@ -147,6 +147,9 @@ async def test_both_feature_and_output_type_is_an_error() -> None:
         (lambda: StructuredOutput(), "exactly one"),
         (lambda: StructuredOutput(int, mode="magic"), "mode"),  # type: ignore[arg-type]
         (lambda: StructuredOutput(int, max_retries=-1), "max_retries"),
+        (lambda: StructuredOutput(int, name=5), "name must be a non-empty string"),  # type: ignore[arg-type]
+        (lambda: StructuredOutput(int, name=" "), "name must be a non-empty string"),
+        (lambda: StructuredOutput(int, description=5), "description must be a string"),  # type: ignore[arg-type]
     ],
 )
 def test_bad_feature_fails_at_construction(make: Any, match: str) -> None:

@@ -53,6 +53,10 @@ class StructuredOutput(Feature, Generic[T]):
             raise UserError(f"strict must be True, False or None (automatic), got {strict!r}")
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise UserError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise UserError(f"name must be a non-empty string, got {name!r}")
+        if description is not None and not isinstance(description, str):
+            raise UserError(f"description must be a string, got {type(description).__name__}")
         self.output_type = output_type if schema is None else schema
         self.text_type = self.output_type if _is_text_type(self.output_type) else None
         self.output_schema = _schema_of(str if self.text_type is not None else self.output_type, strict, name)
