@@ -190,7 +190,7 @@ class ChatResponseUpdate(Generic[T]):
     `contents` holds deltas (text pieces, tool-call argument pieces, reasoning pieces);
     `partial_value` the typed value so far when structured output was requested (a live view
     that keeps growing with later updates, so the stream stays linear: copy it to keep a
-    snapshot); `completed_items` the list items that closed with this update (for `list[T]`);
+    snapshot; typed `T | None`, but fields not streamed yet hold None whatever their type); `completed_items` the list items that closed with this update (for `list[T]`);
     `attempt` the index of the model call it belongs to, so updates of two attempts are never
     merged.
     """
