@@ -162,6 +162,7 @@ def test_wrong_assert_type_fails(checked: tuple[str, list[Any]]) -> None:
 
 
 def test_type_forms_that_are_not_classes_are_pinned(checked: tuple[str, list[Any]]) -> None:
+    """What each checker infers for unions, Annotated, Literal, an abstract class and `parse(X | None)`."""
     checker, diagnostics = checked
     notes = {line: message for name, line, kind, message in diagnostics if name == "probe.py" and kind == "note"}
     revealed = {name: _revealed(checker, notes[line]) for name, line in _marker_lines("reveal").items()}
