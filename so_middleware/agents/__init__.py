@@ -1,6 +1,6 @@
 """Agents over chat clients (seeds 000, 001, 003): typed runs, threads, streaming, decorators."""
 
-from ._agent import Agent, AgentStream, AgentThread, ChatAgent, DelegatingAgent
+from ._agent import Agent, AgentStream, AgentThread, ChatAgent, DelegatingAgent, TypedAgentStream
 from ._response import AgentResponse, AgentResponseUpdate, SecondaryOutput
 from ._structured import StructuredOutputAgent
 
@@ -14,4 +14,5 @@ __all__ = [
     "DelegatingAgent",
     "SecondaryOutput",
     "StructuredOutputAgent",
+    "TypedAgentStream",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any, Literal, Protocol, overload, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 import wrapt
 
@@ -23,9 +23,12 @@ from ..core import (
 )
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
-__all__ = ["Agent", "AgentStream", "AgentThread", "ChatAgent", "DelegatingAgent"]
+__all__ = ["Agent", "AgentStream", "AgentThread", "ChatAgent", "DelegatingAgent", "TypedAgentStream"]
 
-AgentStream = ResponseStream[AgentResponseUpdate[Any], AgentResponse[Any]]
+T = TypeVar("T")
+
+TypedAgentStream = ResponseStream[AgentResponseUpdate[T], AgentResponse[T]]
+AgentStream = TypedAgentStream[Any]
 
 
 class AgentThread:
@@ -93,6 +96,28 @@ class ChatAgent:
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
+        output_type: type[T],
+        stream: Literal[False] = False,
+    ) -> Awaitable[AgentResponse[T]]: ...
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: type[T],
+        stream: Literal[True],
+    ) -> TypedAgentStream[T]: ...
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
         output_type: Any = None,
         stream: Literal[False] = False,
     ) -> Awaitable[AgentResponse[Any]]: ...
@@ -117,7 +142,10 @@ class ChatAgent:
         output_type: Any = None,
         stream: bool = False,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream:
-        """Run the agent on `input` (a string, a message or several), continuing `thread`."""
+        """Run the agent on `input` (a string, a message or several), continuing `thread`.
+
+        `output_type=T` types the result as `AgentResponse[T]` (see `ChatClient` for which type
+        forms keep their type statically)."""
         new_messages = as_messages(input)
         history = [*(thread.messages if thread else []), *new_messages]
         if not history:
@@ -126,6 +154,26 @@ class ChatAgent:
         if stream:
             return self._stream(history, new_messages, thread, chat_options, output_type)
         return self._respond(history, new_messages, thread, chat_options, output_type)
+
+    @overload
+    def run_sync(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: type[T],
+    ) -> AgentResponse[T]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+    ) -> AgentResponse[Any]: ...
 
     def run_sync(
         self,

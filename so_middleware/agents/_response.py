@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, overload
 
 from ..core import (
     Attempt,
@@ -102,13 +102,25 @@ class AgentResponse(Generic[T]):
         """The provider's response id."""
         return self.chat_response.response_id
 
-    def parse(self, output_type: type[U] | Any) -> U:
-        """Validate the answer as `output_type`, chosen after the run."""
-        return cast(U, self.chat_response.parse(output_type))
+    @overload
+    def parse(self, output_type: type[U]) -> U: ...
 
-    def try_parse(self, output_type: type[U] | Any) -> U | None:
+    @overload
+    def parse(self, output_type: Any) -> Any: ...
+
+    def parse(self, output_type: Any) -> Any:
+        """Validate the answer as `output_type`, chosen after the run (typed like `ChatResponse.parse`)."""
+        return self.chat_response.parse(output_type)
+
+    @overload
+    def try_parse(self, output_type: type[U]) -> U | None: ...
+
+    @overload
+    def try_parse(self, output_type: Any) -> Any: ...
+
+    def try_parse(self, output_type: Any) -> Any:
         """Like `parse`, but None when the answer does not validate."""
-        return cast("U | None", self.chat_response.try_parse(output_type))
+        return self.chat_response.try_parse(output_type)
 
     def __repr__(self) -> str:
         value = f", value={self.chat_response._value!r}" if self.chat_response.has_value else ""

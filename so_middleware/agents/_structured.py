@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from ..core import ChatClient, ChatMessage, ChatOptions, MessageInput, OptionsInput, ResponseStream, UserError
 from ..middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
-from ._agent import Agent, AgentStream, AgentThread, DelegatingAgent
+from ._agent import Agent, AgentStream, AgentThread, DelegatingAgent, TypedAgentStream
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
 __all__ = ["StructuredOutputAgent"]
+
+T = TypeVar("T")
 
 CONVERTER_INSTRUCTIONS = (
     "You are a JSON expert. When given any text, you convert it to the requested JSON format, "
@@ -42,7 +44,51 @@ class StructuredOutputAgent(DelegatingAgent):
         self._self_converter = converter
         self._self_default = StructuredOutput(output_type) if output_type is not None else None
 
-    def run(  # type: ignore[override]
+    @overload  # type: ignore[override]
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: type[T],
+        stream: Literal[False] = False,
+    ) -> Awaitable[AgentResponse[T]]: ...
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: type[T],
+        stream: Literal[True],
+    ) -> TypedAgentStream[T]: ...
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: Literal[False] = False,
+    ) -> Awaitable[AgentResponse[Any]]: ...
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: Literal[True],
+    ) -> AgentStream: ...
+
+    def run(
         self,
         input: MessageInput | None = None,
         *,

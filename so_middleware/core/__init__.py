@@ -6,7 +6,16 @@ other layers import from `so_middleware.core`; its module files are private.
 
 from ._attempts import Attempt
 from ._capabilities import Capabilities, SchemaProfileName
-from ._client import BaseChatClient, ChatClient, ChatStream, ClientInput, SyncChatStream, as_chat_client
+from ._client import (
+    BaseChatClient,
+    ChatClient,
+    ChatStream,
+    ClientInput,
+    SyncChatStream,
+    TypedChatStream,
+    TypedSyncChatStream,
+    as_chat_client,
+)
 from ._contents import (
     Content,
     DataContent,
@@ -94,6 +103,8 @@ __all__ = [
     "TextContent",
     "TextParser",
     "ToolChoice",
+    "TypedChatStream",
+    "TypedSyncChatStream",
     "UsageDetails",
     "UserError",
     "as_chat_client",

@@ -14,12 +14,24 @@ from ._responses import ChatResponse, ChatResponseUpdate
 from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
 
-__all__ = ["BaseChatClient", "ChatClient", "ChatStream", "SyncCalls", "SyncChatStream", "as_chat_client"]
+__all__ = [
+    "BaseChatClient",
+    "ChatClient",
+    "ChatStream",
+    "SyncCalls",
+    "SyncChatStream",
+    "TypedChatStream",
+    "TypedSyncChatStream",
+    "as_chat_client",
+]
 
 K = TypeVar("K")
+T = TypeVar("T")
 
-ChatStream = ResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]]
-SyncChatStream = SyncResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]]
+TypedChatStream = ResponseStream[ChatResponseUpdate[T], ChatResponse[T]]
+TypedSyncChatStream = SyncResponseStream[ChatResponseUpdate[T], ChatResponse[T]]
+ChatStream = TypedChatStream[Any]
+SyncChatStream = TypedSyncChatStream[Any]
 
 
 @runtime_checkable
@@ -29,7 +41,35 @@ class ChatClient(Protocol):
     `get_response(...)` returns an awaitable `ChatResponse`, or with `stream=True` a
     `ResponseStream` at once. `output_type=T` asks for a typed value; a structured-output layer
     in the stack must handle it.
+
+    Static types: an `output_type` that is a class (`Person`, `int`, `str`, a TypedDict, and
+    parametrised classes such as `list[Person]` or `dict[str, int]`) gives `ChatResponse[T]`
+    (`ResponseStream[ChatResponseUpdate[T], ChatResponse[T]]` with `stream=True`), so
+    `response.value` is a `Person`. Other type forms (`Person | None`, `Optional[...]`,
+    `Annotated[...]`, `Literal[...]`) are not classes, cannot bind a `type[T]` parameter in mypy or
+    pyright, and give `ChatResponse[Any]`, as does a call without `output_type` (mypy also gives
+    `Any` for an abstract class). Annotate the result (`value: Person | None = response.value`)
+    to keep a type there.
+
+    Example:
+        response = await client.get_response("Ada, 36", output_type=Person)
+        response.value.name  # `Person` to the type checker
     """
+
+    @overload
+    def get_response(
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: type[T],
+    ) -> Awaitable[ChatResponse[T]]: ...
+
+    @overload
+    def get_response(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: type[T]
+    ) -> TypedChatStream[T]: ...
 
     @overload
     def get_response(
@@ -54,6 +94,21 @@ class ChatClient(Protocol):
 class SyncCalls:
     """The blocking entry points of a client, over its `get_response` (the adapters' base and every
     layer have them)."""
+
+    @overload
+    def get_response_sync(
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: type[T],
+    ) -> ChatResponse[T]: ...
+
+    @overload
+    def get_response_sync(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: type[T]
+    ) -> TypedSyncChatStream[T]: ...
 
     @overload
     def get_response_sync(
@@ -107,6 +162,21 @@ class BaseChatClient(SyncCalls):
         Example: `profile = await client.discover_capabilities()`.
         """
         return self.capabilities
+
+    @overload
+    def get_response(
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: type[T],
+    ) -> Awaitable[ChatResponse[T]]: ...
+
+    @overload
+    def get_response(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: type[T]
+    ) -> TypedChatStream[T]: ...
 
     @overload
     def get_response(

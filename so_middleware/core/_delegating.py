@@ -19,7 +19,7 @@ from typing import Any, Literal, NoReturn, TypeVar, overload
 
 import wrapt
 
-from ._client import ChatClient, ChatStream, SyncCalls, as_chat_client
+from ._client import ChatClient, ChatStream, SyncCalls, TypedChatStream, as_chat_client
 from ._exceptions import UserError
 from ._messages import MessageInput
 from ._options import OptionsInput
@@ -28,6 +28,7 @@ from ._responses import ChatResponse
 __all__ = ["DelegatingChatClient", "chain"]
 
 K = TypeVar("K")
+T = TypeVar("T")
 
 
 class DelegatingChatClient(wrapt.BaseObjectProxy, SyncCalls):  # type: ignore[type-arg]
@@ -59,6 +60,21 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, SyncCalls):  # type: ignore[ty
         *,
         options: OptionsInput = None,
         stream: Literal[False] = False,
+        output_type: type[T],
+    ) -> Awaitable[ChatResponse[T]]: ...
+
+    @overload
+    def get_response(
+        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: type[T]
+    ) -> TypedChatStream[T]: ...
+
+    @overload
+    def get_response(
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
         output_type: Any = None,
     ) -> Awaitable[ChatResponse[Any]]: ...
 
@@ -70,7 +86,8 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, SyncCalls):  # type: ignore[ty
     def get_response(
         self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """Send `messages` through this layer and the ones below; see `ChatClient`."""
+        """Send `messages` through this layer and the ones below; see `ChatClient` (the static
+        types of `output_type=T` are the same on every layer)."""
         return self.process(messages, options=options, stream=stream, output_type=output_type)
 
     def process(

@@ -13,7 +13,7 @@ __all__ = ["ChatMessage", "MessageInput", "Role", "as_messages"]
 
 Role = Literal["system", "user", "assistant", "tool"]
 _ROLES = ("system", "user", "assistant", "tool")
-_CONTENT_TYPES = get_args(Content)
+_CONTENT_TYPES: tuple[type[Content], ...] = get_args(Content)
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overload
 
 from ._attempts import Attempt
 from ._contents import Content, FunctionCallContent, ReasoningContent, RefusalContent, TextContent
@@ -135,26 +135,39 @@ class ChatResponse(Generic[T]):
             "pass output_type=... or use response.parse(T)"
         )
 
-    def parse(self, output_type: type[U] | Any) -> U:
+    @overload
+    def parse(self, output_type: type[U]) -> U: ...
+
+    @overload
+    def parse(self, output_type: Any) -> Any: ...
+
+    def parse(self, output_type: Any) -> Any:
         """Validate this response's text as `output_type` (wrapped types are unwrapped).
 
         Raises `ModelBehaviorError` carrying the raw text when it does not validate. Text is
         read leniently (code fences, prose around the JSON); a cut-off response (finish reason
-        `length`) counts only through a complete JSON value in it.
+        `length`) counts only through a complete JSON value in it. A class gives its type to the
+        type checker (`response.parse(Person)` is a `Person`); other type forms (`Person | None`,
+        `Annotated[...]`) give `Any`.
         """
         parse_text = _text_parser()
         try:  # cut off: never a value repaired from the tail
-            return cast(U, parse_text(self.text, output_type, complete=self.finish_reason == FinishReason.LENGTH))
+            return parse_text(self.text, output_type, complete=self.finish_reason == FinishReason.LENGTH)
         except ModelBehaviorError as error:
             raise error.with_attempts(self.attempts or _single_attempt(self), self.usage) from None
 
-    def try_parse(self, output_type: type[U] | Any) -> U | None:
+    @overload
+    def try_parse(self, output_type: type[U]) -> U | None: ...
+
+    @overload
+    def try_parse(self, output_type: Any) -> Any: ...
+
+    def try_parse(self, output_type: Any) -> Any:
         """Like `parse`, but returns None when the text does not validate."""
         try:
-            value: U = self.parse(output_type)
+            return self.parse(output_type)
         except ModelBehaviorError:
             return None
-        return value
 
     def __repr__(self) -> str:
         value = f", value={self._value!r}" if self._value is not _UNSET else ""
@@ -177,7 +190,7 @@ class ChatResponseUpdate(Generic[T]):
     `contents` holds deltas (text pieces, tool-call argument pieces, reasoning pieces);
     `partial_value` the typed value so far when structured output was requested (a live view
     that keeps growing with later updates, so the stream stays linear: copy it to keep a
-    snapshot); `completed_items` the list items that closed with this update (for `list[T]`);
+    snapshot; typed `T | None`, but fields not streamed yet hold None whatever their type); `completed_items` the list items that closed with this update (for `list[T]`);
     `attempt` the index of the model call it belongs to, so updates of two attempts are never
     merged.
     """

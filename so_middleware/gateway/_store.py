@@ -51,6 +51,7 @@ class ResponseStore(Protocol):
 
     async def delete(self, response_id: str) -> bool:
         """Remove it; False when there was none."""
+        ...
 
 
 class SQLiteStore:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import typing
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from ..core import ChatResponse, Feature, UserError
 from ..schema import OutputSchema
@@ -24,7 +24,9 @@ class StructuredOutput(Feature, Generic[T]):
     non-strict one otherwise; `True` demands strict (a type that cannot be strict is a
     `UserError` here); `False` never sends strict. A type that cannot be used raises `UserError`
     here, before any call. After the run, `feature.response` holds the response, so a caller
-    that only handed the feature down still gets its answer.
+    that only handed the feature down still gets its answer. A class as `output_type` types it:
+    `StructuredOutput(Person).response` is a `ChatResponse[Person] | None`; other type forms and
+    `schema=` give `StructuredOutput[Any]`.
 
     Example:
         feature = StructuredOutput(list[int], max_retries=1)
@@ -34,9 +36,35 @@ class StructuredOutput(Feature, Generic[T]):
 
     handled_by = "with_structured_output"
 
+    @overload
     def __init__(
         self,
-        output_type: type[T] | Any = None,
+        output_type: type[T],
+        *,
+        schema: None = None,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool | None = None,
+        mode: Mode = "auto",
+        max_retries: int = 2,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: StructuredOutput[Any],
+        output_type: Any = None,
+        *,
+        schema: dict[str, Any] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool | None = None,
+        mode: Mode = "auto",
+        max_retries: int = 2,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        output_type: Any = None,
         *,
         schema: dict[str, Any] | None = None,
         name: str | None = None,

@@ -7,6 +7,7 @@ import asyncio
 import math
 import time
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import anyio
 from aiolimiter import AsyncLimiter
@@ -136,7 +137,7 @@ class LimitsConfig:
             raise UserError(f"{name} must be {'None or ' if optional else ''}a number > 0, not {value!r}")
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

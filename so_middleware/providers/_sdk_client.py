@@ -62,7 +62,7 @@ class EventReader(Protocol):
     text: list[str]
     finished: bool
 
-    def read(self, event: Any) -> ChatResponseUpdate[Any] | None: ...
+    def read(self, event: Any, /) -> ChatResponseUpdate[Any] | None: ...
 
 
 class SDKChatClient(BaseChatClient):

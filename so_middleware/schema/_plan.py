@@ -166,7 +166,7 @@ class _RecordPlan(Plan):
                 instance.__dict__.update(values)
                 return instance
             if dataclasses.is_dataclass(cls) and isinstance(cls, type):
-                instance = cls.__new__(cls)
+                instance = object.__new__(cls)
                 for name in names:
                     object.__setattr__(instance, name, None)
                 return instance
@@ -182,7 +182,7 @@ class _RecordPlan(Plan):
         if name is None:
             return
         if isinstance(display, BaseModel):
-            display.__dict__[name] = value
+            vars(display)[name] = value
             display.__pydantic_fields_set__.add(name)
         else:
             object.__setattr__(display, name, value)

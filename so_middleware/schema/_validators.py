@@ -53,6 +53,7 @@ class Validator(Protocol):
 
     def dump_json(self, value: Any) -> str:
         """Serialise a value in wire form."""
+        ...
 
 
 class TypedValidator:

@@ -101,7 +101,7 @@ def recorder(cassette_dir: str | Path) -> Any:
     record_mode = os.environ.get("SO_MIDDLEWARE_RECORD_MODE") or ("none" if os.environ.get("CI") else "once")
     return vcr.VCR(
         cassette_library_dir=str(cassette_dir),
-        record_mode=record_mode,
+        record_mode=vcr.mode(record_mode),
         match_on=["method", "path", "query", "body"],
         filter_headers=SCRUBBED_REQUEST_HEADERS,
         decode_compressed_response=True,

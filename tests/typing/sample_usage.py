@@ -1,48 +1,156 @@
-"""User code that must type-check with `mypy --strict` (checked by tests/test_typing.py)."""
+# pyright: strict
+"""User code that must type-check with `mypy --strict` and pyright (checked by tests/test_typing.py).
+
+`output_type=Person` carries `Person` to `.value` through every entry point: each layer's
+`get_response` (awaited, streamed, blocking), `chain(...)`, `ChatAgent.run`/`run_sync`,
+`StructuredOutput[T].response` and `.parse(T)`. Without `output_type`, or with a type form that is
+not a class (`Person | None`, `Annotated[...]`), the value stays `Any`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import Annotated, Any, Optional, TypedDict
+
+from pydantic import BaseModel
+from typing_extensions import assert_type
+
 from so_middleware import (
     ChatAgent,
+    ChatResponse,
+    ChatResponseUpdate,
+    DelegatingChatClient,
+    ResponseStream,
+    StructuredOutput,
+    chain,
+    with_cache,
+    with_fallback,
+    with_limits,
+    with_logging,
+    with_options,
     with_retries,
     with_structured_output,
     with_telemetry,
 )
-from so_middleware.agents import AgentResponse
+from so_middleware.agents import AgentResponse, AgentResponseUpdate, StructuredOutputAgent
+from so_middleware.core import SyncResponseStream
+from so_middleware.local import with_context_size_errors
 from so_middleware.testing import FakeChatClient
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+class Row(TypedDict):
+    city: str
+
+
+class Shouting(DelegatingChatClient):
+    """A layer written by the user: it inherits the typed `get_response`."""
 
 
 async def layered() -> None:
     client = with_telemetry(with_retries(with_structured_output(FakeChatClient("x"))))
-    response = await client.get_response("hi", output_type=int)
-    stream = client.get_response("hi", stream=True)
+    response = await client.get_response("hi", output_type=Person)
+    assert_type(response, ChatResponse[Person])
+    assert_type(response.value, Person)
+    stream = client.get_response("hi", stream=True, output_type=Person)
+    assert_type(stream, ResponseStream[ChatResponseUpdate[Person], ChatResponse[Person]])
     async for update in stream:
-        print(update.text, update.attempt, update.partial_value)
+        assert_type(update.partial_value, Optional[Person])
+        print(update.text, update.attempt)
     final = await stream.get_final_response()
-    print(final.text, final.usage)
-    print(response.text, response.attempts)
+    assert_type(final.value, Person)
+    print(final.text, final.usage, response.attempts)
+
+
+async def every_layer() -> None:
+    inner = with_structured_output(FakeChatClient("x"))
+    assert_type((await inner.get_response("hi", output_type=Person)).value, Person)
+    assert_type((await with_telemetry(inner).get_response("hi", output_type=Person)).value, Person)
+    assert_type((await with_retries(inner).get_response("hi", output_type=Person)).value, Person)
+    assert_type((await with_cache(inner).get_response("hi", output_type=Person)).value, Person)
+    assert_type((await with_limits(inner).get_response("hi", output_type=Person)).value, Person)
+    assert_type((await with_logging(inner).get_response("hi", output_type=Person)).value, Person)
+    assert_type((await with_options(inner, temperature=0).get_response("hi", output_type=Person)).value, Person)
+    assert_type((await with_fallback(inner, inner).get_response("hi", output_type=Person)).value, Person)
+    assert_type((await with_context_size_errors(inner).get_response("hi", output_type=Person)).value, Person)
+    assert_type((await Shouting(inner).get_response("hi", output_type=Person)).value, Person)
+    assert_type((await FakeChatClient("x").get_response("hi", output_type=Person)).value, Person)
+    chained = chain(FakeChatClient("x"), with_telemetry, with_retries, with_structured_output)
+    assert_type((await chained.get_response("hi", output_type=Person)).value, Person)
+    chained_stream = chained.get_response("hi", stream=True, output_type=Person)
+    assert_type((await chained_stream.get_final_response()).value, Person)
+
+
+async def other_types() -> None:
+    client = with_structured_output(FakeChatClient("x"))
+    assert_type((await client.get_response("hi", output_type=str)).value, str)
+    assert_type((await client.get_response("hi", output_type=list[Person])).value, list[Person])
+    assert_type((await client.get_response("hi", output_type=dict[str, int])).value, dict[str, int])
+    assert_type((await client.get_response("hi", output_type=Row)).value, Row)
+    # not classes: no `type[T]` to bind, so the value is Any (both checkers agree)
+    assert_type((await client.get_response("hi", output_type=Person | None)).value, Any)
+    assert_type((await client.get_response("hi", output_type=Optional[Person])).value, Any)
+    assert_type((await client.get_response("hi", output_type=Annotated[int, "age"])).value, Any)
+    assert_type((await client.get_response("hi")).value, Any)
+    untyped: Awaitable[ChatResponse[Any]] = client.get_response("hi", output_type=None)
+    assert_type(client.get_response("hi", stream=True), ResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]])
+    print(await untyped)
 
 
 async def agent() -> None:
-    result = await ChatAgent(with_structured_output(FakeChatClient("x"))).run("hi", output_type=int)
-    assert isinstance(result, AgentResponse)
+    agent = ChatAgent(with_structured_output(FakeChatClient("x")))
+    result = await agent.run("hi", output_type=Person)
+    assert_type(result, AgentResponse[Person])
+    assert_type(result.value, Person)
+    stream = agent.run("hi", stream=True, output_type=Person)
+    assert_type(stream, ResponseStream[AgentResponseUpdate[Person], AgentResponse[Person]])
+    async for update in stream:
+        assert_type(update.partial_value, Optional[Person])
+    assert_type((await stream.get_final_response()).value, Person)
+    assert_type((await agent.run("hi")).value, Any)
+    converter = StructuredOutputAgent(agent, FakeChatClient("x"))
+    assert_type((await converter.run("hi", output_type=Person)).value, Person)
     print(result.text)
 
 
-def sync_streaming() -> None:
-    from typing import Any
+def agent_sync() -> None:
+    agent = ChatAgent(with_structured_output(FakeChatClient("x")))
+    assert_type(agent.run_sync("hi", output_type=Person).value, Person)
+    assert_type(agent.run_sync("hi").value, Any)
 
-    from typing_extensions import assert_type
 
-    from so_middleware import ChatResponse, ChatResponseUpdate
-    from so_middleware.core import SyncResponseStream
+async def feature_and_parse() -> None:
+    feature = StructuredOutput(Person, max_retries=1)
+    assert_type(feature, StructuredOutput[Person])
+    client = with_structured_output(FakeChatClient("x"))
+    await client.get_response("hi", options={"features": [feature]})
+    assert feature.response is not None
+    assert_type(feature.response.value, Person)
+    assert_type(StructuredOutput(schema={"type": "object"}), StructuredOutput[Any])
+    assert_type(StructuredOutput(Annotated[int, "age"]), StructuredOutput[Any])
+    plain = await FakeChatClient("x").get_response("hi")
+    assert_type(plain.parse(Person), Person)
+    assert_type(plain.try_parse(Person), Optional[Person])
+    assert_type(plain.parse(list[int]), list[int])
+    run = await ChatAgent(FakeChatClient("x")).run("hi")
+    assert_type(run.parse(Person), Person)
+    assert_type(run.try_parse(Person), Optional[Person])
 
+
+def sync_calls() -> None:
     client = with_retries(with_structured_output(FakeChatClient("x")))
-    stream = client.get_response_sync("hi", stream=True, output_type=int)
-    assert_type(stream, SyncResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]])
+    response = client.get_response_sync("hi", output_type=Person)
+    assert_type(response, ChatResponse[Person])
+    assert_type(response.value, Person)
+    stream = client.get_response_sync("hi", stream=True, output_type=Person)
+    assert_type(stream, SyncResponseStream[ChatResponseUpdate[Person], ChatResponse[Person]])
     with stream:
         for update in stream:
-            assert_type(update, ChatResponseUpdate[Any])
-    assert_type(stream.get_final_response(), ChatResponse[Any])
+            assert_type(update, ChatResponseUpdate[Person])
+    assert_type(stream.get_final_response().value, Person)
     assert_type(FakeChatClient("x").get_response_sync("hi"), ChatResponse[Any])
     assert_type(FakeChatClient("x").get_response_sync("hi", stream=True).get_final_response(), ChatResponse[Any])
