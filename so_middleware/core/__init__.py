@@ -16,6 +16,7 @@ from ._contents import (
     RefusalContent,
     TextContent,
 )
+from ._continuation import ContinuationToken
 from ._deadline import call_deadline, seconds_left
 from ._delegating import DelegatingChatClient, chain
 from ._exceptions import (
@@ -63,6 +64,7 @@ __all__ = [
     "ClientInput",
     "Content",
     "ContentFilterError",
+    "ContinuationToken",
     "DeadlineExceededError",
     "DataContent",
     "DelegatingChatClient",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from ._capabilities import Capabilities
+from ._continuation import ContinuationToken
 from ._exceptions import UserError
 from ._messages import ChatMessage, MessageInput, as_messages
 from ._options import ChatOptions, OptionsInput
@@ -34,20 +35,33 @@ class ChatClient(Protocol):
     @overload
     def get_response(
         self,
-        messages: MessageInput,
+        messages: MessageInput = (),
         *,
         options: OptionsInput = None,
         stream: Literal[False] = False,
         output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[Any]]: ...
 
     @overload
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> ChatStream: ...
 
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: bool = False,
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[Any]] | ChatStream: ...
 
 
@@ -58,29 +72,47 @@ class SyncCalls:
     @overload
     def get_response_sync(
         self,
-        messages: MessageInput,
+        messages: MessageInput = (),
         *,
         options: OptionsInput = None,
         stream: Literal[False] = False,
         output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> ChatResponse[Any]: ...
 
     @overload
     def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> SyncChatStream: ...
 
     def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: bool = False,
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> ChatResponse[Any] | SyncChatStream:
         """Blocking `get_response` for scripts; with `stream=True` a `SyncResponseStream` to iterate
         with `for`. Raises `UserError` inside a running event loop."""
         client = cast(ChatClient, self)  # every class that mixes this in is a ChatClient
+        token = continuation_token
         if stream:
             return sync_stream(
-                lambda: client.get_response(messages, options=options, stream=True, output_type=output_type)
+                lambda: client.get_response(
+                    messages, options=options, stream=True, output_type=output_type, continuation_token=token
+                )
             )
-        return run_sync(lambda: client.get_response(messages, options=options, output_type=output_type))
+        return run_sync(
+            lambda: client.get_response(messages, options=options, output_type=output_type, continuation_token=token)
+        )
 
 
 class BaseChatClient(SyncCalls):
@@ -96,6 +128,7 @@ class BaseChatClient(SyncCalls):
     model: str | None = None  # the default model, when the adapter has one
     base_url: str | None = None  # where requests go, for telemetry's server.address/port
     discovery_pending: bool = False  # the server is to be identified before the first request
+    supports_background: ClassVar[bool] = False  # long-running runs: `background` and continuation tokens
 
     async def discover_capabilities(self) -> Capabilities:
         """The capability profile, once the server behind the adapter is identified.
@@ -111,20 +144,33 @@ class BaseChatClient(SyncCalls):
     @overload
     def get_response(
         self,
-        messages: MessageInput,
+        messages: MessageInput = (),
         *,
         options: OptionsInput = None,
         stream: Literal[False] = False,
         output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[Any]]: ...
 
     @overload
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> ChatStream: ...
 
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: bool = False,
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Send `messages` to the model; see `ChatClient`."""
         if output_type is not None:
@@ -133,16 +179,18 @@ class BaseChatClient(SyncCalls):
                 "wrap the client with so_middleware.with_structured_output(client)"
             )
         chat_messages = as_messages(messages)
-        if not chat_messages or (isinstance(messages, str) and not messages.strip()):
+        chat_options = with_continuation(options, continuation_token)
+        if chat_options.background or chat_options.continuation_token is not None:
+            _check_background(self, chat_options)
+        elif not chat_messages or (isinstance(messages, str) and not messages.strip()):
             raise UserError(f"no messages to send (messages={messages!r:.20}): pass a str or a list of messages")
-        chat_options = ChatOptions.coerce(options)
         _reject_unhandled_features(chat_options)
         if self.discovery_pending:
             if stream:
-                return ResponseStream(self._stream_discovered(chat_messages, chat_options), ChatResponse.from_updates)
+                return ResponseStream(self._stream_discovered(chat_messages, chat_options), self._final_response)
             return self._respond_discovered(chat_messages, chat_options)
         if stream:
-            return ResponseStream(self._stream(chat_messages, chat_options), ChatResponse.from_updates)
+            return ResponseStream(self._stream(chat_messages, chat_options), self._final_response)
         return self._respond(chat_messages, chat_options)
 
     async def _respond_discovered(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
@@ -162,6 +210,10 @@ class BaseChatClient(SyncCalls):
     def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
         raise NotImplementedError
 
+    def _final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
+        """A stream's final response from its updates (an adapter resuming streams overrides it)."""
+        return ChatResponse.from_updates(updates)
+
     def get_service(self, kind: type[K]) -> K | None:
         """This client if it is a `kind`, else None (adapters also offer their SDK client)."""
         return self if isinstance(self, kind) else None
@@ -177,6 +229,23 @@ class BaseChatClient(SyncCalls):
 
     def __exit__(self, *exc_info: object) -> None:
         return None
+
+
+def with_continuation(options: OptionsInput, token: ContinuationToken | str | None) -> ChatOptions:
+    """`options` as `ChatOptions`, carrying `token` (a `get_response(continuation_token=...)` keyword)."""
+    chat_options = ChatOptions.coerce(options)
+    return chat_options if token is None else chat_options.replace(continuation_token=ContinuationToken.coerce(token))
+
+
+def _check_background(client: BaseChatClient, options: ChatOptions) -> None:
+    if not client.supports_background:
+        asked = "background=True" if options.background else "a continuation_token"
+        raise UserError(
+            f"{type(client).__name__} has no long-running (background) runs, so {asked} cannot be used: "
+            "use the OpenAI Responses adapter (OpenAIResponsesClient), or drop the option"
+        )
+    if options.background and options.continuation_token is not None:
+        raise UserError("pass either background=True (to start a run) or a continuation_token (to continue one)")
 
 
 def _reject_unhandled_features(options: ChatOptions) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from ._attempts import Attempt
 from ._contents import Content, FunctionCallContent, ReasoningContent, RefusalContent, TextContent
+from ._continuation import ContinuationToken
 from ._exceptions import ModelBehaviorError, OutputError, UserError
 from ._messages import ChatMessage, Role
 from ._usage import FinishReason, UsageDetails
@@ -85,6 +86,7 @@ class ChatResponse(Generic[T]):
         value: Any = _UNSET,
         value_error: OutputError | None = None,
         response_format: ResponseFormat | None = None,
+        continuation_token: ContinuationToken | None = None,
     ) -> None:
         self.messages: list[ChatMessage] = [messages] if isinstance(messages, ChatMessage) else list(messages)
         self.usage = usage
@@ -95,6 +97,7 @@ class ChatResponse(Generic[T]):
         self.additional_properties: dict[str, Any] = dict(additional_properties or {})
         self.attempts: list[Attempt] = list(attempts)
         self.response_format = response_format
+        self.continuation_token = continuation_token  # set while finish_reason is LONG_RUNNING
         self._value: Any = value
         self._value_error = value_error
 
@@ -193,6 +196,7 @@ class ChatResponseUpdate(Generic[T]):
     partial_value: T | None = None
     completed_items: list[Any] = field(default_factory=list)
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    continuation_token: ContinuationToken | None = None  # a background stream: resume after this update
 
     @property
     def text(self) -> str:
