@@ -45,6 +45,7 @@ from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
 from ._urls import redact_url
 from ._usage import FinishReason, UsageDetails
+from ._waiting import cancel_run, wait_for_response
 
 __all__ = [
     "TRANSIENT_ERROR_CODES",
@@ -101,6 +102,7 @@ __all__ = [
     "as_chat_client",
     "as_messages",
     "call_deadline",
+    "cancel_run",
     "chain",
     "chat_format_to_responses",
     "find_feature",
@@ -111,4 +113,5 @@ __all__ = [
     "run_sync",
     "seconds_left",
     "sync_stream",
+    "wait_for_response",
 ]

@@ -133,6 +133,11 @@ class ChatResponse(Generic[T]):
             return cast(T, self._value)
         if self._value_error is not None:
             raise self._value_error
+        if self.finish_reason == FinishReason.LONG_RUNNING:
+            raise UserError(
+                "this background run is still going (finish_reason LONG_RUNNING): poll it with "
+                "get_response(continuation_token=response.continuation_token, output_type=...)"
+            )
         raise UserError(
             "this response has no structured value: no output type was requested; "
             "pass output_type=... or use response.parse(T)"
