@@ -110,7 +110,7 @@ def test_token_round_trips_through_its_string() -> None:
 
 @pytest.mark.parametrize("bad", ["resp_1", "somw1.%%%", "somw1.bnVsbA", 5])
 def test_a_damaged_token_is_a_user_error(bad: Any) -> None:
-    with pytest.raises(UserError, match="continuation.token"):
+    with pytest.raises(UserError, match=r"continuation.token"):
         ContinuationToken.coerce(bad)
 
 
@@ -174,7 +174,7 @@ async def test_adapters_without_background_runs_refuse_before_any_request() -> N
     chat = OpenAIChatClient(openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http), "m")
     with pytest.raises(UserError, match="OpenAIChatClient has no long-running"):
         await chat.get_response("hi", options={"background": True})
-    with pytest.raises(UserError, match="continuation_token"):
+    with pytest.raises(UserError, match=r"continuation.token"):
         await chat.get_response(continuation_token=ContinuationToken("resp_1"))
     with pytest.raises(UserError, match="no long-running runs to cancel"):
         await cancel_run(chat, ContinuationToken("resp_1"))
@@ -255,7 +255,7 @@ async def test_an_invalid_background_answer_is_not_reasked() -> None:
 async def test_wait_gives_up_at_its_deadline_and_cancels_the_run() -> None:
     server = Server(response("queued"), [response("in_progress")] * 100)
     client = client_over(server)
-    with pytest.raises(DeadlineExceededError, match="not done within 0.3 s"):
+    with pytest.raises(DeadlineExceededError, match=r"not done within 0\.3 s"):
         await wait_for_response(client, ContinuationToken("resp_bg"), deadline=0.3, first_delay=0.05)
     polls = len(server.calls("GET"))
     assert 2 <= polls <= 6  # backoff: 0.05, 0.075, 0.11, ...
