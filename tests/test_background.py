@@ -294,7 +294,7 @@ EVENTS = [
 
 async def test_a_background_stream_resumes_after_the_last_update_it_delivered() -> None:
     cut = sse(*EVENTS[:4])  # the connection drops after "lo "
-    server = Server(cut, [sse(*EVENTS[4:])])
+    server = Server(cut, [response("in_progress"), sse(*EVENTS[4:])])  # the cut is checked with a poll
     client = client_over(server)
     first: list[str] = []
     token = None
@@ -309,7 +309,7 @@ async def test_a_background_stream_resumes_after_the_last_update_it_delivered() 
     final = await resumed.get_final_response()
     assert "".join(first + rest) == "Hello world" and rest == ["wor", "ld"]
     assert final.text == "Hello world" and final.usage is not None and final.usage.total_tokens == 15
-    poll = server.calls("GET")[0]
+    poll = server.calls("GET")[1]
     assert poll.url.path == "/v1/responses/resp_bg"
     assert (poll.url.params["stream"], poll.url.params["starting_after"]) == ("true", "3")
 
@@ -318,7 +318,7 @@ async def test_structured_output_validates_a_resumed_stream_on_the_whole_answer(
     answer = '{"name": "Ada", "age": 36}'
     events = [*EVENTS[:2], delta(answer[:10], 2), delta(answer[10:], 3)]
     events.append({"type": "response.completed", "sequence_number": 4, "response": response("completed", answer)})
-    server = Server(sse(*events[:3]), [sse(*events[3:])])
+    server = Server(sse(*events[:3]), [response("in_progress"), sse(*events[3:])])
     client = with_structured_output(client_over(server))
     token = None
     with pytest.raises(StreamInterruptedError):
@@ -329,3 +329,19 @@ async def test_structured_output_validates_a_resumed_stream_on_the_whole_answer(
     final = await resumed.get_final_response()
     assert final.value == Person(name="Ada", age=36) and len(final.attempts) == 1
     assert len(server.calls("POST")) == 1
+
+
+async def test_a_stream_that_ends_because_the_run_was_cancelled_says_so() -> None:
+    """The API sends no event for a cancel: the stream just ends; a poll tells why."""
+    server = Server(sse(*EVENTS[:3]), [response("cancelled")])
+    with pytest.raises(ProviderResponseError, match="cancelled") as caught:
+        async for _ in client_over(server).get_response("hi", options={"background": True}, stream=True):
+            pass
+    assert caught.value.code == "cancelled" and isinstance(caught.value.__cause__, StreamInterruptedError)
+
+
+async def test_a_stream_cut_while_the_run_goes_on_stays_interrupted() -> None:
+    server = Server(sse(*EVENTS[:3]), [response("in_progress")])
+    with pytest.raises(StreamInterruptedError):
+        async for _ in client_over(server).get_response("hi", options={"background": True}, stream=True):
+            pass

@@ -137,3 +137,13 @@ async def test_cancel_gives_cancelled_then_a_typed_error_on_poll(adapter: OpenAI
     with pytest.raises(ProviderResponseError, match="cancelled") as caught:
         await wait_for_response(adapter, started.continuation_token, first_delay=0.1)
     assert caught.value.code == "cancelled"
+
+
+async def test_following_a_run_that_is_cancelled_ends_with_the_typed_error(adapter: OpenAIResponsesClient) -> None:
+    options = {"max_tokens": 2000, "background": True}
+    stream = adapter.get_response("Count from 1 to 1000, one number a line.", options=options, stream=True)
+    with pytest.raises(ProviderResponseError, match="cancelled") as caught:
+        async for update in stream:
+            if update.text and update.continuation_token is not None:
+                await adapter.cancel(update.continuation_token)
+    assert caught.value.code == "cancelled"

@@ -11,18 +11,27 @@ its event stream after event N, `POST /v1/responses/{id}/cancel` stops it. Here 
 | `failed`                            | `ProviderResponseError` with the response's error code         |
 | `cancelled`                         | `ProviderResponseError` with `code == "cancelled"`             |
 | stream event `sequence_number`      | each update's `continuation_token.sequence_number`             |
+| stream ends, run `cancelled`/`failed` | that run's `ProviderResponseError`, not `StreamInterruptedError` |
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ...core import ChatResponse, ChatResponseUpdate, ContinuationToken, FinishReason
 from ._responses_stream import StreamReader
-from ._responses_wire import response_to_chat
+from ._responses_wire import failure_of, response_to_chat
 
-__all__ = ["RESUMED_KEY", "PENDING_STATUSES", "ResumableReader", "background_to_chat", "final_of_resumed"]
+__all__ = [
+    "PENDING_STATUSES",
+    "RESUMED_KEY",
+    "ResumableReader",
+    "background_to_chat",
+    "ended_run_error",
+    "final_of_resumed",
+]
 
 PENDING_STATUSES = ("queued", "in_progress")
 RESUMED_KEY = "so_middleware.resumed_response"  # the whole response, on a resumed stream's last update
@@ -88,6 +97,17 @@ class ResumableReader:
         elif self.resumed:
             update.additional_properties[RESUMED_KEY] = response_to_chat(event.response)
         return update
+
+
+async def ended_run_error(retrieve: Callable[..., Awaitable[Any]], token: ContinuationToken) -> Exception | None:
+    """Why a background stream ended without a terminal event, when the run itself ended: the
+    typed error of a `cancelled` or `failed` run (the API sends no event for a cancel). None when
+    the run is still going or its state cannot be read (the interruption stands then)."""
+    try:
+        response = await retrieve(response_id=token.response_id)
+    except Exception:  # best effort: the stream's own error is what the caller gets
+        return None
+    return failure_of(response)
 
 
 def final_of_resumed(updates: list[ChatResponseUpdate[Any]]) -> ChatResponse[Any] | None:

@@ -19,11 +19,19 @@ from typing import Any, ClassVar
 import openai
 from openai.types.responses import Response
 
-from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, ContinuationToken
+from ...core import (
+    Capabilities,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    ContinuationToken,
+    StreamInterruptedError,
+)
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
-from ._background import ResumableReader, background_to_chat, final_of_resumed
+from ._background import ResumableReader, background_to_chat, ended_run_error, final_of_resumed
 from ._profiles import profile_for, server_profile
 from ._responses_stream import StreamReader
 from ._responses_wire import build_request
@@ -112,9 +120,19 @@ class OpenAIResponsesClient(SDKChatClient):
             reader = ResumableReader(StreamReader(prefill=self.echoed_prefill(messages)), token, token is not None)
         ending = "response.completed or response.incomplete"
         events = self.read_events(stream, reader, ending=ending, idle_timeout=self.idle_timeout_for(options))
-        async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
-            async for update in events:
-                yield update
+        try:
+            async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
+                async for update in events:
+                    yield update
+        except StreamInterruptedError as error:  # a background run cancelled or failed meanwhile?
+            run = getattr(reader, "token", None)
+            ended = await ended_run_error(self._retrieve, run) if run is not None else None
+            if ended is not None:
+                raise ended from error
+            raise
+
+    async def _retrieve(self, **request: Any) -> Any:
+        return await call_sdk(self.is_async, self.sdk_client.responses.retrieve, **request)
 
     def _final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
         return final_of_resumed(list(updates)) or ChatResponse.from_updates(updates)
