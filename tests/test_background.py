@@ -345,3 +345,38 @@ async def test_a_stream_cut_while_the_run_goes_on_stays_interrupted() -> None:
     with pytest.raises(StreamInterruptedError):
         async for _ in client_over(server).get_response("hi", options={"background": True}, stream=True):
             pass
+
+
+# ---------------------------------------------------------------- telemetry
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["poll", "resume"])
+async def test_each_poll_is_a_span_linked_to_the_span_that_started_the_run(stream: bool) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from so_middleware import with_telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    later = sse(*EVENTS) if stream else response("completed", "done")
+    server = Server(response("queued"), [response("in_progress"), later])
+    client = with_telemetry(client_over(server), tracer_provider=provider)
+    started = await client.get_response("hi", options={"background": True})
+    assert started.continuation_token is not None and started.continuation_token.trace is not None
+    token = ContinuationToken.parse(str(started.continuation_token))  # as another process would get it
+    polled = await client.get_response(continuation_token=token)
+    assert polled.continuation_token is not None and polled.continuation_token.trace == token.trace
+    if stream:
+        await client.get_response(continuation_token=polled.continuation_token, stream=True).get_final_response()
+    else:
+        await client.get_response(continuation_token=polled.continuation_token)
+    first, *polls = exporter.get_finished_spans()
+    assert len(polls) == 2 and first.context is not None
+    for span in polls:
+        assert [(link.context.span_id, dict(link.attributes or {})) for link in span.links] == [
+            (first.context.span_id, {"so_middleware.link.kind": "background_run"})
+        ]
+    assert not first.links
