@@ -380,3 +380,38 @@ async def test_each_poll_is_a_span_linked_to_the_span_that_started_the_run(strea
             (first.context.span_id, {"so_middleware.link.kind": "background_run"})
         ]
     assert not first.links
+
+
+# ---------------------------------------------------------------- agents
+
+
+async def test_an_agent_run_in_the_background_continues_with_its_token() -> None:
+    from so_middleware import AgentThread, ChatAgent
+
+    answer = '{"name": "Ada", "age": 36}'
+    server = Server(response("queued"), [response("in_progress"), response("completed", answer)])
+    agent = ChatAgent(with_structured_output(client_over(server)), name="extractor", options={"background": True})
+    thread = AgentThread()
+    started = await agent.run("Ada, 36", thread=thread, output_type=Person)
+    assert started.finish_reason == FinishReason.LONG_RUNNING and started.text == "" and started.messages == []
+    assert started.continuation_token is not None and [m.text for m in thread.messages] == ["Ada, 36"]
+    again = await agent.run(thread=thread, output_type=Person, continuation_token=started.continuation_token)
+    assert again.finish_reason == FinishReason.LONG_RUNNING and len(thread) == 1
+    done = await agent.run(thread=thread, output_type=Person, continuation_token=str(again.continuation_token))
+    assert done.value == Person(name="Ada", age=36) and done.continuation_token is None
+    assert [m.text for m in thread.messages] == ["Ada, 36", answer]
+    assert len(server.calls("POST")) == 1 and "input" not in server.calls("GET")[0].url.params
+
+
+async def test_an_agent_resumes_a_background_stream() -> None:
+    from so_middleware import ChatAgent
+
+    server = Server(sse(*EVENTS[:4]), [response("in_progress"), sse(*EVENTS[4:])])
+    agent = ChatAgent(client_over(server))
+    token = None
+    with pytest.raises(StreamInterruptedError):
+        async for update in agent.run("hi", options={"background": True}, stream=True):
+            token = update.continuation_token or token
+    resumed = agent.run(continuation_token=token, stream=True)
+    rest = [update.text async for update in resumed if update.text]
+    assert rest == ["wor", "ld"] and (await resumed.get_final_response()).text == "Hello world"

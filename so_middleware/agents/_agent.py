@@ -13,6 +13,8 @@ from ..core import (
     ChatClient,
     ChatMessage,
     ChatOptions,
+    ContinuationToken,
+    FinishReason,
     MessageInput,
     OptionsInput,
     ResponseStream,
@@ -20,6 +22,7 @@ from ..core import (
     as_chat_client,
     as_messages,
     run_sync,
+    with_continuation,
 )
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
@@ -53,6 +56,7 @@ class Agent(Protocol):
         options: OptionsInput = None,
         output_type: Any = None,
         stream: bool = False,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream: ...
 
 
@@ -95,6 +99,7 @@ class ChatAgent:
         options: OptionsInput = None,
         output_type: Any = None,
         stream: Literal[False] = False,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[AgentResponse[Any]]: ...
 
     @overload
@@ -106,6 +111,7 @@ class ChatAgent:
         options: OptionsInput = None,
         output_type: Any = None,
         stream: Literal[True],
+        continuation_token: ContinuationToken | str | None = None,
     ) -> AgentStream: ...
 
     def run(
@@ -116,13 +122,28 @@ class ChatAgent:
         options: OptionsInput = None,
         output_type: Any = None,
         stream: bool = False,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream:
-        """Run the agent on `input` (a string, a message or several), continuing `thread`."""
+        """Run the agent on `input` (a string, a message or several), continuing `thread`.
+
+        Long-running runs (seed 001, option 2: a property on the agent's own response type):
+        `options={"background": True}` returns at once an `AgentResponse` whose `finish_reason`
+        is `LONG_RUNNING` and whose `continuation_token` names the run; `run(continuation_token=
+        token, thread=thread)` polls it (or with `stream=True` resumes its stream) and, once it
+        completes, gives the answer like any run. A property rather than a content item (option
+        1) because the token is not part of the answer: `.text` and `.messages` stay the final
+        answer only, and the token is one attribute away instead of a search through contents.
+        The thread gets the input when the run starts and the answer when it completes.
+        """
         new_messages = as_messages(input)
         history = [*(thread.messages if thread else []), *new_messages]
-        if not history:
-            raise UserError("nothing to run: give input or a thread with messages")
         chat_options = self._options(options)
+        if continuation_token is not None:
+            history = []  # the server holds the run's conversation
+            chat_options = chat_options.replace(background=None, continuation_token=None)
+            chat_options = with_continuation(chat_options, continuation_token)
+        elif not history:
+            raise UserError("nothing to run: give input or a thread with messages")
         if stream:
             return self._stream(history, new_messages, thread, chat_options, output_type)
         return self._respond(history, new_messages, thread, chat_options, output_type)
@@ -134,9 +155,13 @@ class ChatAgent:
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> AgentResponse[Any]:
         """Blocking `run` for scripts (raises `UserError` inside a running event loop)."""
-        return run_sync(lambda: self.run(input, thread=thread, options=options, output_type=output_type))
+        token = continuation_token
+        return run_sync(
+            lambda: self.run(input, thread=thread, options=options, output_type=output_type, continuation_token=token)
+        )
 
     def _span(self) -> contextlib.AbstractContextManager[Any]:
         spans = getattr(self.client, "get_service", lambda kind: None)(AgentSpans)  # the telemetry layer, if any
@@ -158,7 +183,7 @@ class ChatAgent:
             )
         response: AgentResponse[Any] = AgentResponse(chat, agent_name=self.name)
         if thread is not None:
-            thread.messages.extend([*new, *response.messages])
+            thread.messages.extend([*new, *_final_messages(response)])
         return response
 
     def _stream(
@@ -180,7 +205,7 @@ class ChatAgent:
                     chat = require_chat_response(await inner.get_final_response())
             response: AgentResponse[Any] = AgentResponse(chat, agent_name=self.name)
             if thread is not None:
-                thread.messages.extend([*new, *response.messages])
+                thread.messages.extend([*new, *_final_messages(response)])
             final.append(response)
 
         def finalize(_: Sequence[AgentResponseUpdate[Any]]) -> AgentResponse[Any]:
@@ -190,6 +215,10 @@ class ChatAgent:
 
     def __repr__(self) -> str:
         return f"ChatAgent(name={self.name!r}, client={self.client!r})"
+
+
+def _final_messages(response: AgentResponse[Any]) -> list[ChatMessage]:
+    return [] if response.finish_reason == FinishReason.LONG_RUNNING else response.messages
 
 
 class DelegatingAgent(wrapt.BaseObjectProxy):  # type: ignore[type-arg]

@@ -6,7 +6,15 @@ other layers import from `so_middleware.core`; its module files are private.
 
 from ._attempts import Attempt
 from ._capabilities import Capabilities, SchemaProfileName
-from ._client import BaseChatClient, ChatClient, ChatStream, ClientInput, SyncChatStream, as_chat_client
+from ._client import (
+    BaseChatClient,
+    ChatClient,
+    ChatStream,
+    ClientInput,
+    SyncChatStream,
+    as_chat_client,
+    with_continuation,
+)
 from ._contents import (
     Content,
     DataContent,
@@ -114,4 +122,5 @@ __all__ = [
     "seconds_left",
     "sync_stream",
     "wait_for_response",
+    "with_continuation",
 ]
