@@ -415,3 +415,32 @@ async def test_an_agent_resumes_a_background_stream() -> None:
     resumed = agent.run(continuation_token=token, stream=True)
     rest = [update.text async for update in resumed if update.text]
     assert rest == ["wor", "ld"] and (await resumed.get_final_response()).text == "Hello world"
+
+
+# ---------------------------------------------------------------- the README
+
+
+async def test_the_readme_example() -> None:
+    """README "Long-running runs", line by line, over the documented wire shapes."""
+    answer = '{"name": "Ada", "age": 36}'
+    server = Server(
+        response("queued"), [response("in_progress"), response("in_progress"), response("completed", answer)]
+    )
+    client = with_structured_output(client_over(server))
+    started = await client.get_response("Ada is 36.", output_type=Person, options={"background": True})
+    assert started.finish_reason == FinishReason.LONG_RUNNING and started.attempts == []
+    token = str(started.continuation_token)
+    polled = await client.get_response(continuation_token=token, output_type=Person)
+    assert polled.finish_reason == FinishReason.LONG_RUNNING
+    done = await wait_for_response(client, token, output_type=Person, deadline=300, first_delay=0.01)
+    assert done.value == Person(name="Ada", age=36) and len(done.attempts) == 1
+    assert await client.cancel(token) == "cancelled"  # type: ignore[attr-defined]
+
+
+async def test_a_wait_may_leave_the_run_going() -> None:
+    server = Server(response("queued"), [response("in_progress")] * 100)
+    with pytest.raises(DeadlineExceededError):
+        await wait_for_response(
+            client_over(server), ContinuationToken("resp_bg"), deadline=0.2, first_delay=0.05, cancel_on_exit=False
+        )
+    assert server.calls("POST") == []
