@@ -32,6 +32,8 @@ from so_middleware import (
     UserError,
     cancel_run,
     wait_for_response,
+    with_cache,
+    with_options,
     with_retries,
     with_structured_output,
 )
@@ -190,12 +192,22 @@ async def test_anthropic_messages_refuses_background() -> None:
         await client.get_response("hi", options={"background": True})
 
 
-async def test_empty_messages_need_a_token_and_background_excludes_a_token() -> None:
-    client = client_over(Server(response("queued")))
+async def test_empty_messages_need_a_token_and_a_token_never_starts_a_run() -> None:
+    server = Server(response("queued"), [response("completed", "polled")])
+    client = with_options(client_over(server), background=True)  # a default for every call
     with pytest.raises(UserError, match="no messages"):
         await client.get_response([])
-    with pytest.raises(UserError, match="either background"):
-        await client.get_response("x", options={"background": True}, continuation_token=ContinuationToken("r"))
+    assert server.requests == []
+    polled = await client.get_response(continuation_token=ContinuationToken("resp_bg"))
+    assert polled.text == "polled" and [r.method for r in server.requests] == ["GET"]
+
+
+async def test_background_runs_and_polls_bypass_the_cache() -> None:
+    server = Server(response("queued"), [response("in_progress"), response("completed", "done")])
+    client = with_cache(client_over(server))
+    assert (await client.get_response("hi", options={"background": True})).continuation_token is not None
+    assert (await client.get_response(continuation_token="somw1.eyJpZCI6InJlc3BfYmcifQ")).text == ""
+    assert (await client.get_response(continuation_token="somw1.eyJpZCI6InJlc3BfYmcifQ")).text == "done"
 
 
 # ---------------------------------------------------------------- retries

@@ -140,7 +140,6 @@ class ChatAgent:
         chat_options = self._options(options)
         if continuation_token is not None:
             history = []  # the server holds the run's conversation
-            chat_options = chat_options.replace(background=None, continuation_token=None)
             chat_options = with_continuation(chat_options, continuation_token)
         elif not history:
             raise UserError("nothing to run: give input or a thread with messages")

@@ -182,7 +182,8 @@ class BaseChatClient(SyncCalls):
         chat_options = with_continuation(options, continuation_token)
         if chat_options.background or chat_options.continuation_token is not None:
             _check_background(self, chat_options)
-        elif not chat_messages or (isinstance(messages, str) and not messages.strip()):
+        blank = not chat_messages or (isinstance(messages, str) and not messages.strip())
+        if blank and chat_options.continuation_token is None:
             raise UserError(f"no messages to send (messages={messages!r:.20}): pass a str or a list of messages")
         _reject_unhandled_features(chat_options)
         if self.discovery_pending:
@@ -244,8 +245,6 @@ def _check_background(client: BaseChatClient, options: ChatOptions) -> None:
             f"{type(client).__name__} has no long-running (background) runs, so {asked} cannot be used: "
             "use the OpenAI Responses adapter (OpenAIResponsesClient), or drop the option"
         )
-    if options.background and options.continuation_token is not None:
-        raise UserError("pass either background=True (to start a run) or a continuation_token (to continue one)")
 
 
 def _reject_unhandled_features(options: ChatOptions) -> None:

@@ -75,7 +75,8 @@ class ChatOptions:
     `tools` hold `FunctionTool`s or provider-shaped dicts (passed on as given); `response_format`
     a `ResponseFormat` or a wire dict (Chat Completions or Responses spelling).
     `background=True` asks for a long-running run (adapters that have them: the Responses API);
-    `continuation_token` picks one up again (usually given as `get_response(continuation_token=...)`).
+    `continuation_token` picks one up again (usually given as `get_response(continuation_token=...)`);
+    with a token, `background` is ignored: a continuation never starts a run.
     """
 
     model: str | None = None
