@@ -456,3 +456,18 @@ async def test_a_wait_may_leave_the_run_going() -> None:
             client_over(server), ContinuationToken("resp_bg"), deadline=0.2, first_delay=0.05, cancel_on_exit=False
         )
     assert server.calls("POST") == []
+
+
+async def test_background_in_extra_body_is_a_background_run_too() -> None:
+    """The issue's case: `background` passed through `extra_body` once came back with no finish
+    reason, and the structured-output layer re-asked, starting more jobs."""
+    server = Server(response("queued"))
+    client = with_retries(with_structured_output(client_over(server, max_retries=2)), base_delay=0)
+    started = await client.get_response("Ada", output_type=Person, options={"extra_body": {"background": True}})
+    assert started.finish_reason == FinishReason.LONG_RUNNING and started.continuation_token is not None
+    assert json.loads(server.requests[0].content)["background"] is True and len(server.requests) == 1
+    failing = Server(500)
+    client = with_retries(client_over(failing, max_retries=2), base_delay=0)
+    with pytest.raises(openai.InternalServerError):
+        await client.get_response("hi", options={"extra_body": {"background": True}})
+    assert len(failing.calls("POST")) == 1

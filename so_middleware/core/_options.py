@@ -140,6 +140,13 @@ class ChatOptions:
         return cls(**values)
 
     @property
+    def starts_background_run(self) -> bool:
+        """True for a call that starts a background run: `background=True` (or the same field in
+        `extra_body`) and no continuation token."""
+        asked = self.background or (self.extra_body or {}).get("background") is True
+        return bool(asked) and self.continuation_token is None
+
+    @property
     def features(self) -> tuple[Any, ...]:
         """The feature objects of this run, in order."""
         return tuple(_feature_list(self.additional_properties.get(FEATURES_KEY)))

@@ -136,7 +136,7 @@ class Run:
             if isinstance(verdict, Valid):
                 self._finish(plan, response, verdict)
                 return
-            if self.options.background or self.options.continuation_token is not None:
+            if self.options.starts_background_run or self.options.continuation_token is not None:
                 raise self._fail(verdict, response, plan)  # another call would start a second background job
             if isinstance(verdict, Ignored):
                 self.index += 1

@@ -108,7 +108,7 @@ class RetryingChatClient(DelegatingChatClient):
         if chat_options.sdk_max_retries is None:  # the SDK's own retries off for these calls only
             chat_options = chat_options.replace(sdk_max_retries=0)
         call = functools.partial(self.__wrapped__.get_response, messages, options=chat_options, output_type=output_type)
-        if chat_options.background and chat_options.continuation_token is None:
+        if chat_options.starts_background_run:
             return call(stream=stream)  # type: ignore[no-any-return]  # sent once: a retry could start a second job
         if stream:
             retried = RetriedStream(call, self._self_policy)

@@ -16,7 +16,7 @@ its event stream after event N, `POST /v1/responses/{id}/cancel` stops it. Here 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,16 +87,22 @@ class ResumableReader:
 
     def read(self, event: Any) -> ChatResponseUpdate[Any] | None:
         update = self.inner.read(event)
-        if self.token is None and getattr(event, "response", None) is not None:
-            self.token = ContinuationToken(event.response.id)  # response.created / queued
+        response = _field(event, "response")
+        if self.token is None and isinstance(_field(response, "id"), str):
+            self.token = ContinuationToken(_field(response, "id"))  # response.created / queued
         if update is None or self.token is None:
             return update
         update.response_id = update.response_id or self.token.response_id
         if not self.inner.finished:
-            update.continuation_token = self.token.after(getattr(event, "sequence_number", None))
+            update.continuation_token = self.token.after(_field(event, "sequence_number"))
         elif self.resumed:
-            update.additional_properties[RESUMED_KEY] = response_to_chat(event.response)
+            update.additional_properties[RESUMED_KEY] = response_to_chat(response)
         return update
+
+
+def _field(value: Any, name: str) -> Any:
+    """A field of an SDK object or of a plain decoded event."""
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
 
 
 async def ended_run_error(retrieve: Callable[..., Awaitable[Any]], token: ContinuationToken) -> Exception | None:

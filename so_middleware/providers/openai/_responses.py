@@ -116,7 +116,7 @@ class OpenAIResponsesClient(SDKChatClient):
                 self.sdk_for(_once_if_background(options)).responses.create, request, options
             )
         reader: EventReader = StreamReader(prefill=self.echoed_prefill(messages))
-        if options.background or token is not None:  # updates carry tokens to resume with
+        if options.starts_background_run or token is not None:  # updates carry tokens to resume with
             reader = ResumableReader(StreamReader(prefill=self.echoed_prefill(messages)), token, token is not None)
         ending = "response.completed or response.incomplete"
         events = self.read_events(stream, reader, ending=ending, idle_timeout=self.idle_timeout_for(options))
@@ -156,7 +156,7 @@ class OpenAIResponsesClient(SDKChatClient):
 def _once_if_background(options: ChatOptions) -> ChatOptions:
     """A background create the server may have accepted is never sent twice: no SDK retries
     (unless the caller chose some)."""
-    if options.background and options.sdk_max_retries is None:
+    if options.starts_background_run and options.sdk_max_retries is None:
         return options.replace(sdk_max_retries=0)
     return options
 
