@@ -471,3 +471,17 @@ async def test_background_in_extra_body_is_a_background_run_too() -> None:
     with pytest.raises(openai.InternalServerError):
         await client.get_response("hi", options={"extra_body": {"background": True}})
     assert len(failing.calls("POST")) == 1
+
+
+async def test_a_structured_output_agent_converts_once_the_background_run_completes() -> None:
+    from so_middleware import ChatAgent, StructuredOutputAgent
+    from so_middleware.testing import FakeChatClient
+
+    server = Server(response("queued"), [response("completed", "Ada Lovelace is 36.")])
+    converter = FakeChatClient('{"name": "Ada Lovelace", "age": 36}')
+    agent = StructuredOutputAgent(ChatAgent(client_over(server)), converter, output_type=Person)
+    started = await agent.run("Who?", options={"background": True})
+    assert started.finish_reason == FinishReason.LONG_RUNNING and converter.calls == []
+    done = await agent.run(continuation_token=started.continuation_token)
+    assert done.value == Person(name="Ada Lovelace", age=36)
+    assert converter.calls[0].messages[-1].text == "Ada Lovelace is 36."
