@@ -5,16 +5,9 @@ other layers import from `so_middleware.core`; its module files are private.
 """
 
 from ._attempts import Attempt
+from ._background import with_continuation
 from ._capabilities import Capabilities, SchemaProfileName
-from ._client import (
-    BaseChatClient,
-    ChatClient,
-    ChatStream,
-    ClientInput,
-    SyncChatStream,
-    as_chat_client,
-    with_continuation,
-)
+from ._client import BaseChatClient, ChatClient, ChatStream, ClientInput, SyncChatStream, as_chat_client
 from ._contents import (
     Content,
     DataContent,

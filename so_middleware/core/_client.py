@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
+from ._background import check_background, with_continuation
 from ._capabilities import Capabilities
 from ._continuation import ContinuationToken
 from ._exceptions import UserError
@@ -181,7 +182,7 @@ class BaseChatClient(SyncCalls):
         chat_messages = as_messages(messages)
         chat_options = with_continuation(options, continuation_token)
         if chat_options.background or chat_options.continuation_token is not None:
-            _check_background(self, chat_options)
+            check_background(self, chat_options)
         blank = not chat_messages or (isinstance(messages, str) and not messages.strip())
         if blank and chat_options.continuation_token is None:
             raise UserError(f"no messages to send (messages={messages!r:.20}): pass a str or a list of messages")
@@ -230,21 +231,6 @@ class BaseChatClient(SyncCalls):
 
     def __exit__(self, *exc_info: object) -> None:
         return None
-
-
-def with_continuation(options: OptionsInput, token: ContinuationToken | str | None) -> ChatOptions:
-    """`options` as `ChatOptions`, carrying `token` (a `get_response(continuation_token=...)` keyword)."""
-    chat_options = ChatOptions.coerce(options)
-    return chat_options if token is None else chat_options.replace(continuation_token=ContinuationToken.coerce(token))
-
-
-def _check_background(client: BaseChatClient, options: ChatOptions) -> None:
-    if not client.supports_background:
-        asked = "background=True" if options.background else "a continuation_token"
-        raise UserError(
-            f"{type(client).__name__} has no long-running (background) runs, so {asked} cannot be used: "
-            "use the OpenAI Responses adapter (OpenAIResponsesClient), or drop the option"
-        )
 
 
 def _reject_unhandled_features(options: ChatOptions) -> None:

@@ -19,7 +19,8 @@ from typing import Any, Literal, NoReturn, TypeVar, overload
 
 import wrapt
 
-from ._client import ChatClient, ChatStream, SyncCalls, as_chat_client, with_continuation
+from ._background import with_continuation
+from ._client import ChatClient, ChatStream, SyncCalls, as_chat_client
 from ._continuation import ContinuationToken
 from ._exceptions import UserError
 from ._messages import MessageInput
