@@ -485,3 +485,18 @@ async def test_a_structured_output_agent_converts_once_the_background_run_comple
     done = await agent.run(continuation_token=started.continuation_token)
     assert done.value == Person(name="Ada Lovelace", age=36)
     assert converter.calls[0].messages[-1].text == "Ada Lovelace is 36."
+
+
+async def test_background_runs_and_polls_never_fail_over() -> None:
+    from so_middleware import with_fallback
+    from so_middleware.testing import FakeChatClient
+
+    other = FakeChatClient("from the fallback")
+    failing = Server(500, [503])
+    client = with_fallback(client_over(failing, max_retries=0), other)
+    with pytest.raises(openai.InternalServerError):
+        await client.get_response("hi", options={"background": True})
+    with pytest.raises(openai.InternalServerError):
+        await client.get_response(continuation_token=ContinuationToken("resp_bg"))
+    assert other.calls == [] and len(failing.requests) == 2
+    assert (await client.get_response("hi")).text == "from the fallback"  # other calls still fail over
