@@ -30,7 +30,8 @@ class ChatClient(Protocol):
 
     `get_response(...)` returns an awaitable `ChatResponse`, or with `stream=True` a
     `ResponseStream` at once. `output_type=T` asks for a typed value; a structured-output layer
-    in the stack must handle it.
+    in the stack must handle it. `continuation_token=` polls (or with `stream=True` resumes) a
+    background run started with `options={"background": True}`; messages may be left out then.
     """
 
     @overload
