@@ -37,7 +37,8 @@ async def wait_for_response(
     bounds the whole wait: when it passes, `DeadlineExceededError` is raised. When the wait ends
     without a result (the deadline, or the waiting task cancelled) and `cancel_on_exit` is true,
     the run is cancelled on the server too (`client.cancel(token)`, best effort). `output_type`
-    asks a structured-output layer for the typed value of the completed run.
+    asks a structured-output layer for the typed value of the completed run. From blocking code:
+    `run_sync(lambda: wait_for_response(client, token))`.
 
     Example:
         started = await client.get_response("Write a report", options={"background": True})
