@@ -285,7 +285,8 @@ async def test_a_cancelled_responses_status_is_a_provider_response_error(streami
     client = make("responses", handler if streaming else (lambda request: httpx2.Response(200, json=cancelled)))
     with pytest.raises(ProviderResponseError, match="the response cancelled") as caught:
         await call(client, streaming)
-    assert caught.value.code is None and caught.value.transient  # reported without a type: may pass
+    # a cancel is deliberate (a background run someone stopped): named, and not retried
+    assert caught.value.code == "cancelled" and not caught.value.transient
 
 
 @STREAM

@@ -13,6 +13,8 @@ from ..core import (
     ChatClient,
     ChatMessage,
     ChatOptions,
+    ContinuationToken,
+    FinishReason,
     MessageInput,
     OptionsInput,
     ResponseStream,
@@ -20,6 +22,7 @@ from ..core import (
     as_chat_client,
     as_messages,
     run_sync,
+    with_continuation,
 )
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
@@ -56,6 +59,7 @@ class Agent(Protocol):
         options: OptionsInput = None,
         output_type: Any = None,
         stream: bool = False,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream: ...
 
 
@@ -98,6 +102,7 @@ class ChatAgent:
         options: OptionsInput = None,
         output_type: type[T],
         stream: Literal[False] = False,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[AgentResponse[T]]: ...
 
     @overload
@@ -109,6 +114,7 @@ class ChatAgent:
         options: OptionsInput = None,
         output_type: type[T],
         stream: Literal[True],
+        continuation_token: ContinuationToken | str | None = None,
     ) -> TypedAgentStream[T]: ...
 
     @overload
@@ -120,6 +126,7 @@ class ChatAgent:
         options: OptionsInput = None,
         output_type: Any = None,
         stream: Literal[False] = False,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[AgentResponse[Any]]: ...
 
     @overload
@@ -131,6 +138,7 @@ class ChatAgent:
         options: OptionsInput = None,
         output_type: Any = None,
         stream: Literal[True],
+        continuation_token: ContinuationToken | str | None = None,
     ) -> AgentStream: ...
 
     def run(
@@ -141,16 +149,29 @@ class ChatAgent:
         options: OptionsInput = None,
         output_type: Any = None,
         stream: bool = False,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream:
         """Run the agent on `input` (a string, a message or several), continuing `thread`.
 
+        Long-running runs (seed 001, option 2: a property on the agent's own response type):
+        `options={"background": True}` returns at once an `AgentResponse` whose `finish_reason`
+        is `LONG_RUNNING` and whose `continuation_token` names the run; `run(continuation_token=
+        token, thread=thread)` polls it (or with `stream=True` resumes its stream) and, once it
+        completes, gives the answer like any run. A property rather than a content item (option
+        1) because the token is not part of the answer: `.text` and `.messages` stay the final
+        answer only, and the token is one attribute away instead of a search through contents.
+        The thread gets the input when the run starts and the answer when it completes.
         `output_type=T` types the result as `AgentResponse[T]` (see `ChatClient` for which type
-        forms keep their type statically)."""
+        forms keep their type statically).
+        """
         new_messages = as_messages(input)
         history = [*(thread.messages if thread else []), *new_messages]
-        if not history:
-            raise UserError("nothing to run: give input or a thread with messages")
         chat_options = self._options(options)
+        if continuation_token is not None:
+            history = []  # the server holds the run's conversation
+            chat_options = with_continuation(chat_options, continuation_token)
+        elif not history:
+            raise UserError("nothing to run: give input or a thread with messages")
         if stream:
             return self._stream(history, new_messages, thread, chat_options, output_type)
         return self._respond(history, new_messages, thread, chat_options, output_type)
@@ -163,6 +184,7 @@ class ChatAgent:
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: type[T],
+        continuation_token: ContinuationToken | str | None = None,
     ) -> AgentResponse[T]: ...
 
     @overload
@@ -173,6 +195,7 @@ class ChatAgent:
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> AgentResponse[Any]: ...
 
     def run_sync(
@@ -182,9 +205,13 @@ class ChatAgent:
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> AgentResponse[Any]:
         """Blocking `run` for scripts (raises `UserError` inside a running event loop)."""
-        return run_sync(lambda: self.run(input, thread=thread, options=options, output_type=output_type))
+        token = continuation_token
+        return run_sync(
+            lambda: self.run(input, thread=thread, options=options, output_type=output_type, continuation_token=token)
+        )
 
     def _span(self) -> contextlib.AbstractContextManager[Any]:
         spans = getattr(self.client, "get_service", lambda kind: None)(AgentSpans)  # the telemetry layer, if any
@@ -206,7 +233,7 @@ class ChatAgent:
             )
         response: AgentResponse[Any] = AgentResponse(chat, agent_name=self.name)
         if thread is not None:
-            thread.messages.extend([*new, *response.messages])
+            thread.messages.extend([*new, *_final_messages(response)])
         return response
 
     def _stream(
@@ -228,7 +255,7 @@ class ChatAgent:
                     chat = require_chat_response(await inner.get_final_response())
             response: AgentResponse[Any] = AgentResponse(chat, agent_name=self.name)
             if thread is not None:
-                thread.messages.extend([*new, *response.messages])
+                thread.messages.extend([*new, *_final_messages(response)])
             final.append(response)
 
         def finalize(_: Sequence[AgentResponseUpdate[Any]]) -> AgentResponse[Any]:
@@ -238,6 +265,10 @@ class ChatAgent:
 
     def __repr__(self) -> str:
         return f"ChatAgent(name={self.name!r}, client={self.client!r})"
+
+
+def _final_messages(response: AgentResponse[Any]) -> list[ChatMessage]:
+    return [] if response.finish_reason == FinishReason.LONG_RUNNING else response.messages
 
 
 class DelegatingAgent(wrapt.BaseObjectProxy):  # type: ignore[type-arg]

@@ -11,6 +11,7 @@ from ..core import (
     ChatResponse,
     ChatResponseUpdate,
     Content,
+    ContinuationToken,
     FinishReason,
     FunctionCallContent,
     FunctionResultContent,
@@ -102,6 +103,12 @@ class AgentResponse(Generic[T]):
         """The provider's response id."""
         return self.chat_response.response_id
 
+    @property
+    def continuation_token(self) -> ContinuationToken | None:
+        """While `finish_reason` is `LONG_RUNNING`: the token to continue the run with
+        (`agent.run(continuation_token=...)`); None once it is done."""
+        return self.chat_response.continuation_token
+
     @overload
     def parse(self, output_type: type[U]) -> U: ...
 
@@ -158,6 +165,11 @@ class AgentResponseUpdate(Generic[T]):
     def contents(self) -> list[Content]:
         """The raw content deltas."""
         return self.update.contents
+
+    @property
+    def continuation_token(self) -> ContinuationToken | None:
+        """In a background run's stream: resume after this update (`run(continuation_token=..., stream=True)`)."""
+        return self.update.continuation_token
 
 
 def require_chat_response(value: Any) -> ChatResponse[Any]:

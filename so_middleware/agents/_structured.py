@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
-from ..core import ChatClient, ChatMessage, ChatOptions, MessageInput, OptionsInput, ResponseStream, UserError
+from ..core import (
+    ChatClient,
+    ChatMessage,
+    ChatOptions,
+    ContinuationToken,
+    FinishReason,
+    MessageInput,
+    OptionsInput,
+    ResponseStream,
+    UserError,
+)
 from ..middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
 from ._agent import Agent, AgentStream, AgentThread, DelegatingAgent, TypedAgentStream
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
@@ -96,19 +106,23 @@ class StructuredOutputAgent(DelegatingAgent):
         options: OptionsInput = None,
         output_type: Any = None,
         stream: bool = False,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream:
-        """Run the inner agent, then convert its answer to the requested type."""
+        """Run the inner agent, then convert its answer to the requested type. A background run
+        of the inner agent is returned as it is (`LONG_RUNNING`, with its token) until a run with
+        `continuation_token=...` finds it complete; its answer is converted then."""
         chat_options = ChatOptions.coerce(options)
         features = [f for f in chat_options.features if isinstance(f, StructuredOutput)]
         feature = features[0] if features else None
+        token = {"continuation_token": continuation_token} if continuation_token is not None else {}
         if feature is None and output_type is None and self._self_default is None:
-            return self.__wrapped__.run(input, thread=thread, options=options, stream=stream)  # type: ignore[no-any-return]
+            return self.__wrapped__.run(input, thread=thread, options=options, stream=stream, **token)  # type: ignore[no-any-return]
         if feature is None:
             feature = StructuredOutput(output_type) if output_type is not None else self._self_default.copy_for_run()  # type: ignore[union-attr]
         inner_options = chat_options.with_features([f for f in chat_options.features if f is not feature])
         if stream:
-            return self._stream(input, thread, inner_options, feature)
-        return self._respond(input, thread, inner_options, feature)
+            return self._stream(input, thread, inner_options, feature, token)
+        return self._respond(input, thread, inner_options, feature, token)
 
     def _conversion(self, text: str) -> list[ChatMessage]:
         return [ChatMessage("system", CONVERTER_INSTRUCTIONS), ChatMessage("user", text)]
@@ -119,8 +133,11 @@ class StructuredOutputAgent(DelegatingAgent):
         thread: AgentThread | None,
         options: ChatOptions,
         feature: StructuredOutput[Any],
+        token: dict[str, Any],
     ) -> AgentResponse[Any]:
-        inner = await self.__wrapped__.run(input, thread=thread, options=options)
+        inner = await self.__wrapped__.run(input, thread=thread, options=options, **token)
+        if inner.finish_reason == FinishReason.LONG_RUNNING:
+            return inner  # type: ignore[no-any-return]
         chat = require_chat_response(
             await self._self_converter.get_response(self._conversion(inner.text), options={"features": [feature]})
         )
@@ -134,11 +151,15 @@ class StructuredOutputAgent(DelegatingAgent):
         thread: AgentThread | None,
         options: ChatOptions,
         feature: StructuredOutput[Any],
+        token: dict[str, Any],
     ) -> AgentStream:
         final: list[AgentResponse[Any]] = []
 
         async def updates() -> AsyncIterator[AgentResponseUpdate[Any]]:
-            inner = await self.__wrapped__.run(input, thread=thread, options=options)
+            inner = await self.__wrapped__.run(input, thread=thread, options=options, **token)
+            if inner.finish_reason == FinishReason.LONG_RUNNING:
+                final.append(inner)
+                return
             stream = self._self_converter.get_response(
                 self._conversion(inner.text), options={"features": [feature]}, stream=True
             )

@@ -5,6 +5,7 @@ other layers import from `so_middleware.core`; its module files are private.
 """
 
 from ._attempts import Attempt
+from ._background import with_continuation
 from ._capabilities import Capabilities, SchemaProfileName
 from ._client import (
     BaseChatClient,
@@ -25,6 +26,7 @@ from ._contents import (
     RefusalContent,
     TextContent,
 )
+from ._continuation import ContinuationToken
 from ._deadline import call_deadline, seconds_left
 from ._delegating import DelegatingChatClient, chain
 from ._exceptions import (
@@ -53,6 +55,7 @@ from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
 from ._urls import redact_url
 from ._usage import FinishReason, UsageDetails
+from ._waiting import cancel_run, wait_for_response
 
 __all__ = [
     "TRANSIENT_ERROR_CODES",
@@ -72,6 +75,7 @@ __all__ = [
     "ClientInput",
     "Content",
     "ContentFilterError",
+    "ContinuationToken",
     "DeadlineExceededError",
     "DataContent",
     "DelegatingChatClient",
@@ -110,6 +114,7 @@ __all__ = [
     "as_chat_client",
     "as_messages",
     "call_deadline",
+    "cancel_run",
     "chain",
     "chat_format_to_responses",
     "find_feature",
@@ -120,4 +125,6 @@ __all__ = [
     "run_sync",
     "seconds_left",
     "sync_stream",
+    "wait_for_response",
+    "with_continuation",
 ]

@@ -1,18 +1,28 @@
-"""The `ChatClient` protocol, the base of every provider adapter, and `as_chat_client`."""
+"""`BaseChatClient`, the base of every provider adapter, and `as_chat_client` (the protocol itself is
+in `_protocol`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Any, ClassVar, Literal, TypeVar, overload
 
+from ._background import check_background, with_continuation
 from ._capabilities import Capabilities
+from ._continuation import ContinuationToken
 from ._exceptions import UserError
 from ._messages import ChatMessage, MessageInput, as_messages
 from ._options import ChatOptions, OptionsInput
+from ._protocol import (
+    ChatClient,
+    ChatStream,
+    SyncCalls,
+    SyncChatStream,
+    TypedChatStream,
+    TypedSyncChatStream,
+)
 from ._registry import adapter_factory
 from ._responses import ChatResponse, ChatResponseUpdate
 from ._stream import ResponseStream
-from ._sync import SyncResponseStream, run_sync, sync_stream
 
 __all__ = [
     "BaseChatClient",
@@ -28,115 +38,6 @@ __all__ = [
 K = TypeVar("K")
 T = TypeVar("T")
 
-TypedChatStream = ResponseStream[ChatResponseUpdate[T], ChatResponse[T]]
-TypedSyncChatStream = SyncResponseStream[ChatResponseUpdate[T], ChatResponse[T]]
-ChatStream = TypedChatStream[Any]
-SyncChatStream = TypedSyncChatStream[Any]
-
-
-@runtime_checkable
-class ChatClient(Protocol):
-    """Anything that answers chat messages: a provider adapter or a stack of middleware over one.
-
-    `get_response(...)` returns an awaitable `ChatResponse`, or with `stream=True` a
-    `ResponseStream` at once. `output_type=T` asks for a typed value; a structured-output layer
-    in the stack must handle it.
-
-    Static types: an `output_type` that is a class (`Person`, `int`, `str`, a TypedDict, and
-    parametrised classes such as `list[Person]` or `dict[str, int]`) gives `ChatResponse[T]`
-    (`ResponseStream[ChatResponseUpdate[T], ChatResponse[T]]` with `stream=True`), so
-    `response.value` is a `Person`. Other type forms (`Person | None`, `Optional[...]`,
-    `Annotated[...]`, `Literal[...]`) are not classes, cannot bind a `type[T]` parameter in mypy or
-    pyright, and give `ChatResponse[Any]`, as does a call without `output_type` (mypy also gives
-    `Any` for an abstract class). Annotate the result (`value: Person | None = response.value`)
-    to keep a type there.
-
-    Example:
-        response = await client.get_response("Ada, 36", output_type=Person)
-        response.value.name  # `Person` to the type checker
-    """
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: type[T],
-    ) -> Awaitable[ChatResponse[T]]: ...
-
-    @overload
-    def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: type[T]
-    ) -> TypedChatStream[T]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-    ) -> Awaitable[ChatResponse[Any]]: ...
-
-    @overload
-    def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
-    ) -> ChatStream: ...
-
-    def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream: ...
-
-
-class SyncCalls:
-    """The blocking entry points of a client, over its `get_response` (the adapters' base and every
-    layer have them)."""
-
-    @overload
-    def get_response_sync(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: type[T],
-    ) -> ChatResponse[T]: ...
-
-    @overload
-    def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: type[T]
-    ) -> TypedSyncChatStream[T]: ...
-
-    @overload
-    def get_response_sync(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-    ) -> ChatResponse[Any]: ...
-
-    @overload
-    def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
-    ) -> SyncChatStream: ...
-
-    def get_response_sync(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
-    ) -> ChatResponse[Any] | SyncChatStream:
-        """Blocking `get_response` for scripts; with `stream=True` a `SyncResponseStream` to iterate
-        with `for`. Raises `UserError` inside a running event loop."""
-        client = cast(ChatClient, self)  # every class that mixes this in is a ChatClient
-        if stream:
-            return sync_stream(
-                lambda: client.get_response(messages, options=options, stream=True, output_type=output_type)
-            )
-        return run_sync(lambda: client.get_response(messages, options=options, output_type=output_type))
-
 
 class BaseChatClient(SyncCalls):
     """Base of the provider adapters: normalises input once and dispatches to two hooks.
@@ -151,6 +52,7 @@ class BaseChatClient(SyncCalls):
     model: str | None = None  # the default model, when the adapter has one
     base_url: str | None = None  # where requests go, for telemetry's server.address/port
     discovery_pending: bool = False  # the server is to be identified before the first request
+    supports_background: ClassVar[bool] = False  # long-running runs: `background` and continuation tokens
 
     async def discover_capabilities(self) -> Capabilities:
         """The capability profile, once the server behind the adapter is identified.
@@ -166,35 +68,55 @@ class BaseChatClient(SyncCalls):
     @overload
     def get_response(
         self,
-        messages: MessageInput,
+        messages: MessageInput = (),
         *,
         options: OptionsInput = None,
         stream: Literal[False] = False,
         output_type: type[T],
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[T]]: ...
 
     @overload
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: type[T]
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: type[T],
+        continuation_token: ContinuationToken | str | None = None,
     ) -> TypedChatStream[T]: ...
 
     @overload
     def get_response(
         self,
-        messages: MessageInput,
+        messages: MessageInput = (),
         *,
         options: OptionsInput = None,
         stream: Literal[False] = False,
         output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[Any]]: ...
 
     @overload
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> ChatStream: ...
 
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: bool = False,
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Send `messages` to the model; see `ChatClient`."""
         if output_type is not None:
@@ -203,16 +125,19 @@ class BaseChatClient(SyncCalls):
                 "wrap the client with so_middleware.with_structured_output(client)"
             )
         chat_messages = as_messages(messages)
-        if not chat_messages or (isinstance(messages, str) and not messages.strip()):
+        chat_options = with_continuation(options, continuation_token)
+        if chat_options.background or chat_options.continuation_token is not None:
+            check_background(self, chat_options)
+        blank = not chat_messages or (isinstance(messages, str) and not messages.strip())
+        if blank and chat_options.continuation_token is None:
             raise UserError(f"no messages to send (messages={messages!r:.20}): pass a str or a list of messages")
-        chat_options = ChatOptions.coerce(options)
         _reject_unhandled_features(chat_options)
         if self.discovery_pending:
             if stream:
-                return ResponseStream(self._stream_discovered(chat_messages, chat_options), ChatResponse.from_updates)
+                return ResponseStream(self._stream_discovered(chat_messages, chat_options), self._final_response)
             return self._respond_discovered(chat_messages, chat_options)
         if stream:
-            return ResponseStream(self._stream(chat_messages, chat_options), ChatResponse.from_updates)
+            return ResponseStream(self._stream(chat_messages, chat_options), self._final_response)
         return self._respond(chat_messages, chat_options)
 
     async def _respond_discovered(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
@@ -231,6 +156,10 @@ class BaseChatClient(SyncCalls):
 
     def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
         raise NotImplementedError
+
+    def _final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
+        """A stream's final response from its updates (an adapter resuming streams overrides it)."""
+        return ChatResponse.from_updates(updates)
 
     def get_service(self, kind: type[K]) -> K | None:
         """This client if it is a `kind`, else None (adapters also offer their SDK client)."""

@@ -19,7 +19,9 @@ from typing import Any, Literal, NoReturn, TypeVar, overload
 
 import wrapt
 
+from ._background import with_continuation
 from ._client import ChatClient, ChatStream, SyncCalls, TypedChatStream, as_chat_client
+from ._continuation import ContinuationToken
 from ._exceptions import UserError
 from ._messages import MessageInput
 from ._options import OptionsInput
@@ -56,38 +58,61 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, SyncCalls):  # type: ignore[ty
     @overload
     def get_response(
         self,
-        messages: MessageInput,
+        messages: MessageInput = (),
         *,
         options: OptionsInput = None,
         stream: Literal[False] = False,
         output_type: type[T],
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[T]]: ...
 
     @overload
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: type[T]
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: type[T],
+        continuation_token: ContinuationToken | str | None = None,
     ) -> TypedChatStream[T]: ...
 
     @overload
     def get_response(
         self,
-        messages: MessageInput,
+        messages: MessageInput = (),
         *,
         options: OptionsInput = None,
         stream: Literal[False] = False,
         output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[Any]]: ...
 
     @overload
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: Literal[True], output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> ChatStream: ...
 
     def get_response(
-        self, messages: MessageInput, *, options: OptionsInput = None, stream: bool = False, output_type: Any = None
+        self,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: bool = False,
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Send `messages` through this layer and the ones below; see `ChatClient` (the static
-        types of `output_type=T` are the same on every layer)."""
+        types of `output_type=T` are the same on every layer). A `continuation_token` travels down
+        in the options (`ChatOptions.continuation_token`)."""
+        if continuation_token is not None:
+            options = with_continuation(options, continuation_token)
         return self.process(messages, options=options, stream=stream, output_type=output_type)
 
     def process(

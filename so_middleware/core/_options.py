@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from ._continuation import ContinuationToken
 from ._exceptions import UserError
 from ._formats import ResponseFormat
 
@@ -73,6 +74,9 @@ class ChatOptions:
     `sdk_max_retries` sets the SDK client's own retries for this call only (a retry layer sends 0).
     `tools` hold `FunctionTool`s or provider-shaped dicts (passed on as given); `response_format`
     a `ResponseFormat` or a wire dict (Chat Completions or Responses spelling).
+    `background=True` asks for a long-running run (adapters that have them: the Responses API);
+    `continuation_token` picks one up again (usually given as `get_response(continuation_token=...)`);
+    with a token, `background` is ignored: a continuation never starts a run.
     """
 
     model: str | None = None
@@ -89,6 +93,8 @@ class ChatOptions:
     extra_body: Mapping[str, Any] | None = None
     sdk_max_retries: int | None = None  # the SDK's own retries for this call (None: the SDK client's setting)
     idle_timeout: float | None = None
+    background: bool | None = None
+    continuation_token: ContinuationToken | None = None
 
     def __post_init__(self) -> None:
         for name, check, expected in _CHECKS:
@@ -127,9 +133,18 @@ class ChatOptions:
             values["response_format"] = _response_format(values["response_format"])
         if "tool_choice" in values:
             values["tool_choice"] = _tool_choice(values["tool_choice"])
+        if isinstance(values.get("continuation_token"), str):
+            values["continuation_token"] = ContinuationToken.parse(values["continuation_token"])
         if "stop" in values and isinstance(values["stop"], str):
             values["stop"] = [values["stop"]]
         return cls(**values)
+
+    @property
+    def starts_background_run(self) -> bool:
+        """True for a call that starts a background run: `background=True` (or the same field in
+        `extra_body`) and no continuation token."""
+        asked = self.background or (self.extra_body or {}).get("background") is True
+        return bool(asked) and self.continuation_token is None
 
     @property
     def features(self) -> tuple[Any, ...]:
@@ -234,6 +249,8 @@ _CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("extra_body", lambda v: isinstance(v, Mapping), "a dict"),
     ("sdk_max_retries", lambda v: _is_int(v, 0), "an int >= 0"),
     ("idle_timeout", lambda v: _is_number(v) and v > 0, "a number of seconds > 0"),
+    ("background", lambda v: isinstance(v, bool), "a bool"),
+    ("continuation_token", lambda v: isinstance(v, ContinuationToken), "a ContinuationToken or its string"),
 )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overloa
 
 from ._attempts import Attempt
 from ._contents import Content, FunctionCallContent, ReasoningContent, RefusalContent, TextContent
+from ._continuation import ContinuationToken
 from ._exceptions import ModelBehaviorError, OutputError, UserError
 from ._messages import ChatMessage, Role
 from ._usage import FinishReason, UsageDetails
@@ -85,6 +86,7 @@ class ChatResponse(Generic[T]):
         value: Any = _UNSET,
         value_error: OutputError | None = None,
         response_format: ResponseFormat | None = None,
+        continuation_token: ContinuationToken | None = None,
     ) -> None:
         self.messages: list[ChatMessage] = [messages] if isinstance(messages, ChatMessage) else list(messages)
         self.usage = usage
@@ -95,6 +97,7 @@ class ChatResponse(Generic[T]):
         self.additional_properties: dict[str, Any] = dict(additional_properties or {})
         self.attempts: list[Attempt] = list(attempts)
         self.response_format = response_format
+        self.continuation_token = continuation_token  # set while finish_reason is LONG_RUNNING
         self._value: Any = value
         self._value_error = value_error
 
@@ -130,6 +133,11 @@ class ChatResponse(Generic[T]):
             return cast(T, self._value)
         if self._value_error is not None:
             raise self._value_error
+        if self.finish_reason == FinishReason.LONG_RUNNING:
+            raise UserError(
+                "this background run is still going (finish_reason LONG_RUNNING): poll it with "
+                "get_response(continuation_token=response.continuation_token, output_type=...)"
+            )
         raise UserError(
             "this response has no structured value: no output type was requested; "
             "pass output_type=... or use response.parse(T)"
@@ -206,6 +214,7 @@ class ChatResponseUpdate(Generic[T]):
     partial_value: T | None = None
     completed_items: list[Any] = field(default_factory=list)
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    continuation_token: ContinuationToken | None = None  # a background stream: resume after this update
 
     @property
     def text(self) -> str:

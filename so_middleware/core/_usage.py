@@ -69,6 +69,7 @@ class FinishReason(str, Enum):
     TOOL_CALLS = "tool_calls"
     CONTENT_FILTER = "content_filter"
     REFUSAL = "refusal"
+    LONG_RUNNING = "long_running"  # a background run still going: poll or resume with its continuation_token
 
     def __str__(self) -> str:
         return self.value

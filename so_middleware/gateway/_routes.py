@@ -99,7 +99,8 @@ class Gateway:
         return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
 
     async def cancel(self, request: Request) -> Response:
-        """`POST /v1/responses/{id}/cancel`: stops a background run (a finished one is returned as is)."""
+        """`POST /v1/responses/{id}/cancel`: stops a background run (a finished one is returned as is;
+        a response not created with `background: true` cannot be cancelled: 400)."""
         response_id = request.path_params["id"]
         run = self.runs.get(response_id)
         if run is not None:
@@ -108,6 +109,10 @@ class Gateway:
         stored = await self.store.get(response_id)
         if stored is None:
             return _not_found(response_id)
+        if not stored.response.get("background"):  # as the API: only background responses can be cancelled
+            return error_response(
+                400, "Only responses created with background=true can be cancelled.", param="response_id"
+            )
         if stored.response["status"] not in TERMINAL:
             return error_response(409, "This response runs on another gateway process; cancel it there.")
         return JSONResponse(stored.response)

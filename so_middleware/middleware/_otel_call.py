@@ -23,6 +23,7 @@ from opentelemetry.trace import Span, SpanKind, StatusCode
 from ..core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputError
 from . import _otel_names as names
 from ._otel_attributes import coerce_options, response_attributes, structured_attributes, structured_info
+from ._otel_background import stamp_token
 from ._otel_content import ContentCapture, as_json, input_messages, instructions_parts, output_messages
 from ._retry_errors import status_code_of
 
@@ -75,10 +76,12 @@ class Instruments:
             explicit_bucket_boundaries_advisory=names.DURATION_BUCKETS,
         )
 
-    def start_span(self, name: str, kind: SpanKind, attributes: dict[str, Any], start_time: int | None) -> Span:
+    def start_span(
+        self, name: str, kind: SpanKind, attributes: dict[str, Any], start_time: int | None, links: Any = None
+    ) -> Span:
         try:
             clean = {key: value for key, value in attributes.items() if value is not None}
-            return self.tracer.start_span(name, kind=kind, attributes=clean, start_time=start_time)
+            return self.tracer.start_span(name, kind=kind, attributes=clean, start_time=start_time, links=links)
         except Exception:
             logger.debug("so_middleware telemetry: could not start span %r", name, exc_info=True)
             return otel_trace.INVALID_SPAN
@@ -103,11 +106,12 @@ class ChatCall:
         self.capture_content = content.on_span
         self.event_attributes: dict[str, Any] = {}  # what only the details event carries
         self.inner_stream: ChatStream | None = None
+        self.links: list[Any] = []  # to the span that started the background run this call continues
 
     def start(self) -> Span:
         model = self.attributes.get(names.GEN_AI_REQUEST_MODEL)
         name = f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT
-        return self.instruments.start_span(name, SpanKind.CLIENT, self.attributes, self.started_ns)
+        return self.instruments.start_span(name, SpanKind.CLIENT, self.attributes, self.started_ns, self.links)
 
     async def respond(self, call: Callable[..., Any]) -> ChatResponse[Any]:
         span = self.start()
@@ -117,6 +121,7 @@ class ChatCall:
         except BaseException as error:
             self.end(span, error)
             raise
+        stamp_token(response, span)
         self.end(span, None, response)
         return response
 
@@ -139,6 +144,7 @@ class ChatCall:
                 if first:
                     first = False
                     self.first_chunk(span)
+                stamp_token(update, span)
                 yield update
             try:
                 response = await inner.get_final_response()

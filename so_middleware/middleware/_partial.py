@@ -51,4 +51,5 @@ class PartialReader:
             attempt=self._attempt,
             partial_value=partial,
             completed_items=completed,
+            continuation_token=source.continuation_token,
         )

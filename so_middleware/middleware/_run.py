@@ -128,11 +128,16 @@ class Run:
                 self._annotate(error)
                 raise
             response = call.response
+            if response.finish_reason == FinishReason.LONG_RUNNING:  # judged once the run completes
+                self.final = response
+                return
             verdict = self._judge(plan, response)
             self._record(plan, response, verdict)
             if isinstance(verdict, Valid):
                 self._finish(plan, response, verdict)
                 return
+            if self.options.starts_background_run or self.options.continuation_token is not None:
+                raise self._fail(verdict, response, plan)  # another call would start a second background job
             if isinstance(verdict, Ignored):
                 self.index += 1
                 plan = self._plan(self.messages)

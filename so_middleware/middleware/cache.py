@@ -127,6 +127,9 @@ class CachingChatClient(DelegatingChatClient):
 
     def key_of(self, messages: MessageInput, options: OptionsInput, output_type: Any) -> str | None:
         """The store key of a request, or None when it is not to be cached."""
+        chat_options = ChatOptions.coerce(options)
+        if chat_options.starts_background_run or chat_options.continuation_token is not None:
+            return None  # a background run's state changes from one call to the next
         custom = self._self_key
         request = (
             request_key(messages, options, output_type)

@@ -17,6 +17,9 @@ and an error is raised as it is.
 raised unchanged, with `error.fallback_errors` listing the earlier clients' errors, in order (and a
 note naming each on Python 3.11+).
 
+**Background runs** (`background=True`, or a `continuation_token`) never fail over: the run lives
+on the primary client's server, and another client would start a second one.
+
 **Options** go to every client as given: a per-call `model` would reach the fallback client too, so
 give each client its model (`with_options(client, model=...)`). The proxy passes attributes
 (`model`, `sdk_client`, ...) through to the primary client.
@@ -32,6 +35,7 @@ import anyio
 
 from ..core import (
     ChatClient,
+    ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
     ChatStream,
@@ -103,6 +107,10 @@ class FallbackChatClient(DelegatingChatClient):
                 return client.get_response(messages, options=options, stream=True, output_type=output_type)
             return client.get_response(messages, options=options, output_type=output_type)
 
+        chat_options = ChatOptions.coerce(options)
+        if chat_options.starts_background_run or chat_options.continuation_token is not None:
+            # the run lives on the primary client's server: no other client can take it over
+            return call(self.__wrapped__, stream)  # type: ignore[no-any-return]
         run = _Run(self, call)
         if stream:
             return ResponseStream(run.updates(), run.final_response)

@@ -32,6 +32,10 @@ held back until it comes, so nothing of a failed attempt reaches the caller. Aft
 a transient failure raises `StreamInterruptedError` carrying `partial_text`, chained from the
 original error.
 
+**Background runs:** a background create (`options={"background": True}`) is sent once, never
+retried, since the server may have accepted it before the failure; polls and resumed streams
+(`continuation_token=...`) are retried like any call.
+
 **Visible:** each retry is a dict `{"attempt", "error", "status_code", "wait"}` (`error` is the
 error's type name: a provider's message may quote the request, so it is never recorded) in
 `response.additional_properties["so_middleware.retries"]` (a stream's final response too) and a
@@ -104,6 +108,8 @@ class RetryingChatClient(DelegatingChatClient):
         if chat_options.sdk_max_retries is None:  # the SDK's own retries off for these calls only
             chat_options = chat_options.replace(sdk_max_retries=0)
         call = functools.partial(self.__wrapped__.get_response, messages, options=chat_options, output_type=output_type)
+        if chat_options.starts_background_run:
+            return call(stream=stream)  # type: ignore[no-any-return]  # sent once: a retry could start a second job
         if stream:
             retried = RetriedStream(call, self._self_policy)
             return ResponseStream(retried.updates(), retried.final_response)

@@ -12,6 +12,12 @@ strategy moves the run to the next one without spending a re-ask, and the layer 
 (`learned`, `capabilities`) so later runs start where it worked. Refusals, truncation and
 content filtering raise their own errors at once. Every error carries all attempts and the
 summed usage.
+
+Background runs (`options={"background": True}`): a `LONG_RUNNING` answer is returned as it is,
+with its `continuation_token`, never validated or re-asked; the poll or resumed stream that
+completes the run (`get_response(continuation_token=..., output_type=T)`) is validated then. Such
+a run is never re-asked or moved to another strategy (that would start a second job): an invalid
+answer raises at once, with its attempt.
 """
 
 from __future__ import annotations

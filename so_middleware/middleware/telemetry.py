@@ -29,6 +29,10 @@ content capture, a failure is recorded by its type and HTTP status only (`error.
 which for a provider's error may quote the request. A failing exporter, processor or meter is
 logged at debug, never raised.
 
+**Background runs.** Each poll or resumed stream of a background run is a span of its own, linked
+(an OpenTelemetry span link) to the span that started the run, whose `traceparent` the run's
+`ContinuationToken` carries.
+
 **Order.** Outside `with_retries`: one span per logical call, each retry a `so_middleware.retry`
 event on it. Inside: one span per attempt. `agent_span(name)` parents chat spans under an
 `invoke_agent {name}` span. Without `opentelemetry-api` the layer passes calls through and logs once.
@@ -61,6 +65,7 @@ try:
     from opentelemetry import trace as otel_trace
     from opentelemetry.trace import SpanKind
 
+    from ._otel_background import run_links
     from ._otel_call import ChatCall, Instruments, guarded, record_error
 
     HAVE_OTEL = True
@@ -120,6 +125,7 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
             time.time_ns(),
             self._self_capture_content,
         )
+        recorder.links = run_links(options)  # a poll of a background run: linked to the span that started it
         if self._self_capture_content.on_span or self._self_capture_content.in_event:
             recorder.input_content(messages, options)
         if stream:

@@ -59,8 +59,11 @@ class EventReader(Protocol):
     """Turns one SDK stream event into an update (or None), keeping the text and whether the
     terminal event came."""
 
-    text: list[str]
-    finished: bool
+    @property
+    def text(self) -> list[str]: ...
+
+    @property
+    def finished(self) -> bool: ...
 
     def read(self, event: Any, /) -> ChatResponseUpdate[Any] | None: ...
 

@@ -53,9 +53,13 @@ def test_cancel_closes_the_backend_stream(fake_gateway: Any) -> None:
     while backend.streams_closed_early == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (backend.streams_closed_early, backend.streams_finished) == (1, 0)
-    # a finished response is returned as it is
-    done = client.responses.create(model="m", input="hi")
-    assert client.responses.cancel(done.id).status == "completed"
+    # a finished background response is returned as it is
+    done = _poll(client, client.responses.create(model="m", input="hi", background=True).id)
+    assert done.status == "completed" and client.responses.cancel(done.id).status == "completed"
+    # as the API documents, only responses created with background=true can be cancelled
+    plain = client.responses.create(model="m", input="hi", store=True)
+    with pytest.raises(openai.BadRequestError, match="background"):
+        client.responses.cancel(plain.id)
     client.close()
 
 

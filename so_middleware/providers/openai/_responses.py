@@ -13,18 +13,28 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, ClassVar
 
 import openai
 from openai.types.responses import Response
 
-from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
+from ...core import (
+    Capabilities,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    ContinuationToken,
+    StreamInterruptedError,
+)
+from .._bridge import call_sdk
 from .._discovery import ServerInfo
-from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
+from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
+from ._background import ResumableReader, background_to_chat, ended_run_error, final_of_resumed
 from ._profiles import profile_for, server_profile
 from ._responses_stream import StreamReader
-from ._responses_wire import build_request, response_to_chat
+from ._responses_wire import build_request
 
 __all__ = ["OpenAIResponsesClient"]
 
@@ -37,6 +47,10 @@ class OpenAIResponsesClient(SDKChatClient):
     `response_format` key, which llama-server enforces while it ignores `text.format`. With a
     profile that has `prefill_echoed`, an echoed assistant prefill is removed from the answer.
 
+    `options={"background": True}` starts a long-running run (see `_background.py`): it answers at
+    once with `finish_reason == LONG_RUNNING` and a `continuation_token` to poll or resume with;
+    `cancel(token)` stops it. A background create is sent once: the SDK's own retries are off for it.
+
     Example:
         client = OpenAIResponsesClient(AsyncOpenAI(), "gpt-4o-mini")
         response = await client.get_response("Hello", options={"max_tokens": 50})
@@ -44,6 +58,7 @@ class OpenAIResponsesClient(SDKChatClient):
     """
 
     provider_name: ClassVar[str] = "openai"
+    supports_background: ClassVar[bool] = True
     sdk_types: ClassVar[tuple[type, ...]] = (openai.OpenAI, openai.AsyncOpenAI)
     async_sdk_types: ClassVar[tuple[type, ...]] = (openai.AsyncOpenAI,)
 
@@ -72,30 +87,78 @@ class OpenAIResponsesClient(SDKChatClient):
         return build_request(messages, options, model=self.model, capabilities=self.capabilities)
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        token = options.continuation_token
+        if token is not None:  # a poll: the run's state now
+            sdk = self.sdk_for(options)
+            request: dict[str, Any] = {"response_id": token.response_id}
+            return await self.fetch(sdk.responses.retrieve, request, Response, lambda r: background_to_chat(r, token))
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         return await self.fetch(
-            self.sdk_for(options).responses.create,
+            self.sdk_for(_once_if_background(options)).responses.create,
             request,
             Response,
-            lambda response: response_to_chat(response, prefill=prefill),
+            lambda response: background_to_chat(response, prefill=prefill),
         )
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
-        request = self.request_for(messages, options)
-        stream = await self.open_stream(self.sdk_for(options).responses.create, request, options)
-        reader = StreamReader(prefill=self.echoed_prefill(messages))
+        token = options.continuation_token
+        if token is not None:  # resume the run's events after the last one the token saw
+            request: dict[str, Any] = {"response_id": token.response_id}
+            if token.sequence_number is not None:
+                request["starting_after"] = token.sequence_number
+            stream = await self.open_stream(self.sdk_for(options).responses.retrieve, request, options)
+        else:
+            request = self.request_for(messages, options)
+            stream = await self.open_stream(
+                self.sdk_for(_once_if_background(options)).responses.create, request, options
+            )
+        reader: EventReader = StreamReader(prefill=self.echoed_prefill(messages))
+        if options.starts_background_run or token is not None:  # updates carry tokens to resume with
+            reader = ResumableReader(StreamReader(prefill=self.echoed_prefill(messages)), token, token is not None)
         ending = "response.completed or response.incomplete"
         events = self.read_events(stream, reader, ending=ending, idle_timeout=self.idle_timeout_for(options))
-        async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
-            async for update in events:
-                yield update
+        try:
+            async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
+                async for update in events:
+                    yield update
+        except StreamInterruptedError as error:  # a background run cancelled or failed meanwhile?
+            run = getattr(reader, "token", None)
+            ended = await ended_run_error(self._retrieve, run) if run is not None else None
+            if ended is not None:
+                raise ended from error
+            raise
+
+    async def _retrieve(self, **request: Any) -> Any:
+        return await call_sdk(self.is_async, self.sdk_client.responses.retrieve, **request)
+
+    def _final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
+        return final_of_resumed(list(updates)) or ChatResponse.from_updates(updates)
+
+    async def cancel(self, continuation_token: ContinuationToken | str) -> str:
+        """Cancel a background run; returns its status after the cancel (`"cancelled"`, or how it
+        ended when it had already finished). Polling a cancelled run raises `ProviderResponseError`
+        with `code == "cancelled"`.
+
+        Example: `await client.cancel(response.continuation_token)  # "cancelled"`
+        """
+        token = ContinuationToken.coerce(continuation_token)
+        response = await call_sdk(self.is_async, self.sdk_client.responses.cancel, response_id=token.response_id)
+        return str(getattr(response, "status", None) or "cancelled")
 
     def __repr__(self) -> str:
         kind = "AsyncOpenAI" if self.is_async else "OpenAI"
         return f"OpenAIResponsesClient({kind}(base_url={self.base_url!r}), model={self.model!r})"
+
+
+def _once_if_background(options: ChatOptions) -> ChatOptions:
+    """A background create the server may have accepted is never sent twice: no SDK retries
+    (unless the caller chose some)."""
+    if options.starts_background_run and options.sdk_max_retries is None:
+        return options.replace(sdk_max_retries=0)
+    return options
 
 
 def _warn_if_not_enforced(options: ChatOptions, capabilities: Capabilities) -> None:

@@ -14,6 +14,7 @@ Request mapping:
 | `max_tokens`                          | `max_output_tokens`                                            |
 | `FunctionTool`                        | `{"type": "function", "name", "parameters", "strict", "description"}` |
 | `response_format`                     | `text.format` (`ResponseFormat.to_responses()`)                |
+| `background`                          | `background: true` (see `_background.py`)                      |
 
 `seed` has no Responses field and is not sent; `stop` has none either and raises `UserError`.
 """
@@ -82,6 +83,8 @@ def build_request(
     request: dict[str, Any] = {"model": chosen_model, "input": items}
     if system:
         request["instructions"] = "\n\n".join(system)
+    if options.background:
+        request["background"] = True
     if options.max_tokens is not None:
         request["max_output_tokens"] = options.max_tokens
     for name in ("temperature", "top_p"):
@@ -232,7 +235,7 @@ def failure_of(response: Any) -> ProviderResponseError | None:
         return None
     error = field("error")
     code = getattr(error, "code", None) or (error.get("code") if isinstance(error, Mapping) else None)
-    code = code if isinstance(code, str) else None
+    code = code if isinstance(code, str) else "cancelled" if status == "cancelled" else None
     return ProviderResponseError(f"the response {status}: {code or 'no error code given'}", code=code, reported=True)
 
 
