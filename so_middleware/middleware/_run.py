@@ -34,6 +34,8 @@ from ..core import (
 from ._call import Call
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
+from ._otel_names import RETRIES_KEY
+from ._retry_scope import RetryScope
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
@@ -88,13 +90,16 @@ class Run:
         self.inner = inner
         self.feature = feature
         self.messages = messages
-        self.options = options
+        scopes = [f for f in options.features if isinstance(f, RetryScope)]
+        self.retries = scopes[-1].take() if scopes else None  # a retry layer above: each call is retried here
+        self.options = options.with_features([f for f in options.features if f is not self.retries])
         self.key = (route_of(inner), options.model or getattr(inner, "model", None))
         self._memory = learned
         self._use(getattr(inner, "capabilities", None))
         self.index = 0  # the strategy in use
         self.reasks = 0
         self.attempts: list[Attempt] = []
+        self.retried: list[dict[str, Any]] = []  # what a retry layer below retried, over every call
         self.final: ChatResponse[Any] | None = None
 
     def _use(self, capabilities: object) -> None:
@@ -119,7 +124,7 @@ class Run:
         await self._discover()
         plan = self._plan(self.messages)
         while True:
-            call = Call(self.inner, plan, len(self.attempts), self.target)
+            call = Call(self.inner, plan, len(self.attempts), self.target, self.retries)
             try:
                 async with contextlib.aclosing(call.updates(stream)) as updates:  # closing the run closes the call
                     async for update in updates:
@@ -206,6 +211,7 @@ class Run:
         usage, finish = response.usage, response.finish_reason
         name = plan.strategy.name
         self.attempts.append(Attempt(len(self.attempts), verdict.answer.text, error, usage, name, finish, plan.strict))
+        self.retried.extend(response.additional_properties.get(RETRIES_KEY) or [])  # a retry layer below
         if self.learned is not None and isinstance(verdict, Ignored):
             self.learned.ignored(self.key, name)
         if self.learned is not None and isinstance(verdict, Valid):
@@ -232,7 +238,11 @@ class Run:
             response_id=response.response_id,
             model_id=response.model_id,
             raw_representation=response.raw_representation,
-            additional_properties={**response.additional_properties, INFO_KEY: self._info(plan, "valid")},
+            additional_properties={
+                **response.additional_properties,
+                **({RETRIES_KEY: self.retried} if self.retried else {}),
+                INFO_KEY: self._info(plan, "valid"),
+            },
             attempts=self.attempts,
             value=verdict.value,
             response_format=plan.options.response_format,
