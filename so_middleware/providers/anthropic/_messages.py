@@ -13,7 +13,13 @@ profile so it never triggers the warning itself).
 Prefill: a trailing assistant message is sent as is and the model continues it. Anthropic's API
 returns only the continuation; llama-server repeats the prefill first. With a profile that has
 `prefill_echoed`, the echo is removed (non-streaming and streaming alike), so callers see the
-continuation only on both backends.
+continuation only on both backends. The profile says whether a model takes a prefill at all:
+Claude 4.6 and later models (and Claude models the profile does not know) answer one with a
+400, so `with_structured_output` sends them none (`rejects_prefill`).
+
+Thinking: `thinking` blocks come back as `ReasoningContent` with their signature (streamed, the
+`signature_delta` closes the block), and go out again as signed `thinking` blocks, so a turn
+sent back whole (a tool-mode re-ask) keeps what the API checks.
 """
 
 from __future__ import annotations
