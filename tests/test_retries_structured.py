@@ -12,13 +12,24 @@ from typing import Any
 
 import openai
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
-from so_middleware import Capabilities, ChatResponse, StructuredOutput, with_retries, with_structured_output
+from so_middleware import (
+    Capabilities,
+    ChatResponse,
+    StreamInterruptedError,
+    StructuredOutput,
+    with_retries,
+    with_structured_output,
+    with_telemetry,
+)
 from so_middleware.middleware import _retry_policy
 from so_middleware.openai import OpenAIChatClient
 from so_middleware.testing import FakeChatClient, Reply, StatusError
-from so_middleware.testing._faults import Fault, FaultServer, completion, status, stream
+from so_middleware.testing._faults import Fault, FaultServer, completion, stall, status, stream
 
 pytestmark = pytest.mark.anyio
 
@@ -209,3 +220,35 @@ async def test_the_deadline_bounds_the_run_outside_and_each_call_inside(order: s
         response = await with_structured_output(with_retries(fake, **settings)).get_response("x", output_type=Person)
         assert response.value == Person(name="Ada", age=36)
     assert len(fake.calls) == calls
+
+
+@ORDERS
+async def test_a_stream_broken_mid_reask_is_an_attempt_on_the_error(order: str, serve: Any, adapter_for: Any) -> None:
+    stalled = stall(stream(WHOLE, chunk_size=4).events[:3], hold=5.0)  # three chunks, then silence
+    server = serve([stream(HALF), stalled])
+    adapter = adapter_for(server)
+    adapter.idle_timeout = 0.3
+
+    with pytest.raises(StreamInterruptedError) as caught:
+        await run(stack(order, adapter), streaming=True)
+
+    assert len(server.requests) == 2  # content had reached the caller: not retried, in either order
+    error: Any = caught.value
+    assert [(a.index, a.text) for a in error.attempts] == [(0, HALF), (1, WHOLE[:12])]
+    assert error.attempts[1].error is error and error.partial_text == WHOLE[:12]
+    assert error.usage.total_tokens == 15  # the broken stream had not reported its usage yet
+
+
+@STREAM
+async def test_telemetry_between_retries_and_the_run_is_one_span_holding_the_retry(streaming: bool) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    fake = FakeChatClient([HALF, StatusError(503), WHOLE])
+    client = with_retries(with_telemetry(with_structured_output(fake), tracer_provider=provider), sleep=no_sleep)
+
+    response, _ = await run(client, streaming)
+
+    assert response.value == Person(name="Ada", age=36) and len(fake.calls) == 3
+    [span] = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert [e.attributes["status_code"] for e in span.events if e.name == "so_middleware.retry"] == [503]

@@ -23,6 +23,12 @@ class Call:
         self.inner, self.plan, self.attempt, self.target = inner, plan, attempt, target
         self.retries = retries  # a retry layer's scope: this HTTP call is retried, not the run
         self.response: ChatResponse[Any] = ChatResponse()
+        self._stream: Any = None
+
+    @property
+    def received(self) -> list[ChatResponseUpdate[Any]]:
+        """The updates the server sent so far (streaming; [] before the first or without one)."""
+        return list(getattr(self._stream, "updates", None) or [])
 
     async def updates(self, stream: bool) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
         plan = self.plan
@@ -31,7 +37,7 @@ class Call:
             self.response = await (self.retries.respond(call) if self.retries else call())
             return
         reader = PartialReader(self.target.schema, plan, self.attempt)
-        inner = self.retries.stream(call) if self.retries else call(stream=True)
+        inner = self._stream = self.retries.stream(call) if self.retries else call(stream=True)
         async with inner:
             async for update in inner:
                 delta = plan.strategy.delta(plan, update)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..core import (
@@ -36,44 +35,12 @@ from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
 from ._otel_names import RETRIES_KEY
 from ._retry_scope import RetryScope
+from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
 
 INFO_KEY = "so_middleware.structured_output"
-
-
-@dataclass(frozen=True)
-class Valid:
-    answer: Answer
-    value: Any
-
-
-@dataclass(frozen=True)
-class Invalid:
-    """Not valid; a re-ask with `error` may fix it."""
-
-    answer: Answer
-    error: ModelBehaviorError
-
-
-@dataclass(frozen=True)
-class Ignored:
-    """The backend ignored the strategy: the next strategy is tried, without spending a re-ask."""
-
-    answer: Answer
-    error: ModelBehaviorError
-
-
-@dataclass(frozen=True)
-class Stopped:
-    """Refused, filtered or cut off: asking again would not help."""
-
-    answer: Answer
-    error: OutputError
-
-
-Verdict = Valid | Invalid | Ignored | Stopped
 
 
 class Run:
@@ -130,6 +97,7 @@ class Run:
                     async for update in updates:
                         yield update
             except Exception as error:
+                self._record_broken(plan, call, error)
                 self._annotate(error)
                 raise
             response = call.response
@@ -216,6 +184,16 @@ class Run:
             self.learned.ignored(self.key, name)
         if self.learned is not None and isinstance(verdict, Valid):
             self.learned.worked(self.key, name)
+
+    def _record_broken(self, plan: Plan, call: Call, error: Exception) -> None:
+        """A stream that broke after the server answered is an attempt too: its text and usage so far."""
+        received = call.received
+        if not received:
+            return
+        response = ChatResponse.from_updates(received)
+        text, name = plan.strategy.answer(plan, response).text, plan.strategy.name
+        usage, finish = response.usage, response.finish_reason
+        self.attempts.append(Attempt(len(self.attempts), text, error, usage, name, finish, plan.strict))
 
     def _usage(self) -> UsageDetails | None:
         return UsageDetails.total(a.usage for a in self.attempts)
