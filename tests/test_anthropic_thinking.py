@@ -37,11 +37,6 @@ class Person(BaseModel):
     age: int
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Server:
     """Answers each request with the next scripted body (JSON, or SSE bytes) and keeps the requests."""
 
@@ -153,37 +148,27 @@ def test_the_official_profile_and_unnamed_models_send_no_prefill() -> None:
 
 
 @STREAM
-async def test_a_model_that_rejects_prefill_gets_none_and_prose_before_the_json_is_read(streaming: bool) -> None:
-    said = 'Here is the JSON you asked for:\n{"name": "Ada", "age": 36}'
-    server = Server(
-        streamed([{"type": "text", "text": said}], "end_turn")
-        if streaming
-        else message([{"type": "text", "text": said}])
-    )
-    client = with_structured_output(adapter(server, "claude-opus-4-6"), mode="prompted")
+@pytest.mark.parametrize(
+    ("model", "said", "sent_last"),
+    [  # no prefill: the shape is in the instructions only, and prose before the JSON is read past
+        ("claude-opus-4-6", 'Here is the JSON you asked for:\n{"name": "Ada", "age": 36}', "user"),
+        ("claude-haiku-4-5", 'Ada", "age": 36}', "assistant"),  # a prefill, continued
+    ],
+)
+async def test_a_prefill_goes_only_to_models_that_take_one(
+    streaming: bool, model: str, said: str, sent_last: str
+) -> None:
+    block = [{"type": "text", "text": said}]
+    server = Server(streamed(block, "end_turn") if streaming else message(block))
+    client = with_structured_output(adapter(server, model), mode="prompted")
 
     response = await run(client, streaming, output_type=Person)
 
     assert response.value == Person(name="Ada", age=36)
     sent = server.bodies[0]
-    assert [turn["role"] for turn in sent["messages"]] == ["user"]  # no trailing assistant message
-    assert "JSON" in sent["system"]  # the instructions carry the shape
-
-
-@STREAM
-async def test_a_model_that_accepts_prefill_still_gets_one(streaming: bool) -> None:
-    rest = 'Ada", "age": 36}'
-    server = Server(
-        streamed([{"type": "text", "text": rest}], "end_turn")
-        if streaming
-        else message([{"type": "text", "text": rest}])
-    )
-    client = with_structured_output(adapter(server, "claude-haiku-4-5"), mode="prompted")
-
-    response = await run(client, streaming, output_type=Person)
-
-    assert response.value == Person(name="Ada", age=36)
-    assert server.bodies[0]["messages"][-1] == {"role": "assistant", "content": '{"name": "'}
+    assert sent["messages"][-1]["role"] == sent_last and "JSON" in sent["system"]
+    if sent_last == "assistant":
+        assert sent["messages"][-1]["content"] == '{"name": "'
 
 
 # ---------------------------------------------------------------- thinking across a re-ask

@@ -7,13 +7,12 @@ of a healthy server holds one), plus `FakeChatClient` for the prompted (prefill)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import openai
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
@@ -44,24 +43,6 @@ WHOLE = '{"name": "Ada", "age": 36}'
 class Person(BaseModel):
     name: str
     age: int
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Sequence[Fault]], FaultServer]]:
-    servers: list[FaultServer] = []
-
-    def start(script: Sequence[Fault]) -> FaultServer:
-        servers.append(FaultServer(script).start())
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 @pytest.fixture
@@ -240,12 +221,11 @@ async def test_a_stream_broken_mid_reask_is_an_attempt_on_the_error(order: str, 
 
 
 @STREAM
-async def test_telemetry_between_retries_and_the_run_is_one_span_holding_the_retry(streaming: bool) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+async def test_telemetry_between_retries_and_the_run_is_one_span_holding_the_retry(
+    streaming: bool, exporter: InMemorySpanExporter, tracer_provider: TracerProvider
+) -> None:
     fake = FakeChatClient([HALF, StatusError(503), WHOLE])
-    client = with_retries(with_telemetry(with_structured_output(fake), tracer_provider=provider), sleep=no_sleep)
+    client = with_retries(with_telemetry(with_structured_output(fake), tracer_provider=tracer_provider), sleep=no_sleep)
 
     response, _ = await run(client, streaming)
 
