@@ -26,6 +26,7 @@ from so_middleware import (
     with_telemetry,
 )
 from so_middleware.middleware import _retry_policy
+from so_middleware.middleware.cache import with_cache
 from so_middleware.openai import OpenAIChatClient
 from so_middleware.testing import FakeChatClient, Reply, StatusError
 from so_middleware.testing._faults import Fault, FaultServer, completion, stall, status, stream
@@ -232,3 +233,12 @@ async def test_telemetry_between_retries_and_the_run_is_one_span_holding_the_ret
     assert response.value == Person(name="Ada", age=36) and len(fake.calls) == 3
     [span] = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
     assert [e.attributes["status_code"] for e in span.events if e.name == "so_middleware.retry"] == [503]
+
+
+async def test_the_scope_a_retry_layer_sends_down_leaves_cache_keys_alone() -> None:
+    fake = FakeChatClient([WHOLE, "other"])
+    client = with_retries(with_cache(with_structured_output(fake)))
+    first = await client.get_response("Ada is 36.", output_type=Person)
+    second = await client.get_response("Ada is 36.", output_type=Person)
+    assert first.value == second.value == Person(name="Ada", age=36) and len(fake.calls) == 1
+    assert second.additional_properties["so_middleware.cache_hit"] is True

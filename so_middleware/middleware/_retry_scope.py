@@ -32,20 +32,30 @@ class RetryScope(Feature):
         self._policy = policy
         self._deadline_at: float | None = None
         self._started = False
-        self.taken = False  # a run below retries its model calls itself
-        self.records: list[dict[str, Any]] = []
+        self._taken = False
+        self._records: list[dict[str, Any]] = []  # private state: a cache key describes public attributes
 
     def __repr__(self) -> str:
-        return f"RetryScope(taken={self.taken}, retries={len(self.records)})"
+        return f"RetryScope(taken={self._taken}, retries={len(self._records)})"
+
+    @property
+    def taken(self) -> bool:
+        """True once a run below retries its model calls itself."""
+        return self._taken
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The retries made under this scope, one dict each (see `so_middleware.retries`)."""
+        return self._records
 
     def take(self) -> RetryScope:
         """Claim the retries for a run below: its calls are retried one by one, not the run again."""
-        self.taken = True
+        self._taken = True
         return self
 
     def retry_if(self, error: BaseException) -> bool:
         """Whether the layer itself retries: not once a run below retried its calls."""
-        return not self.taken and self._policy.retry_if(error)
+        return not self._taken and self._policy.retry_if(error)
 
     def start(self) -> float | None:
         """Start the deadline at the first call (later calls share it); returns when it ends."""
@@ -65,7 +75,7 @@ class RetryScope(Feature):
                 return await call(stream=False)  # type: ignore[no-any-return]
             raise policy.expired()
 
-        return await policy.run(attempt, self.records, deadline_at, retry_if)
+        return await policy.run(attempt, self._records, deadline_at, retry_if)
 
     def stream(self, call: Callable[..., Any]) -> ChatStream:
         """`call(stream=True)`, retried until its first content delta, within the deadline."""
@@ -76,4 +86,4 @@ class RetryScope(Feature):
         self, call: Callable[..., Any], retry_if: Callable[[BaseException], bool] | None = None
     ) -> RetriedStream:
         """The `RetriedStream` of `call` under this scope (its updates, then its final response)."""
-        return RetriedStream(call, self._policy, self.records, self.start, retry_if or self._policy.retry_if)
+        return RetriedStream(call, self._policy, self._records, self.start, retry_if or self._policy.retry_if)
