@@ -246,3 +246,20 @@ async def test_every_call_of_the_reasked_turn_gets_a_result() -> None:
     results = server.bodies[1]["messages"][2]["content"]
     assert [(r["tool_use_id"], r["is_error"]) for r in results] == [("toolu_01A", True), ("toolu_02B", True)]
     assert results[1]["content"] == "Not run: call only Person."
+
+
+@STREAM
+async def test_a_calls_own_model_that_rejects_prefill_gets_none(streaming: bool) -> None:
+    said = '{"name": "Ada", "age": 36}'
+    server = Server(
+        streamed([{"type": "text", "text": said}], "end_turn")
+        if streaming
+        else message([{"type": "text", "text": said}])
+    )
+    client = with_structured_output(adapter(server, "claude-haiku-4-5"), mode="prompted")
+
+    response = await run(client, streaming, output_type=Person, options={"model": "claude-opus-4-6"})
+
+    assert response.value == Person(name="Ada", age=36)
+    assert server.bodies[0]["model"] == "claude-opus-4-6" and server.bodies[0]["messages"][-1]["role"] == "user"
+    assert client.capabilities.assistant_prefill is True  # the adapter's own model still takes one
