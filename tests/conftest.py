@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from so_middleware.local import LocalModelServer
 from so_middleware.testing._cassettes import recorder
+from so_middleware.testing._faults import Fault, FaultServer
 
 # Property tests are bounded and deterministic in CI; no deadline (CI machines are noisy).
 settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)
@@ -28,6 +29,20 @@ CASSETTES = ROOT / "cassettes"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Sequence[Fault]], FaultServer]]:
+    """Starts a `FaultServer` answering from a script; every one started is stopped after the test."""
+    servers: list[FaultServer] = []
+
+    def start(script: Sequence[Fault]) -> FaultServer:
+        servers.append(FaultServer(script).start())
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
 
 
 @pytest.fixture

@@ -134,7 +134,8 @@ async def test_cancelling_a_stream_closes_the_http_response(local_server: LocalM
 def test_raw_sdk_clients_become_adapters() -> None:
     raw = anthropic.AsyncAnthropic(api_key="x")
     adapter = as_chat_client(raw, model="claude-haiku-4-5")
-    assert isinstance(adapter, AnthropicChatClient) and adapter.is_async and adapter.capabilities == ANTHROPIC_API
+    assert isinstance(adapter, AnthropicChatClient) and adapter.is_async
+    assert adapter.capabilities == ANTHROPIC_API.replace(assistant_prefill=True)  # Haiku 4.5 continues a prefill
     assert adapter.max_tokens == DEFAULT_MAX_TOKENS == 1024
     assert isinstance(DelegatingChatClient(anthropic.Anthropic(api_key="x")).__wrapped__, AnthropicChatClient)
     local = as_chat_client(anthropic.Anthropic(api_key="x", base_url="http://127.0.0.1:9"), model="m", max_tokens=64)

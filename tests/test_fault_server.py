@@ -7,7 +7,7 @@ retries are off under the retry layer.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import openai
@@ -30,20 +30,6 @@ STREAM = pytest.mark.parametrize("streaming", [False, True], ids=["respond", "st
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Sequence[Fault]], FaultServer]]:
-    servers: list[FaultServer] = []
-
-    def start(script: Sequence[Fault]) -> FaultServer:
-        server = FaultServer(script).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 class Waits:

@@ -225,6 +225,7 @@ class ChatResponseUpdate(Generic[T]):
 def _fold_updates(updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
     text: list[str] = []
     reasoning: list[str] = []
+    signed: list[ReasoningContent] = []  # thinking blocks closed by their signature
     refusal: list[str] = []
     calls: dict[str, list[Any]] = {}  # call_id -> [name, argument pieces]
     other: list[Content] = []
@@ -238,6 +239,9 @@ def _fold_updates(updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[An
                 text.append(content.text)
             elif isinstance(content, ReasoningContent):
                 reasoning.append(content.text)
+                if content.signature:  # a signature closes a thinking block (Anthropic's signature_delta)
+                    signed.append(ReasoningContent("".join(reasoning), content.signature))
+                    reasoning = []
             elif isinstance(content, RefusalContent):
                 refusal.append(content.refusal)
             elif isinstance(content, FunctionCallContent):
@@ -252,7 +256,7 @@ def _fold_updates(updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[An
         model_id = update.model_id or model_id
         if update.raw_representation is not None:
             raw.append(update.raw_representation)
-    contents: list[Content] = []
+    contents: list[Content] = list(signed)
     if reasoning:
         contents.append(ReasoningContent("".join(reasoning)))
     if text:

@@ -1,12 +1,14 @@
-"""One model call of a structured-output run, on either path."""
+"""One model call of a structured-output run, on either path; retried alone under a retry layer's scope."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import functools
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from ..core import ChatClient, ChatResponse, ChatResponseUpdate
 from ._partial import PartialReader
+from ._retry_scope import RetryScope
 from .strategies import Plan, Target
 
 __all__ = ["Call"]
@@ -15,17 +17,27 @@ __all__ = ["Call"]
 class Call:
     """One model call of a run: its updates when streaming, then its response."""
 
-    def __init__(self, inner: ChatClient, plan: Plan, attempt: int, target: Target) -> None:
+    def __init__(
+        self, inner: ChatClient, plan: Plan, attempt: int, target: Target, retries: RetryScope | None = None
+    ) -> None:
         self.inner, self.plan, self.attempt, self.target = inner, plan, attempt, target
+        self.retries = retries  # a retry layer's scope: this HTTP call is retried, not the run
         self.response: ChatResponse[Any] = ChatResponse()
+        self._stream: Any = None
+
+    @property
+    def received(self) -> list[ChatResponseUpdate[Any]]:
+        """The updates the server sent so far (streaming; [] before the first or without one)."""
+        return list(getattr(self._stream, "updates", None) or [])
 
     async def updates(self, stream: bool) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
         plan = self.plan
+        call: Callable[..., Any] = functools.partial(self.inner.get_response, plan.messages, options=plan.options)
         if not stream:
-            self.response = await self.inner.get_response(plan.messages, options=plan.options)
+            self.response = await (self.retries.respond(call) if self.retries else call())
             return
         reader = PartialReader(self.target.schema, plan, self.attempt)
-        inner = self.inner.get_response(plan.messages, options=plan.options, stream=True)
+        inner = self._stream = self.retries.stream(call) if self.retries else call(stream=True)
         async with inner:
             async for update in inner:
                 delta = plan.strategy.delta(plan, update)

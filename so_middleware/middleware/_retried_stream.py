@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from ..core import ChatResponse, ChatStream, DeadlineExceededError, StreamInterruptedError
-from ._retry_policy import RetryPolicy, with_retry_records
+from ._retry_policy import RetryPolicy
 
 __all__ = ["RetriedStream"]
 
@@ -25,12 +25,25 @@ _EXPIRED: Any = object()
 
 
 class RetriedStream:
-    """One streamed call: retried until its first content delta, then forwarded as is."""
+    """One streamed call: retried until its first content delta, then forwarded as is.
 
-    def __init__(self, call: Callable[..., Any], policy: RetryPolicy) -> None:
+    `start()` starts (or reads) the deadline when the stream is first iterated; each retry is
+    appended to `retries`; `retry_if` says which failures are retried.
+    """
+
+    def __init__(
+        self,
+        call: Callable[..., Any],
+        policy: RetryPolicy,
+        retries: list[dict[str, Any]],
+        start: Callable[[], float | None],
+        retry_if: Callable[[BaseException], bool],
+    ) -> None:
         self._call = call
         self._policy = policy
-        self._retries: list[dict[str, Any]] = []
+        self._retries = retries
+        self._start = start
+        self._retry_if = retry_if
         self._inner: ChatStream | None = None
         self._deadline_at: float | None = None
 
@@ -50,8 +63,8 @@ class RetriedStream:
             raise
 
     async def updates(self) -> AsyncIterator[Any]:
-        self._deadline_at = self._policy.deadline_at()
-        opened: tuple[ChatStream, list[Any]] = await self._policy.retrying(self._retries, self._deadline_at)(self._open)
+        self._deadline_at = self._start()
+        opened = await self._policy.run(self._open, self._retries, self._deadline_at, self._retry_if)
         stream, held = opened
         self._inner = stream
         texts: list[str] = []
@@ -72,7 +85,7 @@ class RetriedStream:
                 texts.append(update.text)
                 yield update
         except Exception as error:
-            if isinstance(error, (StreamInterruptedError, DeadlineExceededError)) or not self._policy.retry_if(error):
+            if isinstance(error, (StreamInterruptedError, DeadlineExceededError)) or not self._retry_if(error):
                 raise
             raise StreamInterruptedError(
                 f"the stream broke after {len(texts)} updates had reached the caller, so it was not retried: "
@@ -87,4 +100,4 @@ class RetriedStream:
     async def final_response(self, updates: Sequence[Any]) -> ChatResponse[Any]:
         if self._inner is None:
             raise RuntimeError("the stream has not been opened")
-        return with_retry_records(await self._inner.get_final_response(), self._retries)
+        return await self._inner.get_final_response()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
@@ -30,6 +30,7 @@ except ImportError:  # pragma: no cover - telemetry is an optional extra
 __all__ = ["RetryPolicy", "Sleep", "with_retry_records"]
 
 Sleep = Callable[[float], Awaitable[Any]]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,40 @@ class RetryPolicy:
             partial_text=partial_text,
         )
 
-    def retrying(self, retries: list[dict[str, Any]], deadline_at: float | None) -> AsyncRetrying:
+    async def run(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        retries: list[dict[str, Any]],
+        deadline_at: float | None,
+        retry_if: Callable[[BaseException], bool] | None = None,
+    ) -> T:
+        """`attempt()`, retried while it fails transiently. The first try runs as a plain call: the
+        tenacity loop starts only after a first failure, which it then sees as its attempt 1."""
+        should_retry = retry_if or self.retry_if
+        try:
+            return await attempt()
+        except Exception as error:
+            if not should_retry(error):
+                raise
+            failure: Exception | None = error
+
+        async def again() -> T:
+            nonlocal failure
+            if failure is not None:
+                error, failure = failure, None
+                raise error
+            return await attempt()
+
+        return await self.retrying(retries, deadline_at, should_retry)(again)
+
+    def retrying(
+        self,
+        retries: list[dict[str, Any]],
+        deadline_at: float | None,
+        retry_if: Callable[[BaseException], bool] | None = None,
+    ) -> AsyncRetrying:
         """A tenacity loop for one call ending by `deadline_at`; each retry is appended to `retries`."""
+        should_retry = retry_if or self.retry_if
         backoff = wait_random_exponential(multiplier=self.base_delay, max=self.max_delay)
 
         def wait(state: RetryCallState) -> float:
@@ -104,7 +137,7 @@ class RetryPolicy:
             wait=wait,
             before_sleep=record,
             reraise=True,
-            retry=lambda state: state.outcome is not None and state.outcome.failed and self.retry_if(_failure(state)),
+            retry=lambda state: state.outcome is not None and state.outcome.failed and should_retry(_failure(state)),
         )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..core import (
@@ -34,44 +33,14 @@ from ..core import (
 from ._call import Call
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
+from ._otel_names import RETRIES_KEY
+from ._retry_scope import RetryScope
+from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
 
 INFO_KEY = "so_middleware.structured_output"
-
-
-@dataclass(frozen=True)
-class Valid:
-    answer: Answer
-    value: Any
-
-
-@dataclass(frozen=True)
-class Invalid:
-    """Not valid; a re-ask with `error` may fix it."""
-
-    answer: Answer
-    error: ModelBehaviorError
-
-
-@dataclass(frozen=True)
-class Ignored:
-    """The backend ignored the strategy: the next strategy is tried, without spending a re-ask."""
-
-    answer: Answer
-    error: ModelBehaviorError
-
-
-@dataclass(frozen=True)
-class Stopped:
-    """Refused, filtered or cut off: asking again would not help."""
-
-    answer: Answer
-    error: OutputError
-
-
-Verdict = Valid | Invalid | Ignored | Stopped
 
 
 class Run:
@@ -88,18 +57,23 @@ class Run:
         self.inner = inner
         self.feature = feature
         self.messages = messages
-        self.options = options
+        scopes = [f for f in options.features if isinstance(f, RetryScope)]
+        self.retries = scopes[-1].take() if scopes else None  # a retry layer above: each call is retried here
+        self.options = options.with_features([f for f in options.features if f is not self.retries])
         self.key = (route_of(inner), options.model or getattr(inner, "model", None))
         self._memory = learned
         self._use(getattr(inner, "capabilities", None))
         self.index = 0  # the strategy in use
         self.reasks = 0
         self.attempts: list[Attempt] = []
+        self.retried: list[dict[str, Any]] = []  # what a retry layer below retried, over every call
         self.final: ChatResponse[Any] | None = None
 
     def _use(self, capabilities: object) -> None:
         """The strategies for this backend's profile, less those learned to be ignored."""
         profile = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
+        per_model = getattr(self.inner, "capabilities_for", None)  # a call's own model may take less
+        profile = per_model(self.options.model, profile) if self.options.model and callable(per_model) else profile
         feature = self.feature
         self.target = Target(feature.output_schema, profile, feature.description, feature.text_type)
         every = strategies_for(feature.mode, self.target, plain_text=feature.is_plain_text())
@@ -119,12 +93,13 @@ class Run:
         await self._discover()
         plan = self._plan(self.messages)
         while True:
-            call = Call(self.inner, plan, len(self.attempts), self.target)
+            call = Call(self.inner, plan, len(self.attempts), self.target, self.retries)
             try:
                 async with contextlib.aclosing(call.updates(stream)) as updates:  # closing the run closes the call
                     async for update in updates:
                         yield update
             except Exception as error:
+                self._record_broken(plan, call, error)
                 self._annotate(error)
                 raise
             response = call.response
@@ -211,10 +186,21 @@ class Run:
         usage, finish = response.usage, response.finish_reason
         name = plan.strategy.name
         self.attempts.append(Attempt(len(self.attempts), verdict.answer.text, error, usage, name, finish, plan.strict))
+        self.retried.extend(response.additional_properties.get(RETRIES_KEY) or [])  # a retry layer below
         if self.learned is not None and isinstance(verdict, Ignored):
             self.learned.ignored(self.key, name)
         if self.learned is not None and isinstance(verdict, Valid):
             self.learned.worked(self.key, name)
+
+    def _record_broken(self, plan: Plan, call: Call, error: Exception) -> None:
+        """A stream that broke after the server answered is an attempt too: its text and usage so far."""
+        received = call.received
+        if not received:
+            return
+        response = ChatResponse.from_updates(received)
+        text, name = plan.strategy.answer(plan, response).text, plan.strategy.name
+        usage, finish = response.usage, response.finish_reason
+        self.attempts.append(Attempt(len(self.attempts), text, error, usage, name, finish, plan.strict))
 
     def _usage(self) -> UsageDetails | None:
         return UsageDetails.total(a.usage for a in self.attempts)
@@ -237,7 +223,11 @@ class Run:
             response_id=response.response_id,
             model_id=response.model_id,
             raw_representation=response.raw_representation,
-            additional_properties={**response.additional_properties, INFO_KEY: self._info(plan, "valid")},
+            additional_properties={
+                **response.additional_properties,
+                **({RETRIES_KEY: self.retried} if self.retried else {}),
+                INFO_KEY: self._info(plan, "valid"),
+            },
             attempts=self.attempts,
             value=verdict.value,
             response_format=plan.options.response_format,

@@ -43,7 +43,11 @@ error's type name: a provider's message may quote the request, so it is never re
 
 **Order:** `with_telemetry(with_retries(c))` gives one `chat` span per call, retries as its events,
 waits inside it; `with_retries(with_telemetry(c))` one `chat` span per attempt, waits between them.
-The loop is tenacity's `AsyncRetrying` with our stop, wait and retry callables.
+With structured output below, the layer sends its settings down as a feature (`RetryScope`): the run
+takes it and retries each of its model calls itself, so a fault during a re-ask retries that call
+only, every attempt stays on `.attempts`/`.usage`, and the layer does not restart the run.
+The loop is tenacity's `AsyncRetrying` with our stop, wait and retry callables, entered only after a
+first failure: the first try is a plain call.
 """
 
 from __future__ import annotations
@@ -64,12 +68,11 @@ from ..core import (
     MessageInput,
     OptionsInput,
     ResponseStream,
-    call_deadline,
 )
-from ._retried_stream import RetriedStream
 from ._retry_after import retry_after_seconds
 from ._retry_errors import is_transient
 from ._retry_policy import RetryPolicy, Sleep, with_retry_records
+from ._retry_scope import RetryScope
 
 __all__ = ["RetryingChatClient", "is_transient", "retry_after_seconds", "with_retries"]
 
@@ -107,26 +110,21 @@ class RetryingChatClient(DelegatingChatClient):
         chat_options = ChatOptions.coerce(options)
         if chat_options.sdk_max_retries is None:  # the SDK's own retries off for these calls only
             chat_options = chat_options.replace(sdk_max_retries=0)
+        scope = RetryScope(self._self_policy)  # a structured-output run below takes it and retries each call
+        chat_options = chat_options.with_features([*chat_options.features, scope])
         call = functools.partial(self.__wrapped__.get_response, messages, options=chat_options, output_type=output_type)
         if chat_options.starts_background_run:
             return call(stream=stream)  # type: ignore[no-any-return]  # sent once: a retry could start a second job
         if stream:
-            retried = RetriedStream(call, self._self_policy)
-            return ResponseStream(retried.updates(), retried.final_response)
-        return self._respond(call)
+            retried = scope.retried_stream(call, scope.retry_if)
+            return ResponseStream(
+                retried.updates(), lambda updates: _with_records(retried.final_response(updates), scope)
+            )
+        return _with_records(scope.respond(call, scope.retry_if), scope)
 
-    async def _respond(self, call: Callable[..., Any]) -> ChatResponse[Any]:
-        policy = self._self_policy
-        retries: list[dict[str, Any]] = []
-        deadline_at = policy.deadline_at()
 
-        async def attempt() -> ChatResponse[Any]:
-            left = policy.time_left(deadline_at)
-            with anyio.move_on_after(left), call_deadline(left):  # the adapter caps its HTTP timeouts
-                return await call(stream=False)  # type: ignore[no-any-return]
-            raise policy.expired()
-
-        return with_retry_records(await policy.retrying(retries, deadline_at)(attempt), retries)
+async def _with_records(response: Awaitable[ChatResponse[Any]], scope: RetryScope) -> ChatResponse[Any]:
+    return with_retry_records(await response, scope.records)
 
 
 def with_retries(

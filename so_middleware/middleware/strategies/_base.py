@@ -54,10 +54,12 @@ class Plan:
 
 @dataclass(frozen=True)
 class Answer:
-    """The raw text of an answer, and the tool call it came from (tool strategy)."""
+    """The raw text of an answer, and the tool call it came from with its whole assistant turn
+    (thinking, text, other calls: a re-ask sends the turn back as it was; tool strategy)."""
 
     text: str
     call: FunctionCallContent | None = None
+    turn: ChatMessage | None = None
 
 
 class Strategy:

@@ -62,7 +62,7 @@ class Tool(Strategy):
         for message in reversed(response.messages):
             for call in message.function_calls:
                 if call.name == plan.tool_name:
-                    return Answer(call.arguments, call)
+                    return Answer(call.arguments, call, message)
         return Answer(response.text)
 
     def ignored(self, plan: Plan, answer: Answer) -> bool:
@@ -78,5 +78,16 @@ class Tool(Strategy):
                 ChatMessage("assistant", [TextContent(answer.text or "(no answer)")]),
                 ChatMessage("user", told),
             ]
-        result = FunctionResultContent(call.call_id, feedback(error), is_error=True, name=call.name)
-        return [*history, ChatMessage("assistant", [call]), ChatMessage("tool", [result])]
+        # The turn goes back whole: Anthropic refuses a tool loop whose thinking blocks (with their
+        # signatures) are missing, and every call in it needs a result.
+        turn = ChatMessage("assistant", list(answer.turn.contents)) if answer.turn else ChatMessage("assistant", [call])
+        results = [
+            FunctionResultContent(
+                other.call_id,
+                feedback(error) if other is call else f"Not run: call only {plan.tool_name}.",
+                is_error=True,
+                name=other.name,
+            )
+            for other in turn.function_calls
+        ]
+        return [*history, turn, ChatMessage("tool", results)]

@@ -15,7 +15,14 @@ from typing import Any
 from ...core import ChatClient, register_provider
 from .._discovery import ServerInfo, reset_discovery
 from ._messages import DEFAULT_MAX_TOKENS, AnthropicChatClient
-from ._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES, profile_for, server_profile
+from ._profiles import (
+    ANTHROPIC_API,
+    ANTHROPIC_COMPATIBLE,
+    LLAMA_SERVER_MESSAGES,
+    profile_for,
+    rejects_prefill,
+    server_profile,
+)
 
 __all__ = [
     "ANTHROPIC_API",
@@ -26,6 +33,7 @@ __all__ = [
     "adapter_for",
     "ServerInfo",
     "profile_for",
+    "rejects_prefill",
     "reset_discovery",
     "server_profile",
 ]

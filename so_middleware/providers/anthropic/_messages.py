@@ -13,7 +13,13 @@ profile so it never triggers the warning itself).
 Prefill: a trailing assistant message is sent as is and the model continues it. Anthropic's API
 returns only the continuation; llama-server repeats the prefill first. With a profile that has
 `prefill_echoed`, the echo is removed (non-streaming and streaming alike), so callers see the
-continuation only on both backends.
+continuation only on both backends. The profile says whether a model takes a prefill at all:
+Claude 4.6 and later models (and Claude models the profile does not know) answer one with a
+400, so `with_structured_output` sends them none (`rejects_prefill`).
+
+Thinking: `thinking` blocks come back as `ReasoningContent` with their signature (streamed, the
+`signature_delta` closes the block), and go out again as signed `thinking` blocks, so a turn
+sent back whole (a tool-mode re-ask) keeps what the API checks.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from .._discovery import ServerInfo
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._messages_stream import StreamReader
 from ._messages_wire import build_request, message_to_chat
-from ._profiles import profile_for, server_profile
+from ._profiles import profile_for, rejects_prefill, server_profile
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatClient"]
 
@@ -78,6 +84,15 @@ class AnthropicChatClient(SDKChatClient):
     def server_profile(self, info: ServerInfo) -> Capabilities:
         """The shipped profile for a discovered server on the Messages route."""
         return server_profile(info, self.model)
+
+    def capabilities_for(self, model: str, capabilities: Capabilities | None = None) -> Capabilities:
+        """The profile for a call to `model` (a per-call `options.model`): `capabilities` (the
+        adapter's own by default), without the assistant prefill when that model rejects it.
+
+        Example: `AnthropicChatClient(sdk, "claude-haiku-4-5").capabilities_for("claude-opus-4-6").assistant_prefill` is False.
+        """
+        profile = capabilities or self.capabilities
+        return profile.replace(assistant_prefill=False) if rejects_prefill(model) else profile
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""

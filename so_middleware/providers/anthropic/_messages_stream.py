@@ -71,6 +71,8 @@ class StreamReader:
                 contents.append(FunctionCallContent(call_id, "", delta.partial_json))
             elif delta.type == "thinking_delta":
                 contents.append(ReasoningContent(delta.thinking))
+            elif delta.type == "signature_delta":  # closes the thinking block; the API wants it back
+                contents.append(ReasoningContent("", delta.signature))
         elif kind == "message_delta":
             if self._echo:
                 contents.extend(self._text(self._echo.flush()))

@@ -11,12 +11,21 @@ import re
 from ...core import Capabilities
 from .._discovery import ServerInfo
 
-__all__ = ["ANTHROPIC_API", "ANTHROPIC_COMPATIBLE", "LLAMA_SERVER_MESSAGES", "profile_for", "server_profile"]
+__all__ = [
+    "ANTHROPIC_API",
+    "ANTHROPIC_COMPATIBLE",
+    "LLAMA_SERVER_MESSAGES",
+    "profile_for",
+    "rejects_prefill",
+    "server_profile",
+]
 
 # api.anthropic.com: output_config.format json_schema is enforced, tools (strict too) and a
-# forced tool choice (the adapter turns it to auto when extended thinking is on), and an
-# assistant prefill is continued without being echoed. There is no JSON mode. Schemas follow
-# Anthropic's subset (additionalProperties false, no numeric or length bounds).
+# forced tool choice (the adapter turns it to auto when extended thinking is on). There is no
+# JSON mode. Schemas follow Anthropic's subset (additionalProperties false, no numeric or length
+# bounds). No assistant prefill: Claude Opus/Sonnet 4.6 and every later model answer a trailing
+# assistant message with 400 "This model does not support assistant message prefill"; the
+# profiles of the models known to continue one (below) add it back.
 ANTHROPIC_API = Capabilities(
     name="anthropic",
     native_json_schema=True,
@@ -24,15 +33,22 @@ ANTHROPIC_API = Capabilities(
     tools=True,
     forced_tool_choice=True,
     strict_tools=True,
-    assistant_prefill=True,
+    assistant_prefill=False,
     prefill_echoed=False,
     schema_profile="anthropic",
 )
 
+# The 4.5 family (Opus, Sonnet, Haiku 4.5) continues a prefill (without echoing it).
+_ANTHROPIC_API_WITH_PREFILL = ANTHROPIC_API.replace(assistant_prefill=True)
 # Models older than the structured-outputs release (Claude 2, 3, 3.5, 3.7, Opus/Sonnet 4 and 4.1):
-# no output_config and no strict tools, everything else as above.
-_ANTHROPIC_API_WITHOUT_FORMAT = ANTHROPIC_API.replace(native_json_schema=False, strict_tools=False)
+# no output_config and no strict tools, a prefill is continued, everything else as above.
+_ANTHROPIC_API_WITHOUT_FORMAT = _ANTHROPIC_API_WITH_PREFILL.replace(native_json_schema=False, strict_tools=False)
 _OLDER_MODELS = re.compile(r"claude-(instant|[123](\b|[-.])|(opus|sonnet)-4(-[01])?(-\d{8})?$)")
+# Claude models known to continue a prefill: Claude 1 to 3.7, and Opus/Sonnet/Haiku 4, 4.1 and 4.5,
+# by any platform's spelling (`claude-sonnet-4-5-20250929`, `anthropic.claude-3-5-sonnet-20240620-v1:0`,
+# `claude-opus-4-5@20251101`, `anthropic/claude-opus-4.5`). A version digit after the family
+# (`claude-opus-4-6`, `claude-sonnet-4.6`) is a later model; an 8-digit date is not.
+_PREFILL_MODELS = re.compile(r"claude-(instant|[123](?!\d)|(opus|sonnet|haiku)-4([-.][015])?(?![-.]\d(?!\d)))")
 
 # llama.cpp's llama-server on /v1/messages with SmolLM2-135M: output_config is ignored (free
 # text comes back), tools never reach the model, and there is no JSON mode; an assistant
@@ -62,15 +78,32 @@ ANTHROPIC_COMPATIBLE = Capabilities(
 )
 
 
+def rejects_prefill(model: str | None) -> bool:
+    """True for a Claude model not known to continue an assistant prefill: Claude 4.6 and later,
+    and any Claude model newer than this list. Other models (llama-server's, Ollama's) are not
+    Claude: their server's profile decides.
+
+    Example: `rejects_prefill("claude-opus-4-6")` is True, `rejects_prefill("claude-haiku-4-5")` False.
+    """
+    name = (model or "").lower()
+    return "claude" in name and _PREFILL_MODELS.search(name) is None
+
+
 def profile_for(base_url: str, model: str | None = None) -> Capabilities:
     """The profile for a base URL and model: the official API (by model), or a compatible server.
+
+    Only models known to continue an assistant prefill get one on the official API (a model not
+    given or not known gets none); a compatible server keeps it unless the model is a Claude
+    model that rejects it.
 
     Example: `profile_for("https://api.anthropic.com", "claude-haiku-4-5").native_json_schema` is True.
     """
     if "api.anthropic.com" not in base_url:
-        return ANTHROPIC_COMPATIBLE
+        return _without_rejected_prefill(ANTHROPIC_COMPATIBLE, model)
     if model is not None and _OLDER_MODELS.match(model):
         return _ANTHROPIC_API_WITHOUT_FORMAT
+    if model is not None and _PREFILL_MODELS.search(model.lower()):
+        return _ANTHROPIC_API_WITH_PREFILL
     return ANTHROPIC_API
 
 
@@ -81,4 +114,8 @@ def server_profile(info: ServerInfo, model: str | None = None) -> Capabilities:
     """
     if info.kind == "llama.cpp":
         return LLAMA_SERVER_MESSAGES
-    return ANTHROPIC_COMPATIBLE
+    return _without_rejected_prefill(ANTHROPIC_COMPATIBLE, model)
+
+
+def _without_rejected_prefill(profile: Capabilities, model: str | None) -> Capabilities:
+    return profile.replace(assistant_prefill=False) if rejects_prefill(model) else profile
