@@ -221,6 +221,16 @@ async def test_a_background_create_is_sent_once_even_under_retries() -> None:
     assert len(server.calls("POST")) == 1  # neither the layer nor the SDK sent it again
 
 
+async def test_a_background_create_is_sent_once_under_retries_over_structured_output() -> None:
+    """Retries outside structured output hand their scope down to the run; a background create
+    must not be retried there either."""
+    server = Server(500)
+    client = with_retries(with_structured_output(client_over(server, max_retries=2)), max_attempts=4, base_delay=0)
+    with pytest.raises(openai.InternalServerError):
+        await client.get_response("hi", output_type=Person, options={"background": True})
+    assert len(server.calls("POST")) == 1
+
+
 async def test_the_sdk_does_not_resend_a_background_create_either() -> None:
     server = Server(500)
     with pytest.raises(openai.InternalServerError):

@@ -73,7 +73,9 @@ class Run:
         """The strategies for this backend's profile, less those learned to be ignored."""
         profile = capabilities if isinstance(capabilities, Capabilities) else Capabilities()
         per_model = getattr(self.inner, "capabilities_for", None)  # a call's own model may take less
-        profile = per_model(self.options.model, profile) if self.options.model and callable(per_model) else profile
+        if self.options.model and callable(per_model):
+            narrowed = per_model(self.options.model, profile)
+            profile = narrowed if isinstance(narrowed, Capabilities) else profile
         feature = self.feature
         self.target = Target(feature.output_schema, profile, feature.description, feature.text_type)
         every = strategies_for(feature.mode, self.target, plain_text=feature.is_plain_text())

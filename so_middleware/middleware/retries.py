@@ -110,11 +110,12 @@ class RetryingChatClient(DelegatingChatClient):
         chat_options = ChatOptions.coerce(options)
         if chat_options.sdk_max_retries is None:  # the SDK's own retries off for these calls only
             chat_options = chat_options.replace(sdk_max_retries=0)
+        if chat_options.starts_background_run:  # sent once, with no scope a run below could retry it with
+            inner = self.__wrapped__  # a retry could start a second job
+            return inner.get_response(messages, options=chat_options, stream=stream, output_type=output_type)  # type: ignore[no-any-return]
         scope = RetryScope(self._self_policy)  # a structured-output run below takes it and retries each call
         chat_options = chat_options.with_features([*chat_options.features, scope])
         call = functools.partial(self.__wrapped__.get_response, messages, options=chat_options, output_type=output_type)
-        if chat_options.starts_background_run:
-            return call(stream=stream)  # type: ignore[no-any-return]  # sent once: a retry could start a second job
         if stream:
             retried = scope.retried_stream(call, scope.retry_if)
             return ResponseStream(
