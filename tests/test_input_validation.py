@@ -88,6 +88,25 @@ async def test_an_openai_style_dict_is_one_message() -> None:
     assert recorded.sent_messages() == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
 
 
+async def test_a_conversation_mixes_dicts_chat_messages_and_strings() -> None:
+    """The README's conversation: each form is one message, in order; `instructions` comes first."""
+    recorded = Recorded("chat")
+    conversation = [
+        {"role": "system", "content": "Extract the person."},
+        {"role": "user", "content": "Who wrote the first program?"},
+        ChatMessage("assistant", "Ada Lovelace."),
+        "She died at 36.",
+    ]
+    await recorded.client.get_response(conversation, options={"instructions": "Be brief."})
+    assert recorded.sent_messages() == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "system", "content": "Extract the person."},
+        {"role": "user", "content": "Who wrote the first program?"},
+        {"role": "assistant", "content": "Ada Lovelace."},
+        {"role": "user", "content": "She died at 36."},
+    ]
+
+
 @pytest.mark.parametrize(
     "message",
     [{"content": "hi"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "user", "text": "hi"}],

@@ -170,6 +170,7 @@ class ReadmeSession:
             raise error
 
     def run(self, block: Block) -> None:
+        """Run one block in the shared namespace, recording its error (None when it ran through)."""
         for line, set_up in self.prepare.items():
             if line in block.code.splitlines():
                 set_up()
@@ -180,10 +181,10 @@ class ReadmeSession:
                 run_sync(lambda: bounded(eval(code, self.namespace), block))
             else:
                 exec(code, self.namespace)
-        except BaseException as error:
+        except Exception as error:
             self.outcomes[block.line] = error
-            raise
-        self.outcomes[block.line] = None
+        else:
+            self.outcomes[block.line] = None
 
     def start_gateway(self) -> None:
         from so_middleware.gateway import GatewayConfig, create_app
@@ -274,7 +275,17 @@ def test_llama_server_answers_under_the_hosted_model_names(readme: ReadmeSession
         assert message.content
 
 
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_the_blocks_server_decodes_greedily_with_an_output_limit(readme: ReadmeSession) -> None:
-    props = httpx2.get(readme.local_server.root_url + "/props", timeout=BLOCK_TIMEOUT).json()
-    defaults = props["default_generation_settings"]["params"]
-    assert defaults["temperature"] == 0 and defaults["n_predict"] == 512
+    server = readme.local_server
+    props = httpx2.get(server.root_url + "/props", timeout=BLOCK_TIMEOUT).json()
+    assert props["default_generation_settings"]["params"]["temperature"] == 0
+    numbers = {"type": "array", "items": {"type": "integer"}, "minItems": 1000}  # longer than the limit
+    with openai.OpenAI(base_url=server.base_url, api_key="local", timeout=BLOCK_TIMEOUT) as sdk:
+        reply = sdk.chat.completions.create(
+            model="any",
+            messages=[{"role": "user", "content": "Numbers, please."}],
+            response_format={"type": "json_schema", "json_schema": {"name": "numbers", "schema": numbers}},
+        )
+    assert reply.choices[0].finish_reason == "length"
+    assert reply.usage is not None and reply.usage.completion_tokens == 512
