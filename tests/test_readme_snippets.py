@@ -238,6 +238,7 @@ def readme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadmeSession]:
                 root.handlers[:], root.level = handlers, level  # `logging.basicConfig` in a block
 
 
+@pytest.mark.local_server
 @pytest.mark.timeout(TEST_TIMEOUT)
 @pytest.mark.parametrize("block", PYTHON, ids=str)
 def test_block_runs_as_written(readme: ReadmeSession, block: Block) -> None:
@@ -258,6 +259,7 @@ def test_not_runnable_entries_name_a_block() -> None:
     assert not stale, f"NOT_RUNNABLE names lines no README block has: {stale}"
 
 
+@pytest.mark.local_server
 @pytest.mark.timeout(TEST_TIMEOUT)
 def test_llama_server_answers_under_the_hosted_model_names(readme: ReadmeSession) -> None:
     """The blocks name hosted models; the local server answers each with its one model."""
@@ -275,6 +277,7 @@ def test_llama_server_answers_under_the_hosted_model_names(readme: ReadmeSession
         assert message.content
 
 
+@pytest.mark.local_server
 @pytest.mark.timeout(TEST_TIMEOUT)
 def test_the_blocks_server_decodes_greedily_with_an_output_limit(readme: ReadmeSession) -> None:
     server = readme.local_server
