@@ -1,6 +1,6 @@
 """The benchmark suite's one entry point: runs every benchmark, writes the results and BENCHMARKS.md.
 
-    python bench/run.py            # the full run (about 20 minutes on 2 cores); writes BENCHMARKS.md
+    python bench/run.py            # the full run (about 35 minutes on 2 cores); writes BENCHMARKS.md
     python bench/run.py --quick    # a smoke run; results under bench/results/quick/, BENCHMARKS.md untouched
     python bench/run.py --only overhead streaming   # some sections (BENCHMARKS.md keeps the others)
     python bench/run.py --record   # record the llama-server fixtures again first
@@ -390,7 +390,11 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
             f"retries the same way). {st['in_flight']} tasks of a configuration in flight at once, so seconds "
             'are latency under that load. "Valid" = a value of the requested type came back; "exactly correct" '
             "= equal to the expected value (strings stripped and case-folded, floats to 2 decimals). Tokens are "
-            "input + output over all attempts. Failures name the exception of each failed task.",
+            "input + output over all attempts. Failures name the exception of each failed task. The "
+            "`default (auto)` rows pass no `mode=`, what a user gets: `so_middleware` on the route's adapter with "
+            "its shipped llama-server profile (`so_middleware.local.chat_client`); `generic adapter, no profile` "
+            "on an adapter built from an SDK client with only a `base_url`, whose profile capability discovery "
+            "finds; `discover=False`, the same adapter kept on the generic protocol profile (as before discovery).",
             "",
         ]
         lines += quality_table(q)

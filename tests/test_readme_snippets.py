@@ -7,7 +7,7 @@ block may use what an earlier block defined (`Person` from the first block, `ada
 of so_middleware's blocking calls (so the async SDK clients one block makes serve the next, the
 `*_sync` calls included); a block without one runs in the test thread, outside any event loop,
 as in a script. One test per block, in README order; selected alone, a block's test runs the
-blocks before it first.
+blocks before it first. A `# prints: TEXT` comment in a block is checked: TEXT was printed.
 
 The environment is the one a reader has set up, with the hosted APIs replaced by the local model:
 - a llama-server with SmolLM2 of its own (the session's `local_server` samples at llama.cpp's
@@ -38,6 +38,7 @@ import gc
 import inspect
 import json
 import logging
+import re
 import socket
 import weakref
 from collections.abc import Callable, Coroutine, Iterator
@@ -241,11 +242,15 @@ def readme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadmeSession]:
 @pytest.mark.local_server
 @pytest.mark.timeout(TEST_TIMEOUT)
 @pytest.mark.parametrize("block", PYTHON, ids=str)
-def test_block_runs_as_written(readme: ReadmeSession, block: Block) -> None:
+def test_block_runs_as_written(readme: ReadmeSession, block: Block, capsys: pytest.CaptureFixture[str]) -> None:
+    """The block runs through; what a `# prints: ...` comment in it shows is printed."""
     reason = reason_not_runnable(block)
     if reason is not None:
         pytest.skip(f"{block} is not runnable: {reason}")
     readme.run_through(block)
+    printed = capsys.readouterr().out
+    for shown in re.findall(r"# prints: (.+)$", block.code, flags=re.MULTILINE):
+        assert shown.strip() in printed
 
 
 def test_every_code_fence_is_tagged_python_or_sh() -> None:
