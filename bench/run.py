@@ -283,7 +283,11 @@ def local_threads_section(data: dict[str, Any]) -> list[str]:
     import local_threads
 
     def median(busy: int, threads: int) -> str:
-        rows = [r for r in data["rows"] if (r["busy_processes"], r["threads"], r["poll"]) == (busy, threads, 50)]
+        rows = [
+            r
+            for r in data["rows"]
+            if (r["busy_processes"], r["threads"]) == (busy, threads) and r["poll"] in (50, None)
+        ]
         return f"{rows[0]['median_s']:.1f} s" if rows else "–"
 
     note = f" Note: {data['note']}." if data.get("note") else ""
@@ -298,8 +302,9 @@ def local_threads_section(data: dict[str, Any]) -> list[str]:
         f"configuration. Measured {data['date']} on {data['cores']} CPUs with `{data['command']}`; the load "
         f"average before and after each configuration is in the table.{note}",
         "",
-        f"Median with poll 50: {median(0, 1)} with 1 thread and {median(0, 2)} with 2 on the machine as it was; "
-        f"next to one busy process, {median(1, 1)} with 1 thread and {median(1, 2)} with 2. llama.cpp's threads "
+        f"Median with poll 50 (the default): {median(0, 1)} with 1 thread and {median(0, 2)} with 2 on the "
+        f"machine as it was; next to one busy process, {median(1, 1)} with 1 thread and {median(1, 2)} with 2. "
+        "llama.cpp's threads "
         "spin while they wait for each other, so a thread per core collapses when another process wants a core: "
         "the default is half the usable CPUs (at least 1, at most 4).",
         "",
