@@ -1,13 +1,15 @@
 """Generic adapters, no profile: the Responses and Messages adapters built from an SDK client
-with only a `base_url` (so they take the generic protocol profile, not llama-server's), wrapped
-in `with_structured_output` with default settings, run over the quality task set one task after
-another on one layer per route (so what a run learns serves the next).
+with only a `base_url` (so capability discovery identifies llama-server and takes its profile;
+with `--no-discover`, the generic protocol profile), wrapped in `with_structured_output` with
+default settings, run over the quality task set one task after another on one layer per route
+(so what a run learns serves the next). The quality section of `bench/run.py` has the same
+comparison with the profiled adapters, tasks in flight (`bench/quality.py --defaults`).
 
 Prints, per route: valid and exactly-correct values, model calls in all, calls of the first task
 and the mean of the others, and the strategies used. Runs against whichever so_middleware is on
 the import path:
 
-    SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/generic_adapters.py
+    SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/generic_adapters.py [--no-discover]
     SO_MIDDLEWARE_THREADS=1 PYTHONPATH=/path/to/other/checkout .venv/bin/python bench/generic_adapters.py
 """
 
@@ -28,7 +30,7 @@ MAX_TOKENS = 160
 SEED = 7
 
 
-async def route_outcomes(server: Any, route: str) -> dict[str, Any]:
+async def route_outcomes(server: Any, route: str, discover: bool) -> dict[str, Any]:
     import anthropic
     import openai
 
@@ -38,10 +40,10 @@ async def route_outcomes(server: Any, route: str) -> dict[str, Any]:
 
     if route == "responses":
         sdk: Any = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0)
-        adapter: Any = OpenAIResponsesClient(sdk, server.model)
+        adapter: Any = OpenAIResponsesClient(sdk, server.model, discover=discover)
     else:
         sdk = anthropic.AsyncAnthropic(base_url=server.root_url, api_key="local", max_retries=0)
-        adapter = AnthropicChatClient(sdk, server.model)
+        adapter = AnthropicChatClient(sdk, server.model, discover=discover)
     client = with_structured_output(adapter)
     valid = exact = 0
     calls: list[int] = []
@@ -74,9 +76,10 @@ async def route_outcomes(server: Any, route: str) -> dict[str, Any]:
 async def main() -> None:
     from so_middleware.local import LocalModelServer
 
+    discover = "--no-discover" not in sys.argv[1:]
     with LocalModelServer(parallel=1) as server:
         for route in ("responses", "anthropic"):
-            print(json.dumps(await route_outcomes(server, route)), flush=True)
+            print(json.dumps(await route_outcomes(server, route, discover)), flush=True)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/local_threads.py                       # threads 1, 2, all; 0 and 1 busy process
     .venv/bin/python bench/local_threads.py --threads 1 2 --busy 0 1 --calls 8 --poll 50 0
+    python bench/run.py --only local_threads                      # the suite's section: threads 1 and 2,
+                                                                  # 0 and 1 busy process, poll 50 and 0, 6 calls
 
 Each configuration starts its own server (one slot), warms it up with one call, then times
 `--calls` extractions of `examples/people.py:Person` on the Chat Completions route (a different
@@ -89,6 +91,29 @@ def measure(threads: int, poll: int | None, busy: int, calls: int, call_timeout:
     }
 
 
+def measure_all(
+    threads: list[int], busy: list[int], polls: list[int | None], calls: int, call_timeout: float
+) -> dict[str, Any]:
+    """Every (busy, threads, poll) configuration in turn; the JSON-ready result."""
+    os.environ.pop("SO_MIDDLEWARE_THREADS", None)  # every configuration names its threads
+    rows = []
+    for competing in busy:
+        for count in threads:
+            for poll in polls:
+                print(f"busy={competing} threads={count} poll={poll} ...", file=sys.stderr, flush=True)
+                rows.append(measure(count, poll, competing, calls, call_timeout))
+                print(f"    {rows[-1]}", file=sys.stderr, flush=True)
+    return {"cores": os.cpu_count() or 1, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
+
+
+def run(*, quick: bool) -> dict[str, Any]:
+    """The section of `bench/run.py`: one thread against two, idle and next to one busy process."""
+    if quick:
+        return dict(measure_all([1], [0], [None], 2, 60.0), command="python bench/run.py --quick")
+    result = measure_all([1, 2], [0, 1], [50, 0], 6, 60.0)
+    return dict(result, command="python bench/run.py --only local_threads")
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| busy processes | threads | poll | calls | median s | p90 s | max s | load before → after (1/5/15 min) |",
@@ -114,18 +139,11 @@ def main() -> None:
     parser.add_argument("--call-timeout", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "local_threads.json")
     args = parser.parse_args()
-    os.environ.pop("SO_MIDDLEWARE_THREADS", None)  # every configuration names its threads
-    rows = []
-    for busy in args.busy:
-        for threads in args.threads:
-            for poll in args.poll or [None]:
-                print(f"busy={busy} threads={threads} poll={poll} ...", file=sys.stderr, flush=True)
-                rows.append(measure(threads, poll, busy, args.calls, args.call_timeout))
-                print(f"    {rows[-1]}", file=sys.stderr, flush=True)
-    result = {"cores": cores, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
+    result = measure_all(args.threads, args.busy, args.poll or [None], args.calls, args.call_timeout)
+    result["command"] = " ".join([".venv/bin/python", "bench/local_threads.py", *sys.argv[1:]])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(table(rows))
+    print(table(result["rows"]))
 
 
 if __name__ == "__main__":

@@ -10,16 +10,30 @@ Per configuration: share of tasks that returned a valid typed value, share exact
 task. `IN_FLIGHT` tasks of one configuration run at once (the server has as many slots), so the
 seconds are latency under that load, the same for every configuration. `--quick` runs five tasks
 on the chat route with our `native` strategy and instructor's JSON_SCHEMA only.
+
+Per route, two more rows ask with the default strategy (no `mode=`, what a user gets): on the
+route's profiled adapter (`so_middleware.local.chat_client`), and on a generic adapter built
+from an SDK client with only a `base_url`, no profile passed, so capability discovery has to
+identify llama-server. Those rows alone, merged into `bench/results/quality.json` (the other
+rows kept, the new ones marked with when they were measured):
+
+    SO_MIDDLEWARE_THREADS=1 .venv-bench/bin/python bench/quality.py --defaults [--discovery-off]
+
+`--discovery-off` adds the generic adapter with `discover=False`, the generic protocol profile.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from _common import MODEL_ALIAS, log
+from _common import MODEL_ALIAS, RESULTS, log
 from tasks import QUICK, TASKS, Task
 
 STRATEGIES = ("native", "tool", "json_object", "prompted")
@@ -29,6 +43,9 @@ MAX_TOKENS = 160
 IN_FLIGHT = 4
 THREADS = 1  # one llama.cpp thread: two spin-waiting threads collapse when another process takes a core
 MAX_RETRIES = 2
+DEFAULT = "default (auto)"  # the strategy / mode cell of the rows that pass no `mode=`
+GENERIC = "so_middleware, generic adapter, no profile"
+GENERIC_OFF = "so_middleware, generic adapter, discover=False"
 
 
 @dataclass
@@ -51,6 +68,7 @@ class Config:
     route: str
     mode: str
     outcomes: list[Outcome] = field(default_factory=list)
+    profile: str | None = None  # the adapter's capability profile after the run, when recorded
 
     def summary(self) -> dict[str, Any]:
         n = len(self.outcomes) or 1
@@ -69,6 +87,7 @@ class Config:
             "tokens_per_task": sum(o.tokens for o in self.outcomes) / n,
             "seconds_per_task": sum(o.seconds for o in self.outcomes) / n,
             "errors": errors,
+            **({"profile": self.profile} if self.profile else {}),
         }
 
 
@@ -117,10 +136,49 @@ def _route_client(server: Any, route: str) -> Any:
     )
 
 
+def _generic_client(server: Any, route: str, *, discover: bool = True) -> Any:
+    """The route's adapter built from an SDK client with only a `base_url`: no profile passed."""
+    if route == "anthropic":
+        import anthropic
+
+        from so_middleware.anthropic import AnthropicChatClient
+
+        sdk: Any = anthropic.AsyncAnthropic(base_url=server.root_url, api_key="local", max_retries=0, timeout=300)
+        return AnthropicChatClient(sdk, server.model, discover=discover)
+    import openai
+
+    from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
+
+    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
+    adapter = OpenAIChatClient if route == "chat" else OpenAIResponsesClient
+    return adapter(sdk, server.model, discover=discover)
+
+
+def _default_configs(server: Any, route: str, *, discovery_off: bool) -> list[tuple[Config, Any, Any]]:
+    """The default-strategy rows of a route: (config, a fresh layer with nothing learned, its adapter)."""
+    from so_middleware import with_structured_output
+
+    rows = [
+        (Config("so_middleware", route, DEFAULT), _route_client(server, route)),
+        (Config(GENERIC, route, DEFAULT), _generic_client(server, route)),
+    ]
+    if discovery_off:
+        rows.append((Config(GENERIC_OFF, route, DEFAULT), _generic_client(server, route, discover=False)))
+    return [(config, with_structured_output(adapter), adapter) for config, adapter in rows]
+
+
+async def _run_default(config: Config, layer: Any, adapter: Any, tasks: list[Task]) -> None:
+    """Every task with the default strategy; the config records the profile the adapter ended with."""
+    await _all_tasks(config, lambda task: _ours(layer, task, DEFAULT), tasks)
+    found = getattr(adapter, "server_info", None)
+    config.profile = adapter.capabilities.name + (f" (discovered: {found.kind})" if found else "")
+
+
 async def _ours(client: Any, task: Task, mode: str) -> Outcome:
     from so_middleware import OutputError, StructuredOutput
 
-    feature = StructuredOutput(task.output_type, mode=mode, max_retries=MAX_RETRIES)
+    chosen = {} if mode == DEFAULT else {"mode": mode}
+    feature = StructuredOutput(task.output_type, max_retries=MAX_RETRIES, **chosen)
     options = {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS, "features": [feature]}
     start = time.perf_counter()
     try:
@@ -199,6 +257,18 @@ async def _instructor(patched: Any, task: Task) -> Outcome:
     )
 
 
+async def _all_tasks(config: Config, one: Any, tasks: list[Task]) -> None:
+    """Every task under one configuration, IN_FLIGHT at once; outcomes in task order."""
+    slots = asyncio.Semaphore(IN_FLIGHT)
+
+    async def guarded(task: Task) -> Outcome:
+        async with slots:
+            outcome: Outcome = await one(task)
+            return outcome
+
+    config.outcomes.extend(await asyncio.gather(*(guarded(task) for task in tasks)))
+
+
 def run(*, quick: bool) -> dict[str, Any]:
     """Start the local server and run every configuration; returns the JSON-ready result."""
     import instructor
@@ -217,14 +287,7 @@ def run(*, quick: bool) -> dict[str, Any]:
     instructor_modes = ("JSON_SCHEMA",) if quick else INSTRUCTOR_MODES
 
     async def all_tasks(config: Config, one: Any) -> None:
-        slots = asyncio.Semaphore(IN_FLIGHT)
-
-        async def guarded(task: Task) -> Outcome:
-            async with slots:
-                outcome: Outcome = await one(task)
-                return outcome
-
-        config.outcomes.extend(await asyncio.gather(*(guarded(task) for task in tasks)))
+        await _all_tasks(config, one, tasks)
 
     async def go(server: Any) -> None:
         warm = with_structured_output(_route_client(server, "chat"))
@@ -236,6 +299,10 @@ def run(*, quick: bool) -> dict[str, Any]:
                 config = Config("so_middleware", route, mode)
                 log(f"quality: so_middleware {route} {mode}, {len(tasks)} tasks")
                 await all_tasks(config, lambda task, mode=mode, client=client: _ours(client, task, mode))
+                configs.append(config)
+            for config, layer, adapter in [] if quick else _default_configs(server, route, discovery_off=False):
+                log(f"quality: {config.library} {route} {DEFAULT}, {len(tasks)} tasks")
+                await _run_default(config, layer, adapter, tasks)
                 configs.append(config)
             if route == "chat":
                 for mode_name in instructor_modes:
@@ -263,7 +330,76 @@ def run(*, quick: bool) -> dict[str, Any]:
             "in_flight": IN_FLIGHT,
             "server_threads": THREADS,
         },
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "seconds_total": time.perf_counter() - started,
         "summary": [c.summary() for c in configs],
         "outcomes": {f"{c.library}/{c.route}/{c.mode}": [o.__dict__ for o in c.outcomes] for c in configs},
     }
+
+
+def run_defaults(*, discovery_off: bool) -> None:
+    """Only the default-strategy rows of every route, merged into `bench/results/quality.json`."""
+    from so_middleware.local import LocalModelServer
+
+    routes, _ = available_routes()
+    configs: list[Config] = []
+    measured = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load_before = [round(value, 2) for value in os.getloadavg()]
+
+    async def go(server: Any) -> None:
+        warm = _default_configs(server, "chat", discovery_off=False)[0][1]
+        for task in TASKS[:IN_FLIGHT]:  # untimed: the server's first requests are slower
+            await _ours(warm, task, "native")
+        for route in routes:
+            for config, layer, adapter in _default_configs(server, route, discovery_off=discovery_off):
+                log(f"quality: {config.library} {route} {DEFAULT}, {len(TASKS)} tasks")
+                await _run_default(config, layer, adapter, TASKS)
+                log(f"    valid {sum(o.valid for o in config.outcomes)}/{len(TASKS)}, profile {config.profile}")
+                configs.append(config)
+                save(configs)  # row by row: a run cut short keeps the rows it finished
+
+    def save(configs: list[Config]) -> None:
+        run_info = {
+            "measured": measured,
+            "command": f"SO_MIDDLEWARE_THREADS=1 {python} bench/quality.py --defaults"
+            + (" --discovery-off" if discovery_off else ""),
+            "load_average_before": load_before,
+            "load_average_after": [round(value, 2) for value in os.getloadavg()],
+        }
+        merged = merge(saved, configs, run_info)
+        (RESULTS / "quality.json").write_text(json.dumps(merged, indent=2, default=str) + "\n")
+
+    saved = json.loads((RESULTS / "quality.json").read_text())
+    python = os.path.relpath(sys.executable, RESULTS.parent.parent)
+    with LocalModelServer(threads=THREADS, parallel=IN_FLIGHT, extra_args=["--alias", MODEL_ALIAS]) as server:
+        asyncio.run(go(server))
+
+
+def merge(saved: dict[str, Any], configs: list[Config], run_info: dict[str, Any]) -> dict[str, Any]:
+    """`saved` with the rows of `configs` put in (replacing rows of the same key), each row of a
+    route after that route's other rows, and marked with `run_info`."""
+    fresh = {(c.library, c.route, c.mode): c for c in configs}
+    kept = [row for row in saved["summary"] if (row["library"], row["route"], row["mode"]) not in fresh]
+    summary = []
+    for route in saved["routes"]:
+        summary += [row for row in kept if row["route"] == route]
+        summary += [dict(c.summary(), run=run_info) for c in configs if c.route == route]
+    outcomes = {k: v for k, v in saved["outcomes"].items() if tuple(k.split("/")) not in fresh}
+    outcomes.update({f"{c.library}/{c.route}/{c.mode}": [o.__dict__ for o in c.outcomes] for c in configs})
+    order = [f"{row['library']}/{row['route']}/{row['mode']}" for row in summary]
+    return dict(saved, summary=summary, outcomes={key: outcomes[key] for key in order})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--defaults", action="store_true", help="only the default-strategy rows, merged in")
+    parser.add_argument("--discovery-off", action="store_true", help="with --defaults: add discover=False rows")
+    args = parser.parse_args()
+    if not args.defaults:
+        parser.error("run the whole section with `python bench/run.py --only quality`; here only --defaults")
+    run_defaults(discovery_off=args.discovery_off)
+    log("wrote bench/results/quality.json; `python bench/run.py --report` writes BENCHMARKS.md")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 """The benchmark suite's one entry point: runs every benchmark, writes the results and BENCHMARKS.md.
 
-    python bench/run.py            # the full run (about 20 minutes on 2 cores); writes BENCHMARKS.md
+    python bench/run.py            # the full run (about 35 minutes on 2 cores); writes BENCHMARKS.md
     python bench/run.py --quick    # a smoke run; results under bench/results/quick/, BENCHMARKS.md untouched
     python bench/run.py --only overhead streaming   # some sections (BENCHMARKS.md keeps the others)
     python bench/run.py --record   # record the llama-server fixtures again first
@@ -9,7 +9,8 @@
 Sections: overhead (per-call cost over a mock transport), streaming (partial parsing of large
 answers), concurrency (200 calls in flight against a loopback server), quality (the task set
 against the real local model), gateway (the Responses gateway over a loopback fake backend,
-streaming, against calling that backend directly). Each writes `bench/results/<section>.json`; BENCHMARKS.md and the
+streaming, against calling that backend directly), local_threads (extraction latency of the embedded
+llama-server by thread count, idle and next to a busy process). Each writes `bench/results/<section>.json`; BENCHMARKS.md and the
 plot are generated from those files, never edited by hand.
 """
 
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common
 from _common import CHAT_FIXTURE, MODEL_ALIAS, RESULTS, ROOT, STREAM_FIXTURE, log
 
-SECTIONS = ("overhead", "streaming", "concurrency", "quality", "gateway")
+SECTIONS = ("overhead", "streaming", "concurrency", "quality", "gateway", "local_threads")
 PLOT = "streaming_cpu.png"
 
 
@@ -217,9 +218,42 @@ def quality_table(data: dict[str, Any]) -> list[str]:
     for row in data["summary"]:
         errors = ", ".join(f"{name} ×{count}" for name, count in sorted(row["errors"].items())) or "–"
         lines.append(
-            f"| {row['library']} | {row['route']} | {row['mode']} | {100 * row['valid_share']:.0f}% | "
+            f"| {row['library']}{_run_mark(data, row)} | {row['route']} | {row['mode']} | "
+            f"{100 * row['valid_share']:.0f}% | "
             f"{100 * row['exact_share']:.0f}% | {row['attempts_per_task']:.2f} | {row['tokens_per_task']:.0f} | "
             f"{row['seconds_per_task']:.2f} | {errors} |"
+        )
+    return lines
+
+
+def _quality_runs(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The separate runs some rows come from (`bench/quality.py --defaults`), in order of appearance."""
+    runs: list[dict[str, Any]] = []
+    for row in data["summary"]:
+        if "run" in row and row["run"] not in runs:
+            runs.append(row["run"])
+    return runs
+
+
+def _run_mark(data: dict[str, Any], row: dict[str, Any]) -> str:
+    return f" ({_quality_runs(data).index(row['run']) + 1})" if "run" in row else ""
+
+
+def quality_runs_note(data: dict[str, Any], full_run: str) -> list[str]:
+    runs = _quality_runs(data)
+    if not runs:
+        return []
+    lines = [""]
+    for number, run in enumerate(runs, 1):
+        profiles = "; ".join(
+            f"{row['library']} on {row['route']}: `{row['profile']}`"
+            for row in data["summary"]
+            if row.get("run") == run and "profile" in row
+        )
+        lines.append(
+            f"({number}) measured {run['measured']}, in one run of their own with `{run['command']}` (load average "
+            f"{run['load_average_before']} before, {run['load_average_after']} after); the rows without a number "
+            f"are from the section's full run of {full_run}. The adapters' profiles after the run: {profiles}."
         )
     return lines
 
@@ -235,12 +269,48 @@ def quality_by_category(data: dict[str, Any]) -> list[str]:
     ]
     for key, outcomes in data["outcomes"].items():
         library, route, mode = key.split("/")
+        row = next((r for r in data["summary"] if (r["library"], r["route"], r["mode"]) == (library, route, mode)), {})
+        library += _run_mark(data, row)
         cells = []
         for name in categories:
             mine = [o for o in outcomes if category.get(o["task"]) == name]
             cells.append(f"{sum(o['exact'] for o in mine)}/{len(mine)}")
         lines.append(f"| {library} | {route} | {mode} | " + " | ".join(cells) + " |")
     return lines
+
+
+def local_threads_section(data: dict[str, Any]) -> list[str]:
+    import local_threads
+
+    def median(busy: int, threads: int) -> str:
+        rows = [
+            r
+            for r in data["rows"]
+            if (r["busy_processes"], r["threads"]) == (busy, threads) and r["poll"] in (50, None)
+        ]
+        return f"{rows[0]['median_s']:.1f} s" if rows else "–"
+
+    note = f" Note: {data['note']}." if data.get("note") else ""
+    return [
+        "## 6. Threads of the embedded llama-server",
+        "",
+        "`bench/local_threads.py`: extraction latency of the embedded server (SmolLM2-135M-Instruct, one slot, "
+        "Chat Completions, `examples/people.py:Person`, max_tokens 64, temperature 0) by thread count and "
+        "llama-server `--poll` level (50 is its default; 0 never spins), idle and next to one competing busy "
+        "process (`python -c 'while 1: pass'`). Each configuration starts its own server, warms it up with one "
+        "call and times the next ones, each on a new sentence; a call over 60 s counts as 60 s and ends the "
+        f"configuration. Measured {data['date']} on {data['cores']} CPUs with `{data['command']}`; the load "
+        f"average before and after each configuration is in the table.{note}",
+        "",
+        f"Median with poll 50 (the default): {median(0, 1)} with 1 thread and {median(0, 2)} with 2 on the "
+        f"machine as it was; next to one busy process, {median(1, 1)} with 1 thread and {median(1, 2)} with 2. "
+        "llama.cpp's threads "
+        "spin while they wait for each other, so a thread per core collapses when another process wants a core: "
+        "the default is half the usable CPUs (at least 1, at most 4).",
+        "",
+        local_threads.table(data["rows"]),
+        "",
+    ]
 
 
 def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path: Path, plot: str | None) -> None:
@@ -325,10 +395,15 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
             f"retries the same way). {st['in_flight']} tasks of a configuration in flight at once, so seconds "
             'are latency under that load. "Valid" = a value of the requested type came back; "exactly correct" '
             "= equal to the expected value (strings stripped and case-folded, floats to 2 decimals). Tokens are "
-            "input + output over all attempts. Failures name the exception of each failed task.",
+            "input + output over all attempts. Failures name the exception of each failed task. The "
+            "`default (auto)` rows pass no `mode=`, what a user gets: `so_middleware` on the route's adapter with "
+            "its shipped llama-server profile (`so_middleware.local.chat_client`); `generic adapter, no profile` "
+            "on an adapter built from an SDK client with only a `base_url`, whose profile capability discovery "
+            "finds; `discover=False`, the same adapter kept on the generic protocol profile (as before discovery).",
             "",
         ]
         lines += quality_table(q)
+        lines += quality_runs_note(q, q.get("measured", meta["date"]))
         lines += ["", "Exactly correct, by task category:", ""]
         lines += quality_by_category(q)
         lines += ["", f"The quality section took {q['seconds_total'] / 60:.1f} minutes.", ""]
@@ -346,6 +421,8 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
         ]
         lines += gateway_table(results["gateway"])
         lines.append("")
+    if "local_threads" in results:
+        lines += local_threads_section(results["local_threads"])
     path.write_text("\n".join(lines).rstrip() + "\n")
 
 

@@ -7,6 +7,7 @@ Each adapter sits on a real SDK client whose transport records every request
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import anthropic
@@ -25,6 +26,7 @@ from so_middleware import (
     with_structured_output,
 )
 from so_middleware.anthropic import AnthropicChatClient
+from so_middleware.local import chat_client
 from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
 from so_middleware.testing import FakeChatClient
 
@@ -84,6 +86,25 @@ async def test_an_openai_style_dict_is_one_message() -> None:
     assert recorded.sent_messages() == [{"role": "user", "content": "hi"}]
     await recorded.client.get_response([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
     assert recorded.sent_messages() == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+
+
+async def test_a_conversation_mixes_dicts_chat_messages_and_strings() -> None:
+    """The README's conversation: each form is one message, in order; `instructions` comes first."""
+    recorded = Recorded("chat")
+    conversation = [
+        {"role": "system", "content": "Extract the person."},
+        {"role": "user", "content": "Who wrote the first program?"},
+        ChatMessage("assistant", "Ada Lovelace."),
+        "She died at 36.",
+    ]
+    await recorded.client.get_response(conversation, options={"instructions": "Be brief."})
+    assert recorded.sent_messages() == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "system", "content": "Extract the person."},
+        {"role": "user", "content": "Who wrote the first program?"},
+        {"role": "assistant", "content": "Ada Lovelace."},
+        {"role": "user", "content": "She died at 36."},
+    ]
 
 
 @pytest.mark.parametrize(
@@ -189,3 +210,21 @@ async def test_a_structured_output_description_of_the_wrong_type_is_refused_befo
 def test_with_retries_refuses_a_non_callable_at_construction(setting: str) -> None:
     with pytest.raises(UserError, match=f"{setting} must be a callable"):
         with_retries(FakeChatClient(["ok"]), **{setting: 5})
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (
+            chat_client,
+            "function so_middleware.local._clients.chat_client itself; pass the client it makes: chat_client(...)",
+        ),
+        (openai.AsyncOpenAI, "class openai.AsyncOpenAI itself; pass the client it makes: AsyncOpenAI(...)"),
+        (OpenAIChatClient, "class so_middleware.providers.openai._chat.OpenAIChatClient itself"),
+        (FakeChatClient("{}").get_response, "function"),
+    ],
+)
+def test_a_function_or_class_in_place_of_a_client_says_to_call_it(given: Any, named: str) -> None:
+    for wrap in (with_structured_output, with_retries):
+        with pytest.raises(UserError, match="expected a client, got the " + re.escape(named)):
+            wrap(given)

@@ -4,6 +4,7 @@ in `_protocol`)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Sequence
+from types import BuiltinFunctionType, FunctionType, MethodType
 from typing import Any, ClassVar, Literal, TypeVar, overload
 
 from ._background import check_background, with_continuation
@@ -196,8 +197,15 @@ def as_chat_client(client: ClientInput, **adapter_options: Any) -> ChatClient:
 
     `OpenAI()`/`AsyncOpenAI()` get the Chat Completions adapter (`api="responses"` for the
     Responses one), `Anthropic()`/`AsyncAnthropic()` the Messages adapter. Anything else raises
-    `UserError` naming its type.
+    `UserError` naming its type; a class or a function passed in place of the client it makes
+    (`AsyncOpenAI`, `so_middleware.local.chat_client`) raises `UserError` saying to call it.
     """
+    if isinstance(client, (type, FunctionType, MethodType, BuiltinFunctionType)):
+        kind = "class" if isinstance(client, type) else "function"
+        raise UserError(
+            f"expected a client, got the {kind} {client.__module__}.{client.__qualname__} itself; "
+            f"pass the client it makes: {client.__name__}(...)"
+        )
     if isinstance(client, ChatClient) and not adapter_options:
         return client
     factory = adapter_factory(client)
