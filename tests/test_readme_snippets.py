@@ -20,6 +20,8 @@ The environment is the one a reader has set up, with the hosted APIs replaced by
   its one model, so `"gpt-4o-mini"` and `"claude-haiku-4-5"` need no mapping (checked below);
 - the current directory is a fresh temporary one holding the input files the blocks name
   (`people.jsonl`, `docs.jsonl`);
+- the "Long-running runs" block, whose `AsyncOpenAI()` needs a Responses server with background
+  runs, finds a gateway over the local model at `OPENAI_BASE_URL` (for that block only);
 - a block that talks to `so-middleware gateway` finds one at http://127.0.0.1:8000/v1 with the
   key `SECRET`, as the shell block before it starts (in front of the local llama-server).
 
@@ -38,6 +40,7 @@ import gc
 import inspect
 import json
 import logging
+import os
 import re
 import socket
 import weakref
@@ -156,7 +159,9 @@ class ReadmeSession:
         # What a block needs that a reader sets up outside Python: a line of its code -> the set-up.
         self.prepare: dict[str, Callable[[], None]] = {
             'client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="SECRET")': self.start_gateway,
+            'client = with_structured_output(OpenAIResponsesClient(AsyncOpenAI(), "gpt-4o"))': self.background_backend,
         }
+        self.after_block: list[Callable[[], None]] = []  # undone once the block has run
 
     def run_through(self, block: Block) -> None:
         """Run every block before `block` not run yet (failing if one of them failed), then `block`."""
@@ -186,6 +191,9 @@ class ReadmeSession:
             self.outcomes[block.line] = error
         else:
             self.outcomes[block.line] = None
+        finally:
+            while self.after_block:
+                self.after_block.pop()()
 
     def start_gateway(self) -> None:
         from so_middleware.gateway import GatewayConfig, create_app
@@ -199,6 +207,19 @@ class ReadmeSession:
         config = GatewayConfig(backend_url=self.local_server.base_url, api_keys=("SECRET",))
         server = AppServer(create_app(config), port=GATEWAY_PORT).start()
         self.cleanups.append(server.stop)
+
+    def background_backend(self) -> None:
+        """The long-running block needs a Responses server with background runs (llama-server has
+        none): the block's `AsyncOpenAI()` finds a gateway over the local model instead, for that
+        block only."""
+        from so_middleware.gateway import GatewayConfig, create_app
+        from so_middleware.gateway._server import AppServer
+
+        server = AppServer(create_app(GatewayConfig(backend_url=self.local_server.base_url))).start()
+        self.cleanups.append(server.stop)
+        previous = os.environ["OPENAI_BASE_URL"]
+        os.environ["OPENAI_BASE_URL"] = server.base_url
+        self.after_block.append(lambda: os.environ.__setitem__("OPENAI_BASE_URL", previous))
 
     def close(self) -> None:
         for cleanup in reversed(self.cleanups):
