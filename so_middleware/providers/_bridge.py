@@ -27,6 +27,7 @@ __all__ = [
     "IdleTimeout",
     "call_sdk",
     "close_sdk_stream",
+    "failure_from_body",
     "interrupted",
     "is_stream_break",
     "iterate_sdk_stream",
@@ -180,17 +181,22 @@ def reported_failure(error: BaseException) -> ProviderResponseError | None:
     names = {cls.__name__ for cls in type(error).__mro__}
     if "APIError" not in names or names & _SDK_BREAKS:
         return None
-    body = getattr(error, "body", None)
+    exc = failure_from_body(getattr(error, "body", None))
+    exc.__cause__ = error
+    return exc
+
+
+def failure_from_body(body: Any) -> ProviderResponseError:
+    """The typed error for an error event inside a stream, from its body (the error object, or
+    an object that nests it under `error`), carrying the provider's error type."""
     nested = body.get("error") if isinstance(body, dict) else None
     details = nested if isinstance(nested, dict) else body if isinstance(body, dict) else {}
     code = details.get("type") or details.get("code")
-    exc = ProviderResponseError(
+    return ProviderResponseError(
         f"the server reported an error inside the stream: {code or 'no error type given'}",
         code=code if isinstance(code, str) else None,
         reported=True,
     )
-    exc.__cause__ = error
-    return exc
 
 
 _TRANSPORT_MODULES = ("httpx2", "httpx", "httpcore", "httpcore2", "h11")

@@ -31,6 +31,7 @@ from ...core import (
     UserError,
 )
 from .._prefill import EchoFilter, strip_echo
+from .._sse import JSONView
 
 __all__ = ["ChunkReader", "build_request", "chunk_to_update", "completion_to_response", "finish_reason", "usage_from"]
 
@@ -271,7 +272,7 @@ class ChunkReader:
         self._echo = EchoFilter(self.prefill)
 
     def read(self, chunk: Any) -> ChatResponseUpdate[Any] | None:
-        if not hasattr(chunk, "choices"):  # not a chunk (an event of another kind): skipped
+        if not isinstance(chunk, JSONView) or "choices" not in chunk:  # not a chunk: skipped
             return None
         update = chunk_to_update(chunk, self._call_ids)
         if self._echo.pending:

@@ -1,0 +1,186 @@
+"""Reading an SDK's event stream ourselves: SSE framing and `jiter` for each event's JSON.
+
+The SDK still makes the request (auth, base URL, headers, retries, HTTP errors as its typed
+errors); its raw-response twin of `create` hands back the unread HTTP response, and `EventStream`
+turns the body into events. This skips the SDK's per-event pydantic construction, which costs
+more than everything else a streaming call does. Each event is a `JSONView`: the event's JSON,
+read by attribute like the SDK's objects (a missing field reads as None).
+
+The two SDKs' stream rules are kept: OpenAI ends at `data: [DONE]` and raises for an event whose
+JSON carries `error`; Anthropic skips `ping` and unnamed events and raises for an `error` event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import jiter
+
+from ..core import ProviderResponseError
+from ._bridge import failure_from_body
+
+__all__ = ["EventStream", "JSONView"]
+
+
+class JSONView:
+    """A JSON object read by attribute: `view.delta.content`; a missing key reads as None,
+    nested objects are views, lists of objects lists of views. `view.model_extra` is the whole
+    object (where the SDK keeps fields it does not know)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy, pickle and friends look these up
+            raise AttributeError(name)
+        if name == "model_extra":
+            return self._data
+        return _view(self._data.get(name))
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._data
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JSONView) and other._data == self._data
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object (not a copy)."""
+        return self._data
+
+    def __repr__(self) -> str:
+        return f"JSONView({self._data!r})"
+
+
+def _view(value: Any) -> Any:
+    if isinstance(value, dict):
+        return JSONView(value)
+    if isinstance(value, list):
+        return [JSONView(item) if isinstance(item, dict) else item for item in value]
+    return value
+
+
+class EventStream:
+    """The events of one streamed HTTP response, in the `openai` or `anthropic` SDK's dialect.
+
+    Iterate it (`async for` over an async response, `for` over a sync one); `close()` closes the
+    response (awaitable for an async one). `response` is the HTTP response.
+    """
+
+    def __init__(self, response: Any, *, is_async: bool, dialect: str) -> None:
+        self.response = response
+        self._is_async = is_async
+        self._decoder = _Decoder(anthropic=dialect == "anthropic")
+
+    def __aiter__(self) -> AsyncIterator[JSONView]:
+        return self._aiter()
+
+    async def _aiter(self) -> AsyncIterator[JSONView]:
+        decoder = self._decoder
+        async for chunk in self.response.aiter_bytes():
+            if decoder.done:  # the rest is read (not parsed) so the connection can be reused
+                continue
+            for event in decoder.feed(chunk):
+                yield event
+        for event in decoder.finish():
+            yield event
+
+    def __iter__(self) -> Iterator[JSONView]:
+        decoder = self._decoder
+        for chunk in self.response.iter_bytes():
+            if not decoder.done:
+                yield from decoder.feed(chunk)
+        yield from decoder.finish()
+
+    def close(self) -> Any:
+        """Close the HTTP response (a coroutine for an async response)."""
+        return self.response.aclose() if self._is_async else self.response.close()
+
+
+class _Decoder:
+    """SSE framing (lines ending in LF, CRLF or CR; `event` and `data` fields; comments and other
+    fields ignored), then each event's JSON by the SDK's rules."""
+
+    def __init__(self, *, anthropic: bool) -> None:
+        self._anthropic = anthropic
+        self._rest = b""
+        self._event: bytes | None = None
+        self._data: list[bytes] = []
+        self.done = False  # OpenAI's `[DONE]` came
+
+    def feed(self, chunk: bytes) -> Iterator[JSONView]:
+        buffer = self._rest + chunk if self._rest else chunk
+        lines = buffer.splitlines(keepends=True)
+        self._rest = b""
+        if lines and (not lines[-1].endswith((b"\n", b"\r")) or lines[-1].endswith(b"\r")):
+            self._rest = lines.pop()  # unfinished, or a CR whose LF may come next
+        return self._lines(lines)
+
+    def finish(self) -> Iterator[JSONView]:
+        if self.done:
+            return iter(())
+        rest, self._rest = self._rest, b""
+        return self._lines([rest, b"\n"] if rest else [b"\n"])
+
+    def _lines(self, lines: list[bytes]) -> Iterator[JSONView]:
+        """The events these lines complete, one at a time (an error event raises when reached)."""
+        for line in lines:
+            line = line.rstrip(b"\r\n")
+            if not line:
+                if self._data or self._event is not None:
+                    event = self._dispatch(self._event, b"\n".join(self._data))
+                    self._event, self._data = None, []
+                    if self.done:
+                        return
+                    if event is not None:
+                        yield event
+                continue
+            name, _, value = line.partition(b":")
+            if value.startswith(b" "):
+                value = value[1:]
+            if name == b"data":
+                self._data.append(value)
+            elif name == b"event":
+                self._event = value
+
+    def _dispatch(self, event: bytes | None, data: bytes) -> JSONView | None:
+        if self._anthropic:
+            if event is None or event == b"ping":
+                return None
+            if event == b"error":
+                raise _anthropic_error(data)
+            if not data:
+                return None
+            return _object(data)
+        if data.startswith(b"[DONE]"):
+            self.done = True
+            return None
+        parsed = _parse(data)
+        if isinstance(parsed, dict) and parsed.get("error"):
+            raise failure_from_body(parsed["error"])
+        return JSONView(parsed) if isinstance(parsed, dict) else parsed  # type: ignore[no-any-return]
+
+
+def _parse(data: bytes) -> Any:
+    try:
+        return jiter.from_json(data, cache_mode="keys")
+    except ValueError:  # the same error the SDK's decoding raises (JSONDecodeError or UnicodeDecodeError)
+        return json.loads(data.decode("utf-8"))
+
+
+def _object(data: bytes) -> Any:
+    parsed = _parse(data)
+    return JSONView(parsed) if isinstance(parsed, dict) else parsed
+
+
+def _anthropic_error(data: bytes) -> ProviderResponseError:
+    try:
+        body: Any = json.loads(data.decode("utf-8"))
+    except ValueError:
+        body = data.decode("utf-8", "replace")
+    return failure_from_body(body)
