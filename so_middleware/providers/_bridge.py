@@ -109,27 +109,34 @@ _READ_SLACK = 1.0
 
 
 async def iterate_sdk_stream(is_async: bool, stream: Any, idle_timeout: float | None = None) -> AsyncIterator[Any]:
-    """Yield the events of an SDK stream (`AsyncStream` or `Stream`), one at a time.
+    """Yield the events of an `EventStream`, one at a time.
 
-    Waiting longer than `idle_timeout` seconds for an event raises `IdleTimeout`.
+    Waiting longer than `idle_timeout` seconds for the next event (bytes that complete none, such
+    as keep-alive comments, do not count) raises `IdleTimeout`. Only reading the body waits: the
+    events of a chunk already read come out at once.
     """
-    iterator = aiter(stream) if is_async else iter(stream)
+    chunks = aiter(stream.response.aiter_bytes()) if is_async else iter(stream.response.iter_bytes())
+    deadline = None if idle_timeout is None else anyio.current_time() + idle_timeout
     while True:
         try:
-            with anyio.fail_after(idle_timeout):
+            with anyio.fail_after(None if deadline is None else max(deadline - anyio.current_time(), 0)):
                 if is_async:
-                    event = await anext(iterator, _END)
+                    chunk = await anext(chunks, _END)
                 else:
-                    event = await _in_thread(lambda: next(iterator, _END))
+                    chunk = await _in_thread(lambda: next(chunks, _END))
         except TimeoutError as error:
             _wake_reader(is_async, stream)
             raise IdleTimeout(f"no event from the server for {idle_timeout:g} s") from error
         except BaseException:
             _wake_reader(is_async, stream)
             raise
-        if event is _END:
+        events = stream.finish() if chunk is _END else stream.feed(chunk)
+        for event in events:
+            yield event
+            if idle_timeout is not None:
+                deadline = anyio.current_time() + idle_timeout
+        if chunk is _END:
             return
-        yield event
 
 
 def _wake_reader(is_async: bool, stream: Any) -> None:

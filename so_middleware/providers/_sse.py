@@ -13,7 +13,7 @@ JSON carries `error`; Anthropic skips `ping` and unnamed events and raises for a
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import jiter
@@ -68,8 +68,9 @@ def _view(value: Any) -> Any:
 class EventStream:
     """The events of one streamed HTTP response, in the `openai` or `anthropic` SDK's dialect.
 
-    Iterate it (`async for` over an async response, `for` over a sync one); `close()` closes the
-    response (awaitable for an async one). `response` is the HTTP response.
+    `iterate_sdk_stream` reads `response`'s body and hands each chunk to `feed`, which yields the
+    events it completes (`finish` at the end of the body); `close()` closes the response (a
+    coroutine for an async one).
     """
 
     def __init__(self, response: Any, *, is_async: bool, dialect: str) -> None:
@@ -77,25 +78,14 @@ class EventStream:
         self._is_async = is_async
         self._decoder = _Decoder(anthropic=dialect == "anthropic")
 
-    def __aiter__(self) -> AsyncIterator[JSONView]:
-        return self._aiter()
+    def feed(self, chunk: bytes) -> Iterator[JSONView]:
+        """The events `chunk` completes; nothing once the stream said it was done (the rest of the
+        body is still read, so the connection can be reused)."""
+        return iter(()) if self._decoder.done else self._decoder.feed(chunk)
 
-    async def _aiter(self) -> AsyncIterator[JSONView]:
-        decoder = self._decoder
-        async for chunk in self.response.aiter_bytes():
-            if decoder.done:  # the rest is read (not parsed) so the connection can be reused
-                continue
-            for event in decoder.feed(chunk):
-                yield event
-        for event in decoder.finish():
-            yield event
-
-    def __iter__(self) -> Iterator[JSONView]:
-        decoder = self._decoder
-        for chunk in self.response.iter_bytes():
-            if not decoder.done:
-                yield from decoder.feed(chunk)
-        yield from decoder.finish()
+    def finish(self) -> Iterator[JSONView]:
+        """The event the end of the body completes, if any."""
+        return self._decoder.finish()
 
     def close(self) -> Any:
         """Close the HTTP response (a coroutine for an async response)."""
