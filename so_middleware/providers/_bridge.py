@@ -127,8 +127,11 @@ async def iterate_sdk_stream(is_async: bool, stream: Any, idle_timeout: float | 
         except TimeoutError as error:
             _wake_reader(is_async, stream)
             raise IdleTimeout(f"no event from the server for {idle_timeout:g} s") from error
-        except BaseException:
+        except BaseException as error:
             _wake_reader(is_async, stream)
+            raised = stream.sdk_error(error)
+            if raised is not error:
+                raise raised from error
             raise
         events = stream.finish() if chunk is _END else stream.feed(chunk)
         for event in events:

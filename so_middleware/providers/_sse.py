@@ -13,9 +13,12 @@ JSON carries `error`; Anthropic skips `ping` and unnamed events and raises for a
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
+import httpx2
 import jiter
 
 from ..core import ProviderResponseError
@@ -76,7 +79,8 @@ class EventStream:
     def __init__(self, response: Any, *, is_async: bool, dialect: str) -> None:
         self.response = response
         self._is_async = is_async
-        self._decoder = _Decoder(anthropic=dialect == "anthropic")
+        self._anthropic = dialect == "anthropic"
+        self._decoder = _Decoder(anthropic=self._anthropic)
 
     def feed(self, chunk: bytes) -> Iterator[JSONView]:
         """The events `chunk` completes; nothing once the stream said it was done (the rest of the
@@ -86,6 +90,17 @@ class EventStream:
     def finish(self) -> Iterator[JSONView]:
         """The event the end of the body completes, if any."""
         return self._decoder.finish()
+
+    def sdk_error(self, error: BaseException) -> BaseException:
+        """What the SDK's own stream raises when reading its body fails with `error`: OpenAI's
+        wraps transport failures in `APITimeoutError` / `APIConnectionError`, Anthropic's does not."""
+        if self._anthropic or not isinstance(error, (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)):
+            return error
+        import openai
+
+        if isinstance(error, httpx2.TimeoutException):
+            return openai.APITimeoutError(request=self.response.request)
+        return openai.APIConnectionError(request=self.response.request)
 
     def close(self) -> Any:
         """Close the HTTP response (a coroutine for an async response)."""
