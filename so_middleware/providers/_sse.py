@@ -153,7 +153,8 @@ class _Decoder:
             elif name == b"event":
                 self._event = value
 
-    def _dispatch(self, event: bytes | None, data: bytes) -> JSONView | None:
+    def _dispatch(self, event: bytes | None, data: bytes) -> Any:
+        """The event (a `JSONView`, or whatever other JSON value the data holds), or None."""
         if self._anthropic:
             if event is None or event == b"ping":
                 return None
@@ -161,14 +162,14 @@ class _Decoder:
                 raise _anthropic_error(data)
             if not data:
                 return None
-            return _object(data)
+            return _view(_parse(data))
         if data.startswith(b"[DONE]"):
             self.done = True
             return None
         parsed = _parse(data)
         if isinstance(parsed, dict) and parsed.get("error"):
             raise failure_from_body(parsed["error"])
-        return JSONView(parsed) if isinstance(parsed, dict) else parsed  # type: ignore[no-any-return]
+        return _view(parsed)
 
 
 def _parse(data: bytes) -> Any:
@@ -176,11 +177,6 @@ def _parse(data: bytes) -> Any:
         return jiter.from_json(data, cache_mode="keys")
     except ValueError:  # the same error the SDK's decoding raises (JSONDecodeError or UnicodeDecodeError)
         return json.loads(data.decode("utf-8"))
-
-
-def _object(data: bytes) -> Any:
-    parsed = _parse(data)
-    return JSONView(parsed) if isinstance(parsed, dict) else parsed
 
 
 def _anthropic_error(data: bytes) -> ProviderResponseError:

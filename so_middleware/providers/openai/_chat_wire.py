@@ -216,17 +216,13 @@ def _count(choices: Any) -> str:
 def chunk_to_update(chunk: JSONView, call_ids: dict[int, str]) -> ChatResponseUpdate[Any]:
     """Map a `ChatCompletionChunk` event (read as plain JSON: this runs once per streamed piece);
     `call_ids` tracks tool-call ids by index across chunks."""
-    data = chunk.to_dict()
-    contents: list[Content] = []
-    finish: FinishReason | None = None
-    role = None
+    data, contents, finish, role = chunk.to_dict(), list[Content](), None, None
     for choice in data.get("choices") or ():
         if (choice.get("index") or 0) != 0:  # other choices (n > 1) are not this answer
             continue
         delta = choice.get("delta")
         role = delta.get("role")
-        # Not in the OpenAI schema; llama.cpp, vLLM and DeepSeek send it as an extra field.
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")  # see _reasoning_text
         if reasoning and isinstance(reasoning, str):
             contents.append(ReasoningContent(reasoning))
         text = delta.get("content")
