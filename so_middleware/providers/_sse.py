@@ -88,7 +88,7 @@ class EventStream:
         return iter(()) if self._decoder.done else self._decoder.feed(chunk)
 
     def finish(self) -> Iterator[JSONView]:
-        """The event the end of the body completes, if any."""
+        """The end of the body: an unfinished event is dropped (the SSE rule, and the SDKs')."""
         return self._decoder.finish()
 
     def sdk_error(self, error: BaseException) -> BaseException:
@@ -130,7 +130,7 @@ class _Decoder:
         if self.done:
             return iter(())
         rest, self._rest = self._rest, b""
-        return self._lines([rest, b"\n"] if rest else [b"\n"])
+        return self._lines([rest] if rest else [])  # an event without its blank line is dropped, as by the SDKs
 
     def _lines(self, lines: list[bytes]) -> Iterator[JSONView]:
         """The events these lines complete, one at a time (an error event raises when reached)."""
