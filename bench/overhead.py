@@ -223,7 +223,7 @@ def _contenders(stream: bool, *, instructor_env: bool = False) -> dict[str, Call
 
 
 async def _measure(calls: dict[str, Call], *, runs: int, per_run: int, warmup: int) -> dict[str, list[float]]:
-    """Seconds per call of each run, for each contender (runs interleaved across contenders)."""
+    """CPU seconds per call of each run, for each contender (runs interleaved across contenders)."""
     for call in calls.values():
         result = None
         for _ in range(warmup):
@@ -232,10 +232,10 @@ async def _measure(calls: dict[str, Call], *, runs: int, per_run: int, warmup: i
     timings: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(runs):
         for name, call in calls.items():
-            start = time.perf_counter()
+            start = time.process_time()  # CPU time: what the call costs, robust to a loaded machine
             for _ in range(per_run):
                 await call()
-            timings[name].append((time.perf_counter() - start) / per_run)
+            timings[name].append((time.process_time() - start) / per_run)
     return timings
 
 

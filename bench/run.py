@@ -117,7 +117,8 @@ def _kb(size: int) -> str:
 
 def overhead_tables(data: dict[str, Any]) -> list[str]:
     lines = [
-        f"Median of {data['runs']} runs × {data['calls_per_run']} sequential calls per contender (after "
+        f"CPU time (`time.process_time`, robust to the load of a shared machine) per call: median of "
+        f"{data['runs']} runs × {data['calls_per_run']} sequential calls per contender (after "
         f"{data['warmup_calls']} warm-up calls), runs interleaved across contenders. The non-streaming body is "
         f"{data['chat_body_bytes']} bytes; the stream has {data['stream_events']} SSE events. Type: "
         "`Person(name, age, city)`.",
@@ -189,6 +190,44 @@ def streaming_table(data: dict[str, Any]) -> list[str]:
         label = contender + (f" ({environments[contender]})" if contender in environments else "")
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {text} |")
     return lines
+
+
+def targets_table(results: dict[str, dict[str, Any]]) -> list[str]:
+    """Issue 13's targets against this run's side-by-side ratios (met or not, and by how much)."""
+    rows: list[tuple[str, float | None, str, float]] = []  # (what, measured, "≤"/"≥", target)
+    for mode, rows_of_mode in results.get("overhead", {}).get("modes", {}).items():
+        ratios = {row["contender"]: row["ratio_to_raw"] for row in rows_of_mode}
+        rows.append((f"full chain / raw SDK, {mode}", ratios.get(CHAIN), "≤", 1.10))
+        rows.append((f"structured output only / raw SDK, {mode}", ratios.get(SO_ONLY), "≤", 1.05))
+    for row in results.get("concurrency", {}).get("rows", []):
+        if row["contender"] == "so_middleware full chain":
+            rows.append(("200 concurrent calls: throughput / raw SDK", row.get("throughput_ratio_to_raw"), "≥", 0.95))
+            rows.append(
+                ("200 concurrent calls: tracemalloc peak / raw SDK", row.get("tracemalloc_ratio_to_raw"), "≤", 1.2)
+            )
+    streaming = results.get("streaming", {})
+    for kind, table in (streaming.get("documents") or {}).items():
+        floor = {r["size"]: r.get("cpu_s") for r in table["rows"].get("raw SDK stream (floor)", [])}
+        for row in table["rows"].get("so_middleware", []):
+            if row["size"] <= 1024 * 1024 and row.get("cpu_s") and floor.get(row["size"]):
+                rows.append((f"typed stream CPU / raw SDK stream, {kind}, {_kb(row['size'])}",
+                             row["cpu_s"] / floor[row["size"]], "≤", 0.8))  # fmt: skip
+        rows.append(
+            (f"typed stream growth exponent, {kind}", table["slopes"]["so_middleware"]["slope_measured"], "≤", 1.02)
+        )
+    lines = ["| target | measured | goal | met |", "|---|---:|---:|---|"]
+    for what, measured, sign, goal in rows:
+        if measured is None:
+            lines.append(f"| {what} | – | {sign} {goal:g} | not measured |")
+            continue
+        met = measured <= goal if sign == "≤" else measured >= goal
+        verdict = "yes" if met else f"no, by {abs(measured - goal):.2f}"
+        lines.append(f"| {what} | {measured:.2f} | {sign} {goal:g} | {verdict} |")
+    return lines
+
+
+CHAIN = "so_middleware full chain (telemetry+retries+SO)"
+SO_ONLY = "so_middleware structured output only"
 
 
 def concurrency_table(data: dict[str, Any]) -> list[str]:
@@ -285,6 +324,15 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
         "- packages: " + ", ".join(f"{name} {version}" for name, version in v.items()),
         "",
     ]
+    if any(name in results for name in ("overhead", "streaming", "concurrency")):
+        lines += [
+            "## Performance targets (issue 13)",
+            "",
+            "Ratios measured side by side in this run (sections 1-3); the machine's load is above.",
+            "",
+            *targets_table(results),
+            "",
+        ]
     if "overhead" in results:
         lines += [
             "## 1. Per-call overhead (mock transport, recorded llama-server body)",
