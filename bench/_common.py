@@ -193,6 +193,32 @@ def versions() -> dict[str, str]:
     return found
 
 
+# instructor pins an older openai SDK, so its rows run in their own environment (`make bench`
+# points BENCH_PYTHON at .venv-bench's interpreter); everything else runs in the test environment.
+BENCH_PYTHON = os.environ.get("BENCH_PYTHON") or sys.executable
+
+
+def python_for(contender: str) -> str:
+    """The interpreter a contender runs in: instructor's environment for instructor rows."""
+    return BENCH_PYTHON if "instructor" in contender or "instructor's env" in contender else sys.executable
+
+
+def env_versions(python: str) -> dict[str, str]:
+    """`versions()` as seen by another interpreter."""
+    if python == sys.executable:
+        return versions()
+    code = "import sys, json; sys.path.insert(0, sys.argv[1]); import _common; print(json.dumps(_common.versions()))"
+    done = subprocess.run([python, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True, check=True)
+    return dict(json.loads(done.stdout))
+
+
+def env_label(python: str) -> str:
+    """A short label of an environment: its openai (and instructor) versions."""
+    found = env_versions(python)
+    label = f"openai {found['openai']}"
+    return label + (f", instructor {found['instructor']}" if found["instructor"] != "missing" else "")
+
+
 def machine() -> dict[str, Any]:
     """CPU count and model, memory, Python, load average: the facts every figure depends on."""
     cpu_model = "unknown"

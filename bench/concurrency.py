@@ -32,14 +32,21 @@ from _common import (
     Fixture,
     Person,
     async_sdk,
+    env_label,
     full_chain,
     log,
     median,
     otel_providers,
+    python_for,
 )
 
 CONCURRENT = 200
-CONTENDERS = ("raw SDK `create`", "so_middleware full chain", "instructor JSON_SCHEMA")
+CONTENDERS = (
+    "raw SDK `create`",
+    "so_middleware full chain",
+    "raw SDK `create` (instructor's env)",
+    "instructor JSON_SCHEMA",
+)
 
 
 # ---------------------------------------------------------------------------- the loopback server
@@ -122,8 +129,6 @@ def _rss_kib(field: str) -> int:
 
 
 async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, Any]:
-    import instructor
-
     from so_middleware import StructuredOutput
 
     fixture = Fixture.load(CHAT_FIXTURE)
@@ -131,7 +136,7 @@ async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, An
     messages = [{"role": "user", "content": PROMPT}]
     response_format = fixture.request["response_format"]
     options = {"temperature": 0, "seed": 7}
-    if contender == "raw SDK `create`":
+    if contender.startswith("raw SDK `create`"):
 
         async def call() -> Any:
             completion = await sdk.chat.completions.create(
@@ -146,6 +151,8 @@ async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, An
             feature = StructuredOutput(Person, mode="native")
             return (await chain.get_response(PROMPT, options={**options, "features": [feature]})).value
     elif contender == "instructor JSON_SCHEMA":
+        import instructor
+
         patched = instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)
 
         async def call() -> Any:
@@ -183,7 +190,7 @@ async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, An
 
 
 def _measure(contender: str, port: int, rounds: int) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--contender", contender, str(port), str(rounds)]
+    command = [python_for(contender), __file__, "--contender", contender, str(port), str(rounds)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
@@ -197,9 +204,10 @@ def run(*, quick: bool) -> dict[str, Any]:
     with LoopbackServer(Fixture.load(CHAT_FIXTURE)) as server:
         for contender in CONTENDERS:
             log(f"concurrency: {contender}, {rounds} rounds of {CONCURRENT} concurrent calls")
-            rows.append({"contender": contender, **_measure(contender, server.port, rounds)})
-    base = rows[0]
-    for row in rows:
+            row = {"contender": contender, "environment": env_label(python_for(contender))}
+            rows.append({**row, **_measure(contender, server.port, rounds)})
+    for row in rows:  # each against the raw SDK of its own environment
+        base = rows[2] if python_for(row["contender"]) != sys.executable else rows[0]
         if "calls_per_s" in row and "calls_per_s" in base:
             row["throughput_ratio_to_raw"] = row["calls_per_s"] / base["calls_per_s"]
             row["tracemalloc_ratio_to_raw"] = row["tracemalloc_peak_kib"] / base["tracemalloc_peak_kib"]

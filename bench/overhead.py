@@ -11,6 +11,9 @@ all of them alike.
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,11 +27,13 @@ from _common import (
     Fixture,
     Person,
     async_sdk,
+    env_label,
     full_chain,
     log,
     median,
     mock_transport,
     otel_providers,
+    python_for,
 )
 
 Call = Callable[[], Awaitable[Any]]
@@ -86,10 +91,17 @@ def _response_format(request: dict[str, Any]) -> dict[str, Any]:
     return dict(request["response_format"])
 
 
-def _contenders(stream: bool) -> dict[str, Call]:
-    """name -> a zero-argument coroutine function making one call (each with its own SDK client)."""
-    import instructor
+INSTRUCTOR_ROWS = {
+    False: ("raw SDK `create` (instructor's env)", "instructor JSON_SCHEMA `create`"),
+    True: ("raw SDK `create(stream=True)` (instructor's env)", "instructor JSON_SCHEMA `create_partial`"),
+}
 
+
+def _contenders(stream: bool, *, instructor_env: bool = False) -> dict[str, Call]:
+    """name -> a zero-argument coroutine function making one call (each with its own SDK client).
+
+    `instructor_env`: instructor and the raw SDK only (run in instructor's environment, whose
+    openai is older); otherwise every other contender (run in the test environment)."""
     from so_middleware import StructuredOutput, with_structured_output
     from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient
 
@@ -105,7 +117,11 @@ def _contenders(stream: bool) -> dict[str, Call]:
     tracer_provider, meter_provider, exporter = otel_providers()
     chain = full_chain(sdk(), tracer_provider=tracer_provider, meter_provider=meter_provider)
     structured_only = with_structured_output(OpenAIChatClient(sdk(), MODEL_ALIAS, capabilities=LLAMA_SERVER))
-    patched = instructor.from_openai(sdk(), mode=instructor.Mode.JSON_SCHEMA)
+    patched: Any = None
+    if instructor_env:
+        import instructor
+
+        patched = instructor.from_openai(sdk(), mode=instructor.Mode.JSON_SCHEMA)
     helper = sdk()
     options = {"temperature": 0, "seed": 7}
 
@@ -137,12 +153,13 @@ def _contenders(stream: bool) -> dict[str, Call]:
                 model=MODEL_ALIAS, messages=messages, response_model=Person, max_retries=2, **options
             )
 
+        if instructor_env:
+            return dict(zip(INSTRUCTOR_ROWS[stream], (raw_call, instructor_call), strict=True))
         return {
             "raw SDK `create`": raw_call,
             "raw SDK `create` + `model_validate_json`": raw_validated_call,
             "so_middleware structured output only": structured_call,
             "so_middleware full chain (telemetry+retries+SO)": chain_call,
-            "instructor JSON_SCHEMA `create`": instructor_call,
         }
 
     async def raw_stream() -> Any:
@@ -194,18 +211,19 @@ def _contenders(stream: bool) -> dict[str, Call]:
             final = await events.get_final_completion()
         return final.choices[0].message.parsed
 
+    if instructor_env:
+        return dict(zip(INSTRUCTOR_ROWS[stream], (raw_stream, instructor_stream), strict=True))
     return {
         "raw SDK `create(stream=True)`": raw_stream,
         "raw SDK stream + `model_validate_json`": raw_validated_stream,
         "so_middleware structured output only": structured_stream,
         "so_middleware full chain (telemetry+retries+SO)": chain_stream,
-        "instructor JSON_SCHEMA `create_partial`": instructor_stream,
         "OpenAI SDK `chat.completions.stream` helper": helper_stream,
     }
 
 
 async def _measure(calls: dict[str, Call], *, runs: int, per_run: int, warmup: int) -> dict[str, list[float]]:
-    """Seconds per call of each run, for each contender (runs interleaved across contenders)."""
+    """CPU seconds per call of each run, for each contender (runs interleaved across contenders)."""
     for call in calls.values():
         result = None
         for _ in range(warmup):
@@ -214,34 +232,54 @@ async def _measure(calls: dict[str, Call], *, runs: int, per_run: int, warmup: i
     timings: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(runs):
         for name, call in calls.items():
-            start = time.perf_counter()
+            start = time.process_time()  # CPU time: what the call costs, robust to a loaded machine
             for _ in range(per_run):
                 await call()
-            timings[name].append((time.perf_counter() - start) / per_run)
+            timings[name].append((time.process_time() - start) / per_run)
     return timings
+
+
+def _instructor_timings(stream: bool, runs: int, per_run: int, warmup: int) -> dict[str, list[float]]:
+    """instructor's rows, measured in its own environment (a subprocess of BENCH_PYTHON)."""
+    command = [python_for("instructor"), __file__, str(int(stream)), str(runs), str(per_run), str(warmup)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        log(f"overhead: instructor's environment failed: {done.stderr.strip()[-500:]}")
+        return {}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def run(*, quick: bool) -> dict[str, Any]:
     """Measure both modes; returns the JSON-ready result."""
     runs, per_run, warmup = (3, 40, 5) if quick else (5, 400, 30)
-    result: dict[str, Any] = {"runs": runs, "calls_per_run": per_run, "warmup_calls": warmup, "modes": {}}
+    result: dict[str, Any] = {
+        "runs": runs,
+        "calls_per_run": per_run,
+        "warmup_calls": warmup,
+        "modes": {},
+        "environments": {"test": env_label(sys.executable), "instructor": env_label(python_for("instructor"))},
+    }
     for stream in (False, True):
         mode = "streaming" if stream else "non-streaming"
         log(f"overhead: {mode}, {runs} runs x {per_run} calls per contender")
         timings = asyncio.run(_measure(_contenders(stream), runs=runs, per_run=per_run, warmup=warmup))
         names = list(timings)
         base = median(timings[names[0]])
+        theirs = _instructor_timings(stream, runs, per_run, warmup)
         rows = []
-        for name in names:
-            per_call = median(timings[name])
+        for name in names + list(theirs):
+            own_env = name in timings
+            per_call = median(timings[name] if own_env else theirs[name])
+            raw = base if own_env else median(theirs[INSTRUCTOR_ROWS[stream][0]])
             rows.append(
                 {
                     "contender": name,
+                    "environment": "test" if own_env else "instructor",
                     "median_us_per_call": per_call * 1e6,
                     "calls_per_s": 1.0 / per_call,
-                    "overhead_us_vs_raw": (per_call - base) * 1e6,
-                    "ratio_to_raw": per_call / base,
-                    "runs_us_per_call": [t * 1e6 for t in timings[name]],
+                    "overhead_us_vs_raw": (per_call - raw) * 1e6,
+                    "ratio_to_raw": per_call / raw,
+                    "runs_us_per_call": [t * 1e6 for t in (timings[name] if own_env else theirs[name])],
                 }
             )
         result["modes"][mode] = rows
@@ -249,3 +287,10 @@ def run(*, quick: bool) -> dict[str, Any]:
     result["stream_events"] = fixture.body.decode().count("data: ")
     result["chat_body_bytes"] = len(Fixture.load(CHAT_FIXTURE).body)
     return result
+
+
+if __name__ == "__main__":  # instructor's rows, in its environment: STREAM RUNS PER_RUN WARMUP
+    stream_flag, runs_text, per_run_text, warmup_text = sys.argv[1:5]
+    calls = _contenders(bool(int(stream_flag)), instructor_env=True)
+    found = asyncio.run(_measure(calls, runs=int(runs_text), per_run=int(per_run_text), warmup=int(warmup_text)))
+    print(json.dumps(found))

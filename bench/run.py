@@ -118,7 +118,8 @@ def _kb(size: int) -> str:
 
 def overhead_tables(data: dict[str, Any]) -> list[str]:
     lines = [
-        f"Median of {data['runs']} runs × {data['calls_per_run']} sequential calls per contender (after "
+        f"CPU time (`time.process_time`, robust to the load of a shared machine) per call: median of "
+        f"{data['runs']} runs × {data['calls_per_run']} sequential calls per contender (after "
         f"{data['warmup_calls']} warm-up calls), runs interleaved across contenders. The non-streaming body is "
         f"{data['chat_body_bytes']} bytes; the stream has {data['stream_events']} SSE events. Type: "
         "`Person(name, age, city)`.",
@@ -128,20 +129,41 @@ def overhead_tables(data: dict[str, Any]) -> list[str]:
         lines += [
             f"**{mode}**",
             "",
-            "| contender | µs per call | calls/s | overhead vs raw SDK (µs) | ratio to raw SDK |",
-            "|---|---:|---:|---:|---:|",
+            "| contender | environment | µs per call | calls/s | overhead vs raw SDK (µs) | ratio to raw SDK |",
+            "|---|---|---:|---:|---:|---:|",
         ]
+        environments = data.get("environments", {})
         for row in rows:
+            env = environments.get(row.get("environment", "test"), "")
             lines.append(
-                f"| {row['contender']} | {_f(row['median_us_per_call'], 0)} | {_f(row['calls_per_s'], 0)} | "
+                f"| {row['contender']} | {env} | {_f(row['median_us_per_call'], 0)} | {_f(row['calls_per_s'], 0)} | "
                 f"{_f(row['overhead_us_vs_raw'], 0)} | {_f(row['ratio_to_raw'])}× |"
             )
         lines.append("")
     return lines
 
 
+def streaming_tables(data: dict[str, Any]) -> list[str]:
+    documents = data.get("documents") or {"orders": {"rows": data["rows"], "slopes": data["slopes"]}}
+    lines: list[str] = []
+    for kind, table in documents.items():
+        title = "list of orders (`Orders`)" if kind == "orders" else "one long string (`Notes.notes`)"
+        lines += [f"**{title}**", "", *streaming_table({**data, **table}), ""]
+        floor = table["rows"].get("raw SDK stream (floor)", [])
+        ours = table["rows"].get("so_middleware", [])
+        ratios = [
+            f"{_kb(o['size'])} {o['cpu_s'] / f['cpu_s']:.2f}×"
+            for o, f in zip(ours, floor, strict=False)
+            if "cpu_s" in o and "cpu_s" in f
+        ]
+        if ratios:
+            lines += ["so_middleware's CPU over the raw SDK's: " + ", ".join(ratios) + ".", ""]
+    return lines
+
+
 def streaming_table(data: dict[str, Any]) -> list[str]:
     sizes = data["sizes"]
+    environments = data.get("environments", {})
     head = "| contender | " + " | ".join(_kb(s) for s in sizes) + " | growth exponent (log-log slope) |"
     lines = [head, "|---|" + "---:|" * len(sizes) + "---|"]
     for contender, rows in data["rows"].items():
@@ -166,22 +188,61 @@ def streaming_table(data: dict[str, Any]) -> list[str]:
         text = _f(slope["slope_measured"])
         if slope["slope_at_least"] is not None:
             text += f" over the measured sizes; ≥ {slope['slope_at_least']:.2f} up to the capped size"
-        lines.append(f"| {contender} | " + " | ".join(cells) + f" | {text} |")
+        label = contender + (f" ({environments[contender]})" if contender in environments else "")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {text} |")
     return lines
+
+
+def targets_table(results: dict[str, dict[str, Any]]) -> list[str]:
+    """Issue 13's targets against this run's side-by-side ratios (met or not, and by how much)."""
+    rows: list[tuple[str, float | None, str, float]] = []  # (what, measured, "≤"/"≥", target)
+    for mode, rows_of_mode in results.get("overhead", {}).get("modes", {}).items():
+        ratios = {row["contender"]: row["ratio_to_raw"] for row in rows_of_mode}
+        rows.append((f"full chain / raw SDK, {mode}", ratios.get(CHAIN), "≤", 1.10))
+        rows.append((f"structured output only / raw SDK, {mode}", ratios.get(SO_ONLY), "≤", 1.05))
+    for row in results.get("concurrency", {}).get("rows", []):
+        if row["contender"] == "so_middleware full chain":
+            rows.append(("200 concurrent calls: throughput / raw SDK", row.get("throughput_ratio_to_raw"), "≥", 0.95))
+            rows.append(
+                ("200 concurrent calls: tracemalloc peak / raw SDK", row.get("tracemalloc_ratio_to_raw"), "≤", 1.2)
+            )
+    streaming = results.get("streaming", {})
+    for kind, table in (streaming.get("documents") or {}).items():
+        floor = {r["size"]: r.get("cpu_s") for r in table["rows"].get("raw SDK stream (floor)", [])}
+        for row in table["rows"].get("so_middleware", []):
+            if row["size"] <= 1024 * 1024 and row.get("cpu_s") and floor.get(row["size"]):
+                rows.append((f"typed stream CPU / raw SDK stream, {kind}, {_kb(row['size'])}",
+                             row["cpu_s"] / floor[row["size"]], "≤", 0.8))  # fmt: skip
+        rows.append(
+            (f"typed stream growth exponent, {kind}", table["slopes"]["so_middleware"]["slope_measured"], "≤", 1.02)
+        )
+    lines = ["| target | measured | goal | met |", "|---|---:|---:|---|"]
+    for what, measured, sign, goal in rows:
+        if measured is None:
+            lines.append(f"| {what} | – | {sign} {goal:g} | not measured |")
+            continue
+        met = measured <= goal if sign == "≤" else measured >= goal
+        verdict = "yes" if met else f"no, by {abs(measured - goal):.2f}"
+        lines.append(f"| {what} | {measured:.2f} | {sign} {goal:g} | {verdict} |")
+    return lines
+
+
+CHAIN = "so_middleware full chain (telemetry+retries+SO)"
+SO_ONLY = "so_middleware structured output only"
 
 
 def concurrency_table(data: dict[str, Any]) -> list[str]:
     lines = [
-        "| contender | calls/s (median) | vs raw SDK | tracemalloc peak (MiB) | vs raw SDK | "
+        "| contender | environment | calls/s (median) | vs raw SDK | tracemalloc peak (MiB) | vs raw SDK | "
         "RSS after warm-up (MiB) | RSS peak growth (MiB) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in data["rows"]:
         if "error" in row:
-            lines.append(f"| {row['contender']} | error: {row['error']} | | | | | |")
+            lines.append(f"| {row['contender']} | {row.get('environment', '')} | error: {row['error']} | | | | | |")
             continue
         lines.append(
-            f"| {row['contender']} | {_f(row['calls_per_s'], 0)} | {_f(row['throughput_ratio_to_raw'])}× | "
+            f"| {row['contender']} | {row.get('environment', '')} | {_f(row['calls_per_s'], 0)} | {_f(row['throughput_ratio_to_raw'])}× | "
             f"{_f(row['tracemalloc_peak_kib'] / 1024, 1)} | {_f(row['tracemalloc_ratio_to_raw'])}× | "
             f"{_f(row['rss_after_warmup_kib'] / 1024, 1)} | {_f(row['rss_growth_kib'] / 1024, 1)} |"
         )
@@ -333,6 +394,15 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
         "- packages: " + ", ".join(f"{name} {version}" for name, version in v.items()),
         "",
     ]
+    if any(name in results for name in ("overhead", "streaming", "concurrency")):
+        lines += [
+            "## Performance targets (issue 13)",
+            "",
+            "Ratios measured side by side in this run (sections 1-3); the machine's load is above.",
+            "",
+            *targets_table(results),
+            "",
+        ]
     if "overhead" in results:
         lines += [
             "## 1. Per-call overhead (mock transport, recorded llama-server body)",
@@ -342,7 +412,9 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
             "(`bench/results/fixtures/`). The full chain is `with_telemetry(with_retries(with_structured_output("
             "OpenAIChatClient(sdk, model))))` with an OTel SDK tracer provider (in-memory span exporter) and meter "
             "provider (in-memory reader), so spans and metrics are really recorded. instructor is "
-            "`instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)` on the same SDK client class.",
+            "`instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)`; it pins an older openai SDK, so its "
+            "rows run in their own environment (`.venv-bench`) beside a raw-SDK row of that environment, and its "
+            "ratio is to that row; every other row runs in the test environment (the current SDKs).",
             "",
         ]
         lines += overhead_tables(results["overhead"])
@@ -351,19 +423,20 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
         lines += [
             "## 2. Streaming partial parsing",
             "",
-            f"The same JSON document (`Orders`: orders with nested address, line items and ~1 KB notes) is cut into "
+            "Two JSON documents, `Orders` (orders with nested address, line items and ~1 KB notes) and `Notes` (a "
+            "title and one long `notes` string), each at every size, are cut into "
             f"{s['chunk_bytes']}-byte pieces, each sent as one Chat Completions SSE event (`delta.content`) through "
             "`httpx2.MockTransport`; all contenders read the same bytes. CPU seconds (`time.process_time`) for the whole "
             f"stream, median of up to {s['max_runs']} runs (fewer when a run is long: the count is shown), each "
             "(contender, size) in a fresh process after a warm-up stream. Contenders: raw SDK `create(stream=True)` "
             "concatenating deltas (the floor every library pays); so_middleware's full chain, `get_response(..., "
-            "stream=True)` with `StructuredOutput(Orders)`, reading `update.partial_value` on every update; instructor "
-            "`create_partial(response_model=Orders)` (JSON_SCHEMA), taking every partial; the OpenAI SDK's "
+            "stream=True)` with `StructuredOutput(Orders)` (or `Notes`), reading `update.partial_value` on every update; instructor "
+            "`create_partial(response_model=Orders)` (JSON_SCHEMA, in its own environment), taking every partial; the OpenAI SDK's "
             "`chat.completions.stream(response_format=Orders)` helper, taking every event. A contender past the "
             f'{s["cpu_budget_s"]:.0f} s CPU budget is stopped and reported as "> budget".',
             "",
         ]
-        lines += streaming_table(s)
+        lines += streaming_tables(s)
         if plot:
             lines += ["", f"![CPU time against size, log-log]({plot})", ""]
     if "concurrency" in results:

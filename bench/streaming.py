@@ -1,7 +1,7 @@
 """Streaming partial parsing: CPU time to stream a large JSON answer, per library, and its growth.
 
-A JSON document (an `Orders` object: a list of orders with nested addresses, line items and
-~1 KB notes) of 64 KB, 256 KB and 1 MB is cut into 16-byte pieces; each piece is one Chat
+Two JSON documents: `Orders` (a list of orders with nested addresses, line items and ~1 KB
+notes) and `Notes` (one long string field), each of 64 KB, 256 KB, 1 MB and 2 MB, are cut into 16-byte pieces; each piece is one Chat
 Completions SSE event (`delta.content`), and the whole event stream is served by an in-process
 `httpx2.MockTransport`. All contenders read the very same bytes through the same SDK client class:
 
@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -32,6 +31,7 @@ from _common import (
     Fixture,
     async_sdk,
     chunks,
+    env_label,
     first_stream_chunk,
     full_chain,
     log,
@@ -39,12 +39,14 @@ from _common import (
     median,
     mock_transport,
     otel_providers,
+    python_for,
     sse_body,
 )
 from pydantic import BaseModel
 
 CHUNK = 16
-SIZES = (64 * 1024, 256 * 1024, 1024 * 1024)
+SIZES = (64 * 1024, 256 * 1024, 1024 * 1024, 2048 * 1024)
+DOCUMENTS = ("orders", "long string")
 QUICK_SIZES = (8 * 1024, 32 * 1024)
 CONTENDERS = ("raw SDK stream (floor)", "so_middleware", "instructor create_partial", "OpenAI SDK stream helper")
 MAX_RUNS = 3
@@ -77,6 +79,35 @@ class Orders(BaseModel):
     orders: list[Order]
 
 
+class Notes(BaseModel):
+    title: str
+    notes: str
+
+
+def build_string_document(target: int) -> str:
+    """A `Notes` JSON document of about `target` bytes, nearly all of it one string (`notes`)."""
+    line = "Deliver to the back door; call first. "
+    text = (line * (target // len(line) + 1))[: max(target - 40, 0)]
+    return json.dumps({"title": "Delivery notes", "notes": text})
+
+
+def document_of(kind: str, target: int) -> tuple[str, type[BaseModel], int]:
+    """(the JSON text, its model, the count the final value must show) for a document kind."""
+    if kind == "orders":
+        text = build_document(target)
+        return text, Orders, len(json.loads(text)["orders"])
+    text = build_string_document(target)
+    return text, Notes, len(json.loads(text)["notes"])
+
+
+def _count(value: Any) -> int:
+    return len(value["orders"] if "orders" in value else value["notes"]) if isinstance(value, dict) else 0
+
+
+def _count_model(value: Any) -> int:
+    return len(value.orders) if isinstance(value, Orders) else len(value.notes)
+
+
 def build_document(target: int) -> str:
     """An `Orders` JSON document of about `target` bytes (ASCII)."""
     parts: list[str] = []
@@ -103,10 +134,8 @@ class _OverBudget(Exception):
         self.reached = reached
 
 
-async def _stream_once(contender: str, body: bytes, document_size: int, budget: float) -> int:
-    """Consume the whole stream once; returns the number of orders seen in the final value."""
-    import instructor
-
+async def _stream_once(contender: str, body: bytes, model: type[BaseModel], budget: float) -> int:
+    """Consume the whole stream once; returns the count of the final value (orders, or characters of notes)."""
     from so_middleware import StructuredOutput
 
     sdk = async_sdk(mock_transport("text/event-stream", body))
@@ -126,29 +155,31 @@ async def _stream_once(contender: str, body: bytes, document_size: int, budget: 
                 text.append(chunk.choices[0].delta.content)
                 seen += len(chunk.choices[0].delta.content)
                 check(seen)
-        return len(json.loads("".join(text))["orders"])
+        return _count(json.loads("".join(text)))
     if contender == "so_middleware":
         tracer_provider, meter_provider, _ = otel_providers()
         client = full_chain(sdk, tracer_provider=tracer_provider, meter_provider=meter_provider)
         updates = client.get_response(
-            PROMPT, options={"features": [StructuredOutput(Orders, mode="native")]}, stream=True
+            PROMPT, options={"features": [StructuredOutput(model, mode="native")]}, stream=True
         )
         async for update in updates:
             update.partial_value  # noqa: B018 - what a streaming caller reads
             seen += len(update.text)
             check(seen)
-        return len((await updates.get_final_response()).value.orders)
+        return _count_model((await updates.get_final_response()).value)
     if contender == "instructor create_partial":
+        import instructor
+
         patched = instructor.from_openai(sdk, mode=instructor.Mode.JSON_SCHEMA)
         last: Any = None
         async for partial in patched.create_partial(
-            model=MODEL_ALIAS, messages=messages, response_model=Orders, max_retries=0
+            model=MODEL_ALIAS, messages=messages, response_model=model, max_retries=0
         ):
             last = partial
             check(-1)
-        return len(last.orders or [])
+        return _count_model(last) if last is not None else 0
     if contender == "OpenAI SDK stream helper":
-        async with sdk.chat.completions.stream(model=MODEL_ALIAS, messages=messages, response_format=Orders) as events:
+        async with sdk.chat.completions.stream(model=MODEL_ALIAS, messages=messages, response_format=model) as events:
             async for event in events:
                 if event.type == "content.delta":
                     seen += len(event.delta)
@@ -156,23 +187,22 @@ async def _stream_once(contender: str, body: bytes, document_size: int, budget: 
             final = await events.get_final_completion()
         parsed = final.choices[0].message.parsed
         assert parsed is not None
-        return len(parsed.orders)
+        return _count_model(parsed)
     raise ValueError(f"unknown contender {contender!r}")
 
 
-def _one(contender: str, size: int, budget: float) -> dict[str, Any]:
+def _one(contender: str, kind: str, size: int, budget: float) -> dict[str, Any]:
     """Run inside a subprocess: up to MAX_RUNS timed streams of one contender at one size."""
     template = first_stream_chunk(Fixture.load(STREAM_FIXTURE).body)
-    document = build_document(size)
+    document, model, expected = document_of(kind, size)
     body = sse_body(template, list(chunks(document, CHUNK)))
-    expected = len(json.loads(document)["orders"])
-    warmup = build_document(4 * 1024)  # imports and first-call set-up stay out of the timed runs
-    asyncio.run(_stream_once(contender, sse_body(template, list(chunks(warmup, CHUNK))), len(warmup), budget))
+    warmup = document_of(kind, 4 * 1024)[0]  # imports and first-call set-up stay out of the timed runs
+    asyncio.run(_stream_once(contender, sse_body(template, list(chunks(warmup, CHUNK))), model, budget))
     runs: list[float] = []
     while len(runs) < MAX_RUNS and sum(runs) < RUNS_CPU_BUDGET:
         start = time.process_time()
         try:
-            count = asyncio.run(_stream_once(contender, body, len(document), budget))
+            count = asyncio.run(_stream_once(contender, body, model, budget))
         except _OverBudget as over:
             return {
                 "over_budget": True,
@@ -182,7 +212,7 @@ def _one(contender: str, size: int, budget: float) -> dict[str, Any]:
                 "runs_s": runs,
             }
         runs.append(time.process_time() - start)
-        assert count == expected, f"{contender} returned {count} orders, expected {expected}"
+        assert count == expected, f"{contender} returned a count of {count}, expected {expected}"
     return {
         "over_budget": False,
         "cpu_s": median(runs),
@@ -193,8 +223,8 @@ def _one(contender: str, size: int, budget: float) -> dict[str, Any]:
     }
 
 
-def _measure(contender: str, size: int, budget: float) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--one", contender, str(size), str(budget)]
+def _measure(contender: str, kind: str, size: int, budget: float) -> dict[str, Any]:
+    command = [python_for(contender), __file__, "--one", contender, kind, str(size), str(budget)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=budget * 4 + 60, check=False)
     except subprocess.TimeoutExpired:
@@ -207,7 +237,25 @@ def _measure(contender: str, size: int, budget: float) -> dict[str, Any]:
 def run(*, quick: bool) -> dict[str, Any]:
     """Every contender at every size; a contender over budget at one size skips the larger ones."""
     sizes = QUICK_SIZES if quick else SIZES
-    budget = 5.0 if quick else 60.0
+    budget = 5.0 if quick else 30.0
+    documents: dict[str, Any] = {}
+    environments = {contender: env_label(python_for(contender)) for contender in CONTENDERS}
+    for kind in DOCUMENTS:
+        documents[kind] = _document_rows(kind, sizes, budget)
+    return {
+        "chunk_bytes": CHUNK,
+        "sizes": list(sizes),
+        "cpu_budget_s": budget,
+        "max_runs": MAX_RUNS,
+        "environments": environments,
+        "documents": documents,
+        # the first document's table under the names older reports read
+        "rows": documents[DOCUMENTS[0]]["rows"],
+        "slopes": documents[DOCUMENTS[0]]["slopes"],
+    }
+
+
+def _document_rows(kind: str, sizes: tuple[int, ...], budget: float) -> dict[str, Any]:
     rows: dict[str, list[dict[str, Any]]] = {}
     for contender in CONTENDERS:
         rows[contender] = []
@@ -215,8 +263,8 @@ def run(*, quick: bool) -> dict[str, Any]:
             if rows[contender] and rows[contender][-1].get("over_budget"):
                 rows[contender].append({"size": size, "skipped": True, "over_budget": True, "budget_s": budget})
                 continue
-            log(f"streaming: {contender} at {size // 1024} KB")
-            row = _measure(contender, size, budget)
+            log(f"streaming: {contender}, {kind} document at {size // 1024} KB")
+            row = _measure(contender, kind, size, budget)
             row["size"] = size
             rows[contender].append(row)
     slopes: dict[str, dict[str, Any]] = {}
@@ -229,19 +277,12 @@ def run(*, quick: bool) -> dict[str, Any]:
             # the time at the capped size is > budget, so the slope from the last measured size is at least this
             lower = loglog_slope([done[-1]["size"], over["size"]], [done[-1]["cpu_s"], over["budget_s"]])
         slopes[contender] = {"slope_measured": slope, "slope_at_least": lower, "points": len(done)}
-    return {
-        "chunk_bytes": CHUNK,
-        "sizes": list(sizes),
-        "cpu_budget_s": budget,
-        "max_runs": MAX_RUNS,
-        "rows": rows,
-        "slopes": slopes,
-    }
+    return {"rows": rows, "slopes": slopes}
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--one", nargs=3, metavar=("CONTENDER", "SIZE", "BUDGET"), required=True)
+    parser.add_argument("--one", nargs=4, metavar=("CONTENDER", "DOCUMENT", "SIZE", "BUDGET"), required=True)
     args = parser.parse_args()
-    name, size_text, budget_text = args.one
-    print(json.dumps(_one(name, int(size_text), float(budget_text))))
+    name, kind, size_text, budget_text = args.one
+    print(json.dumps(_one(name, kind, int(size_text), float(budget_text))))

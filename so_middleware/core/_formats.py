@@ -14,7 +14,6 @@ carried unchanged, never re-interpreted; an unknown `type` is forwarded as given
 
 from __future__ import annotations
 
-import copy
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -139,15 +138,25 @@ class ResponseFormat:
             return dict(self.raw)
         if self.type != "json_schema" or self.schema is None:
             return None
-        return {"type": "json_schema", "schema": copy.deepcopy(dict(self.schema))}
+        return {"type": "json_schema", "schema": copy_json(dict(self.schema))}
 
     def _schema_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {"name": self.name or "response", "schema": copy.deepcopy(dict(self.schema or {}))}
+        fields: dict[str, Any] = {"name": self.name or "response", "schema": copy_json(dict(self.schema or {}))}
         if self.strict is not None:
             fields["strict"] = self.strict
         if self.description is not None:
             fields["description"] = self.description
         return fields
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts, lists, tuples of scalars); several times faster than
+    `copy.deepcopy`, which a schema is copied with on every call."""
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(copy_json(item) for item in value)
+    return value
 
 
 def responses_format_to_chat(text_format: Mapping[str, Any] | None) -> dict[str, Any] | None:

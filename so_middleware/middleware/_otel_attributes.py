@@ -6,6 +6,7 @@ to drop. Nothing here starts or ends a span.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -53,10 +54,15 @@ def request_attributes(client: Any, options: OptionsInput, stream: bool, output_
     }
     base_url = getattr(client, "base_url", None)
     if isinstance(base_url, str) and base_url:
-        parts = urlsplit(base_url)
-        attributes[names.SERVER_ADDRESS] = parts.hostname
-        attributes[names.SERVER_PORT] = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+        attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = _server(base_url)
     return attributes
+
+
+@functools.lru_cache(maxsize=64)
+def _server(base_url: str) -> tuple[str | None, int | None]:
+    """(host, port) of a base URL, parsed once per URL."""
+    parts = urlsplit(base_url)
+    return parts.hostname, parts.port or {"https": 443, "http": 80}.get(parts.scheme)
 
 
 def response_attributes(response: ChatResponse[Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 from opentelemetry import _logs as otel_logs
+from opentelemetry import context as otel_context
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
@@ -133,14 +134,15 @@ class ChatCall:
             with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
                 self.inner_stream = inner = call(stream=True)
             first = True
+            span_context = otel_trace.set_span_in_context(span)
             while True:
-                with otel_trace.use_span(
-                    span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-                ):
-                    try:
-                        update = await inner.__anext__()
-                    except StopAsyncIteration:
-                        break
+                token = otel_context.attach(span_context)  # what use_span does, without its generator per update
+                try:
+                    update = await inner.__anext__()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    otel_context.detach(token)
                 if first:
                     first = False
                     self.first_chunk(span)
@@ -201,6 +203,9 @@ class ChatCall:
     @guarded
     def end(self, span: Span, error: BaseException | None, response: ChatResponse[Any] | None = None) -> None:
         try:
+            if response is not None and error is None:  # the common path: one attribute update
+                self.record_response(span, response, {names.SO_CALL_END: "complete"})
+                return
             if response is not None:
                 self.record_response(span, response)
             if isinstance(error, GeneratorExit):
@@ -219,18 +224,19 @@ class ChatCall:
             guarded(span.end)()
             self.instruments.duration.record(time.perf_counter() - self.started, self.metric_attributes())
 
-    def record_response(self, span: Span, response: ChatResponse[Any]) -> None:
+    def record_response(self, span: Span, response: ChatResponse[Any], more: dict[str, Any] | None = None) -> None:
         values = response_attributes(response)
         self.attributes[names.GEN_AI_RESPONSE_MODEL] = response.model_id
         usage = response.usage
         if usage is not None:
+            metric_attributes = self.metric_attributes()
             counts = ((names.TOKEN_TYPE_INPUT, usage.input_tokens), (names.TOKEN_TYPE_OUTPUT, usage.output_tokens))
             for token_type, count in counts:
                 if count is not None:
-                    self.instruments.tokens.record(
-                        count, {**self.metric_attributes(), names.GEN_AI_TOKEN_TYPE: token_type}
-                    )
+                    self.instruments.tokens.record(count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type})
         self.event_attributes.update(values)
+        if more:
+            values.update(more)
         if self.content.on_span:
             values[names.GEN_AI_OUTPUT_MESSAGES] = as_json(output_messages(response))
         if self.content.in_event:

@@ -27,6 +27,7 @@ __all__ = [
     "IdleTimeout",
     "call_sdk",
     "close_sdk_stream",
+    "failure_from_body",
     "interrupted",
     "is_stream_break",
     "iterate_sdk_stream",
@@ -108,27 +109,37 @@ _READ_SLACK = 1.0
 
 
 async def iterate_sdk_stream(is_async: bool, stream: Any, idle_timeout: float | None = None) -> AsyncIterator[Any]:
-    """Yield the events of an SDK stream (`AsyncStream` or `Stream`), one at a time.
+    """Yield the events of an `EventStream`, one at a time.
 
-    Waiting longer than `idle_timeout` seconds for an event raises `IdleTimeout`.
+    Waiting longer than `idle_timeout` seconds for the next event (bytes that complete none, such
+    as keep-alive comments, do not count) raises `IdleTimeout`. Only reading the body waits: the
+    events of a chunk already read come out at once.
     """
-    iterator = aiter(stream) if is_async else iter(stream)
+    chunks = aiter(stream.response.aiter_bytes()) if is_async else iter(stream.response.iter_bytes())
+    deadline = None if idle_timeout is None else anyio.current_time() + idle_timeout
     while True:
         try:
-            with anyio.fail_after(idle_timeout):
+            with anyio.fail_after(None if deadline is None else max(deadline - anyio.current_time(), 0)):
                 if is_async:
-                    event = await anext(iterator, _END)
+                    chunk = await anext(chunks, _END)
                 else:
-                    event = await _in_thread(lambda: next(iterator, _END))
+                    chunk = await _in_thread(lambda: next(chunks, _END))
         except TimeoutError as error:
             _wake_reader(is_async, stream)
             raise IdleTimeout(f"no event from the server for {idle_timeout:g} s") from error
-        except BaseException:
+        except BaseException as error:
             _wake_reader(is_async, stream)
+            raised = stream.sdk_error(error)
+            if raised is not error:
+                raise raised from error
             raise
-        if event is _END:
+        events = stream.finish() if chunk is _END else stream.feed(chunk)
+        for event in events:
+            yield event
+            if idle_timeout is not None:
+                deadline = anyio.current_time() + idle_timeout
+        if chunk is _END:
             return
-        yield event
 
 
 def _wake_reader(is_async: bool, stream: Any) -> None:
@@ -180,17 +191,22 @@ def reported_failure(error: BaseException) -> ProviderResponseError | None:
     names = {cls.__name__ for cls in type(error).__mro__}
     if "APIError" not in names or names & _SDK_BREAKS:
         return None
-    body = getattr(error, "body", None)
+    exc = failure_from_body(getattr(error, "body", None))
+    exc.__cause__ = error
+    return exc
+
+
+def failure_from_body(body: Any) -> ProviderResponseError:
+    """The typed error for an error event inside a stream, from its body (the error object, or
+    an object that nests it under `error`), carrying the provider's error type."""
     nested = body.get("error") if isinstance(body, dict) else None
     details = nested if isinstance(nested, dict) else body if isinstance(body, dict) else {}
     code = details.get("type") or details.get("code")
-    exc = ProviderResponseError(
+    return ProviderResponseError(
         f"the server reported an error inside the stream: {code or 'no error type given'}",
         code=code if isinstance(code, str) else None,
         reported=True,
     )
-    exc.__cause__ = error
-    return exc
 
 
 _TRANSPORT_MODULES = ("httpx2", "httpx", "httpcore", "httpcore2", "h11")

@@ -47,6 +47,7 @@ from ._bridge import (
 )
 from ._discovery import PROBE_TIMEOUT, ServerInfo, identify_server, is_hosted, server_root
 from ._prefill import prefill_of
+from ._sse import EventStream
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "EventReader", "SDKChatClient"]
 
@@ -184,15 +185,32 @@ class SDKChatClient(BaseChatClient):
             raise unreadable(f"a {expected.__name__} of an unexpected shape", error) from error
 
     async def open_stream(self, function: Callable[..., Any], request: dict[str, Any], options: ChatOptions) -> Any:
-        """Open an SDK stream within the idle timeout; a non-event-stream answer raises
-        `ProviderResponseError`, no first byte in time `StreamInterruptedError`."""
+        """Open a stream with the SDK method `function` (bound, e.g. `sdk.chat.completions.create`)
+        within the idle timeout; a non-event-stream answer raises `ProviderResponseError`, no
+        first byte in time `StreamInterruptedError`.
+
+        The request goes through the method's raw-response twin (`.with_raw_response.create`):
+        the SDK sends it and raises its typed errors; the body is read as an `EventStream`."""
         idle = self.idle_timeout_for(options)
         timeout = capped_timeout(self.sdk_client, idle)
         if timeout is not None:
             request = {**request, "timeout": timeout}
+        raw = getattr(function.__self__.with_raw_response, function.__name__)  # type: ignore[attr-defined]
+        dialect = type(self.sdk_client).__module__.split(".")[0]
+        opened: Callable[..., Any]
+        if self.is_async:
+
+            async def opened(**kwargs: Any) -> EventStream:
+                return EventStream((await raw(**kwargs)).http_response, is_async=True, dialect=dialect)
+
+        else:
+
+            def opened(**kwargs: Any) -> EventStream:
+                return EventStream(raw(**kwargs).http_response, is_async=False, dialect=dialect)
+
         try:
             with anyio.fail_after(idle):
-                stream = await call_sdk(self.is_async, function, **request, stream=True)
+                stream = await call_sdk(self.is_async, opened, **request, stream=True)
         except TimeoutError as error:  # anyio's: the SDK's read timeout is a little longer
             raise interrupted(IdleTimeout(f"no answer from the server within {idle:g} s"), "", 0) from error
         content_type = str(getattr(getattr(stream, "response", None), "headers", {}).get("content-type") or "")

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from ..core import ModelBehaviorError, UserError
+from ..core._formats import copy_json
 from ._checks import check_schema_values
 from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser
@@ -186,13 +187,23 @@ class OutputSchema:
         Raises `UserError` for plain text, and when the type cannot be expressed in `profile`
         (naming the field path and the reason).
         """
+        return copy_json(self._profile(profile))  # type: ignore[no-any-return]
+
+    def check_profile(self, profile: SchemaProfile = "openai-strict") -> None:
+        """Raise the `UserError` that `json_schema(profile)` would raise, without copying the schema.
+
+        Example: `OutputSchema(Person).check_profile("anthropic")` returns None.
+        """
+        self._profile(profile)
+
+    def _profile(self, profile: SchemaProfile) -> dict[str, Any]:
         compiled = self._require()
         key = (profile, self._strict)
         if key not in compiled.profiles:
             compiled.profiles[key] = render_profile(
                 compiled.base_schema, profile, strict=self._strict, wrapped=compiled.wrapped, what=compiled.what
             )
-        return copy.deepcopy(compiled.profiles[key])
+        return compiled.profiles[key]
 
     def validate_json(self, text: str, *, lenient: bool = False) -> Any:
         """Parse and validate model output; return the (unwrapped) value.

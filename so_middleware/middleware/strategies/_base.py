@@ -139,7 +139,7 @@ def starts_like_json(answer: Answer) -> bool:
 def schema_problem(target: Target) -> str | None:
     """Why the type has no schema in the target's profile (a `UserError` message), or None."""
     try:
-        target.schema.json_schema(target.profile)
+        target.schema.check_profile(target.profile)
     except UserError as error:
         return str(error)
     return None

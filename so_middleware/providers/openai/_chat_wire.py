@@ -31,6 +31,7 @@ from ...core import (
     UserError,
 )
 from .._prefill import EchoFilter, strip_echo
+from .._sse import JSONView
 
 __all__ = ["ChunkReader", "build_request", "chunk_to_update", "completion_to_response", "finish_reason", "usage_from"]
 
@@ -212,41 +213,38 @@ def _count(choices: Any) -> str:
     return "choices: null" if choices is None else f"{len(choices)} other choices"
 
 
-def chunk_to_update(chunk: Any, call_ids: dict[int, str]) -> ChatResponseUpdate[Any]:
-    """Map a `ChatCompletionChunk`; `call_ids` tracks tool-call ids by index across chunks."""
-    contents: list[Content] = []
-    finish: FinishReason | None = None
-    role = None
-    for choice in _first_choices(chunk.choices):  # other choices (n > 1) are not this answer
-        delta = choice.delta
-        role = getattr(delta, "role", None)
-        reasoning = _reasoning_text(delta)
-        if reasoning:
+def chunk_to_update(chunk: JSONView, call_ids: dict[int, str]) -> ChatResponseUpdate[Any]:
+    """Map a `ChatCompletionChunk` event (read as plain JSON: this runs once per streamed piece);
+    `call_ids` tracks tool-call ids by index across chunks."""
+    data, contents, finish, role = chunk.to_dict(), list[Content](), None, None
+    for choice in data.get("choices") or ():
+        if (choice.get("index") or 0) != 0:  # other choices (n > 1) are not this answer
+            continue
+        delta = choice.get("delta")
+        role = delta.get("role")
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")  # see _reasoning_text
+        if reasoning and isinstance(reasoning, str):
             contents.append(ReasoningContent(reasoning))
-        if delta.content:
-            contents.append(TextContent(delta.content))
-        refusal = getattr(delta, "refusal", None)
+        text = delta.get("content")
+        if text:
+            contents.append(TextContent(text))
+        refusal = delta.get("refusal")
         if refusal:
             contents.append(RefusalContent(refusal))
-        for call in getattr(delta, "tool_calls", None) or []:
-            call_id = call.id or call_ids.get(call.index) or f"call_{call.index}"
-            call_ids[call.index] = call_id
-            function = call.function
-            contents.append(
-                FunctionCallContent(
-                    call_id,
-                    (function.name if function else None) or "",
-                    (function.arguments if function else None) or "",
-                )
-            )
-        finish = finish_reason(choice.finish_reason)
+        for call in delta.get("tool_calls") or ():
+            index = call.get("index")
+            call_id = call.get("id") or call_ids.get(index) or f"call_{index}"
+            call_ids[index] = call_id
+            function = call.get("function") or {}
+            contents.append(FunctionCallContent(call_id, function.get("name") or "", function.get("arguments") or ""))
+        finish = finish_reason(choice.get("finish_reason"))
     return ChatResponseUpdate(
         contents,
         role="assistant" if role or contents else None,
-        usage=usage_from(getattr(chunk, "usage", None)),
+        usage=usage_from(chunk.usage),
         finish_reason=finish,
-        response_id=chunk.id,
-        model_id=chunk.model,
+        response_id=data.get("id"),
+        model_id=data.get("model"),
         raw_representation=chunk,
     )
 
@@ -271,7 +269,8 @@ class ChunkReader:
         self._echo = EchoFilter(self.prefill)
 
     def read(self, chunk: Any) -> ChatResponseUpdate[Any] | None:
-        if not hasattr(chunk, "choices"):  # not a chunk (an event of another kind): skipped
+        choices = chunk.to_dict().get("choices", "") if isinstance(chunk, JSONView) else ""
+        if choices is not None and not isinstance(choices, list):  # not a chunk: skipped
             return None
         update = chunk_to_update(chunk, self._call_ids)
         if self._echo.pending:
