@@ -197,16 +197,14 @@ class SDKChatClient(BaseChatClient):
             request = {**request, "timeout": timeout}
         raw = getattr(function.__self__.with_raw_response, function.__name__)  # type: ignore[attr-defined]
         dialect = type(self.sdk_client).__module__.split(".")[0]
-        opened: Callable[..., Any]
-        if self.is_async:
 
-            async def opened(**kwargs: Any) -> EventStream:
-                return EventStream((await raw(**kwargs)).http_response, is_async=True, dialect=dialect)
+        async def opened_async(**kwargs: Any) -> EventStream:
+            return EventStream((await raw(**kwargs)).http_response, is_async=True, dialect=dialect)
 
-        else:
+        def opened_sync(**kwargs: Any) -> EventStream:
+            return EventStream(raw(**kwargs).http_response, is_async=False, dialect=dialect)
 
-            def opened(**kwargs: Any) -> EventStream:
-                return EventStream(raw(**kwargs).http_response, is_async=False, dialect=dialect)
+        opened: Callable[..., Any] = opened_async if self.is_async else opened_sync
 
         try:
             with anyio.fail_after(idle):
