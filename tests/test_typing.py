@@ -167,3 +167,15 @@ def test_type_forms_that_are_not_classes_are_pinned(checked: tuple[str, list[Any
     notes = {line: message for name, line, kind, message in diagnostics if name == "probe.py" and kind == "note"}
     revealed = {name: _revealed(checker, notes[line]) for name, line in _marker_lines("reveal").items()}
     assert revealed == REVEALED[checker]
+
+
+def test_make_test_runs_both_type_checkers_before_pytest() -> None:
+    """The README says `make test` runs ruff, mypy and pyright, then pytest: the recipe does, in that order."""
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    steps = [line.strip() for line in recipe.splitlines() if line.startswith("\t") and not line.strip().startswith("#")]
+    order = [
+        next(i for i, step in enumerate(steps) if tool in step) for tool in ("ruff check", "mypy", "pyright", "pytest")
+    ]
+    assert order == sorted(order), steps
+    assert (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text().strip().endswith("make test")
