@@ -396,7 +396,7 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
     ]
     if any(name in results for name in ("overhead", "streaming", "concurrency")):
         lines += [
-            "## Performance targets (issue 13)",
+            "## Performance targets",
             "",
             "Ratios measured side by side in this run (sections 1-3); the machine's load is above.",
             "",
