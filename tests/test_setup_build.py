@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# as a user's shell has it: `make test` exports the Makefile's own values to the tests it runs
+CLEAN_ENV = {key: value for key, value in os.environ.items() if key not in ("LLAMA_CPP_BUILD_JOBS", "CMAKE_ARGS")}
 
 
 def make_variable(name: str) -> str:
@@ -20,6 +23,7 @@ def make_variable(name: str) -> str:
         capture_output=True,
         text=True,
         timeout=60,
+        env=CLEAN_ENV,
         check=False,
     ).stdout
     found = re.search(rf"^{name} :?= (.*)$", printed, flags=re.M)
@@ -47,6 +51,7 @@ def test_the_build_runs_one_compiler_per_core() -> None:
         capture_output=True,
         text=True,
         timeout=60,
+        env=CLEAN_ENV,
         check=True,
     ).stdout.strip()
     assert jobs.isdigit() and int(jobs) >= 1
