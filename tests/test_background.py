@@ -25,6 +25,7 @@ from so_middleware import (
     ChatOptions,
     ContinuationToken,
     DeadlineExceededError,
+    DelegatingChatClient,
     FinishReason,
     ModelBehaviorError,
     ProviderResponseError,
@@ -282,6 +283,26 @@ async def test_wait_gives_up_at_its_deadline_and_cancels_the_run() -> None:
     polls = len(server.calls("GET"))
     assert 2 <= polls <= 6  # backoff: 0.05, 0.075, 0.11, ...
     assert server.requests[-1].url.path == "/v1/responses/resp_bg/cancel"
+
+
+async def test_a_polls_own_timeout_is_not_taken_for_the_waits_deadline() -> None:
+    """A poll that fails with a `TimeoutError` of its own (a retry layer's deadline below the wait)
+    is raised as it is, not as the wait's deadline, and the run is left going."""
+    server = Server(response("queued"), [response("in_progress")] * 100)
+    inner = client_over(server, max_retries=0)
+    calls = 0
+
+    class SlowPolls(DelegatingChatClient):
+        def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == 2:
+                raise DeadlineExceededError("the poll's own deadline", deadline=1.0)
+            return super().process(messages, options=options, stream=stream, output_type=output_type)
+
+    with pytest.raises(DeadlineExceededError, match="the poll's own deadline"):
+        await wait_for_response(SlowPolls(inner), ContinuationToken("resp_bg"), deadline=60, first_delay=0.01)
+    assert not any(request.url.path.endswith("/cancel") for request in server.requests)
 
 
 async def test_a_cancelled_wait_cancels_the_run() -> None:

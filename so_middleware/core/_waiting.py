@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Any
 
 import anyio
@@ -50,27 +49,25 @@ async def wait_for_response(
             f"need deadline > 0 and 0 < first_delay <= max_delay, got {deadline}, {first_delay}, {max_delay}"
         )
     token = ContinuationToken.coerce(continuation_token)
-    ends_at = time.monotonic() + deadline
     delay = first_delay
     try:
-        with anyio.fail_after(deadline):
+        with anyio.move_on_after(deadline):  # a poll's own TimeoutError is not this deadline
             while True:
                 response = await client.get_response(options=options, output_type=output_type, continuation_token=token)
                 if response.finish_reason != FinishReason.LONG_RUNNING:
                     return response
                 token = response.continuation_token or token
-                await anyio.sleep(min(delay, max(0.0, ends_at - time.monotonic())))
+                await anyio.sleep(delay)
                 delay = min(delay * 1.5, max_delay)
-    except TimeoutError as error:
-        if cancel_on_exit:
-            await _cancel_quietly(client, token)
-        raise DeadlineExceededError(
-            f"the background run {token.response_id} was not done within {deadline:g} s", deadline=deadline
-        ) from error
     except anyio.get_cancelled_exc_class():
         if cancel_on_exit:
             await _cancel_quietly(client, token)
         raise
+    if cancel_on_exit:
+        await _cancel_quietly(client, token)
+    raise DeadlineExceededError(
+        f"the background run {token.response_id} was not done within {deadline:g} s", deadline=deadline
+    )
 
 
 async def _cancel_quietly(client: ChatClient, token: ContinuationToken) -> None:
