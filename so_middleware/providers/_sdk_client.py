@@ -46,6 +46,7 @@ from ._bridge import (
     unreadable,
 )
 from ._discovery import PROBE_TIMEOUT, ServerInfo, identify_server, is_hosted, server_root
+from ._post import SDKPost
 from ._prefill import prefill_of
 from ._sse import EventStream
 
@@ -189,20 +190,25 @@ class SDKChatClient(BaseChatClient):
         within the idle timeout; a non-event-stream answer raises `ProviderResponseError`, no
         first byte in time `StreamInterruptedError`.
 
-        The request goes through the method's raw-response twin (`.with_raw_response.create`):
-        the SDK sends it and raises its typed errors; the body is read as an `EventStream`."""
+        The request goes through an `SDKPost` or the method's raw-response twin
+        (`.with_raw_response.create`): the SDK sends it and raises its typed errors; the body is
+        read as an `EventStream`."""
         idle = self.idle_timeout_for(options)
         timeout = capped_timeout(self.sdk_client, idle)
         if timeout is not None:
             request = {**request, "timeout": timeout}
-        raw = getattr(function.__self__.with_raw_response, function.__name__)  # type: ignore[attr-defined]
         dialect = type(self.sdk_client).__module__.split(".")[0]
+        raw: Callable[..., Any] = function
+        unread: Callable[[Any], Any] = _stream_response  # the SDK's stream object, never iterated
+        if not isinstance(function, SDKPost):
+            raw = getattr(function.__self__.with_raw_response, function.__name__)  # type: ignore[attr-defined]
+            unread = _http_response
 
         async def opened_async(**kwargs: Any) -> EventStream:
-            return EventStream((await raw(**kwargs)).http_response, is_async=True, dialect=dialect)
+            return EventStream(unread(await raw(**kwargs)), is_async=True, dialect=dialect)
 
         def opened_sync(**kwargs: Any) -> EventStream:
-            return EventStream(raw(**kwargs).http_response, is_async=False, dialect=dialect)
+            return EventStream(unread(raw(**kwargs)), is_async=False, dialect=dialect)
 
         opened: Callable[..., Any] = opened_async if self.is_async else opened_sync
 
@@ -260,6 +266,14 @@ class SDKChatClient(BaseChatClient):
                 raise interrupted(EOFError(f"the event stream ended without {ending}"), "".join(reader.text), updates)
         finally:
             await close_sdk_stream(self.is_async, stream)
+
+
+def _stream_response(stream: Any) -> Any:
+    return stream.response
+
+
+def _http_response(raw: Any) -> Any:
+    return raw.http_response
 
 
 def _seconds_or_none(name: str, value: Any) -> float | None:

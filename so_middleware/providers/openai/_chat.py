@@ -1,7 +1,8 @@
 """`OpenAIChatClient`: the Chat Completions adapter, over `chat.completions.create`.
 
-The raw `create` is used, not the SDK's `parse`/`stream` helpers, which re-parse the whole
-buffer on every chunk; validation and partial parsing are the structured-output layer's job.
+The plain `create` request is sent (through `SDKPost`), not the SDK's `parse`/`stream` helpers,
+which re-parse the whole buffer on every chunk; validation and partial parsing are the
+structured-output layer's job.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from openai.types.chat import ChatCompletion
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 from .._discovery import ServerInfo
+from .._post import SDKPost
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._chat_wire import ChunkReader, build_request, completion_to_response
 from ._profiles import profile_for, server_profile
@@ -67,11 +69,15 @@ class OpenAIChatClient(SDKChatClient):
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
         return build_request(messages, options, model=self.model, max_tokens_field=self._max_tokens_field)
 
+    def _create(self, options: ChatOptions) -> SDKPost:
+        """`chat.completions.create` of the call's SDK client, sent as `post` (see `SDKPost`)."""
+        return SDKPost(self.sdk_for(options), "/chat/completions", ChatCompletion, is_async=self.is_async)
+
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         return await self.fetch(
-            self.sdk_for(options).chat.completions.create,
+            self._create(options),
             request,
             ChatCompletion,
             lambda completion: completion_to_response(completion, prefill=prefill),
@@ -82,7 +88,7 @@ class OpenAIChatClient(SDKChatClient):
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
         request = self.request_for(messages, options)
         request["stream_options"] = {"include_usage": True}
-        stream = await self.open_stream(self.sdk_for(options).chat.completions.create, request, options)
+        stream = await self.open_stream(self._create(options), request, options)
         reader = ChunkReader(self.echoed_prefill(messages))
         events = self.read_events(stream, reader, ending="a finish reason", idle_timeout=self.idle_timeout_for(options))
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once

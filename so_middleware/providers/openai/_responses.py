@@ -30,6 +30,7 @@ from ...core import (
 )
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
+from .._post import SDKPost
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
 from ._background import ResumableReader, background_to_chat, ended_run_error, final_of_resumed
 from ._profiles import profile_for, server_profile
@@ -86,6 +87,12 @@ class OpenAIResponsesClient(SDKChatClient):
         _warn_if_not_enforced(options, self.capabilities)
         return build_request(messages, options, model=self.model, capabilities=self.capabilities)
 
+    def _create(self, options: ChatOptions) -> SDKPost:
+        """`responses.create` of the call's SDK client, sent as `post` (see `SDKPost`); a
+        background create is sent once (the SDK's own retries off)."""
+        sdk = self.sdk_for(_once_if_background(options))
+        return SDKPost(sdk, "/responses", Response, is_async=self.is_async)
+
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         token = options.continuation_token
         if token is not None:  # a poll: the run's state now
@@ -95,7 +102,7 @@ class OpenAIResponsesClient(SDKChatClient):
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         return await self.fetch(
-            self.sdk_for(_once_if_background(options)).responses.create,
+            self._create(options),
             request,
             Response,
             lambda response: background_to_chat(response, prefill=prefill),
@@ -112,9 +119,7 @@ class OpenAIResponsesClient(SDKChatClient):
             stream = await self.open_stream(self.sdk_for(options).responses.retrieve, request, options)
         else:
             request = self.request_for(messages, options)
-            stream = await self.open_stream(
-                self.sdk_for(_once_if_background(options)).responses.create, request, options
-            )
+            stream = await self.open_stream(self._create(options), request, options)
         reader: EventReader = StreamReader(prefill=self.echoed_prefill(messages))
         if options.starts_background_run or token is not None:  # updates carry tokens to resume with
             reader = ResumableReader(StreamReader(prefill=self.echoed_prefill(messages)), token, token is not None)

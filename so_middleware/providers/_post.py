@@ -1,0 +1,72 @@
+"""`SDKPost`: an OpenAI SDK `create` sent through the client's documented `post` method.
+
+`create` first walks its keyword arguments against the parameter types (the SDK's request
+transform: aliases, dates, files), which costs about as much as the rest of a non-streaming call.
+The adapters' requests are JSON-ready dicts of wire fields already, on which that walk changes
+nothing, so they go to `client.post(path, body=...)` instead: the SDK still does auth, base URL,
+headers, retries, timeouts, HTTP errors as its typed errors, and reads the body into its own
+response type, exactly as `create` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["SDKPost"]
+
+
+def _knows_security() -> bool:
+    """Whether this openai SDK's request options carry `security` (which credentials to send);
+    `create` sends the API key only, not an admin key."""
+    try:
+        from openai._models import FinalRequestOptions
+    except ImportError:  # pragma: no cover - the module moved: send what `post` sends by default
+        return False
+    return "security" in FinalRequestOptions.model_fields
+
+
+_NOT_GIVEN: Any = object()
+_SECURITY: dict[str, Any] | None = {"bearer_auth": True} if _knows_security() else None
+
+
+class SDKPost:
+    """`create(**kwargs)` for the endpoint at `path`, as `sdk.post`: `extra_headers`,
+    `extra_query`, `extra_body` and `timeout` become the request options `create` makes of them,
+    every other argument is a body field. The result is a `cast_to` object, or with `stream=True`
+    the SDK's stream object, whose `.response` is the unread HTTP response."""
+
+    def __init__(self, sdk_client: Any, path: str, cast_to: type, *, is_async: bool) -> None:
+        self.sdk_client = sdk_client
+        self.path = path
+        self.cast_to = cast_to
+        self.is_async = is_async
+
+    def __call__(
+        self,
+        *,
+        extra_headers: Any = None,
+        extra_query: Any = None,
+        extra_body: Any = None,
+        timeout: Any = _NOT_GIVEN,
+        **body: Any,
+    ) -> Any:
+        options: dict[str, Any] = {}
+        if extra_headers is not None:
+            options["headers"] = extra_headers
+        if extra_query is not None:
+            options["params"] = extra_query
+        if extra_body is not None:
+            options["extra_json"] = extra_body
+        if timeout is not _NOT_GIVEN:  # None is no timeout at all, as for `create`
+            options["timeout"] = timeout
+        if _SECURITY is not None:
+            options["security"] = _SECURITY
+        stream = bool(body.get("stream"))
+        if not stream:
+            return self.sdk_client.post(self.path, body=body, options=options, cast_to=self.cast_to)
+        import openai
+
+        stream_cls = openai.AsyncStream[Any] if self.is_async else openai.Stream[Any]
+        return self.sdk_client.post(
+            self.path, body=body, options=options, cast_to=self.cast_to, stream=True, stream_cls=stream_cls
+        )
