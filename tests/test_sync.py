@@ -6,7 +6,6 @@ control flow matters.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -165,19 +164,26 @@ def test_every_sync_call_runs_on_one_long_lived_loop() -> None:
 
 def test_ctrl_c_while_waiting_cancels_the_call_on_the_loop() -> None:
     """A KeyboardInterrupt raised while the caller waits cancels the task on the loop."""
-    cancelled = threading.Event()
+    started, cancelled = threading.Event(), threading.Event()
 
     async def slow() -> None:
         import anyio
 
+        started.set()
         try:
             await anyio.sleep(30)
         except BaseException:
             cancelled.set()
             raise
 
-    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
+    def press_ctrl_c() -> None:
+        # Once the call runs, and to the main thread, as a terminal's Ctrl-C reaches it: a signal
+        # sent to the process may be taken by another thread, leaving the main one asleep.
+        if started.wait(30):
+            time.sleep(0.2)  # the caller is waiting by now
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    threading.Thread(target=press_ctrl_c, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         run_sync(slow)
     assert cancelled.wait(5)

@@ -1,7 +1,8 @@
 """Starting llama-server so that it dies with this process, whichever thread asks for it.
 
-On Linux the child asks the kernel (`prctl(PR_SET_PDEATHSIG)`) for SIGTERM when its parent dies,
-even by SIGKILL. The kernel ties that to the *thread* that forked the child, not the process: a
+On Linux the child asks the kernel (`prctl(PR_SET_PDEATHSIG)`) for SIGKILL when its parent dies,
+even by SIGKILL: an orphaned llama-server has nothing to save, and its own SIGTERM handling (a
+graceful shutdown) can take many seconds on a loaded machine. The kernel ties that to the *thread* that forked the child, not the process: a
 server started from a short-lived worker thread would be stopped when that thread ends. So every
 child is forked by one dedicated thread that lives as long as the process.
 """
@@ -52,7 +53,7 @@ def _popen(command: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
 
 
 def _die_with_parent() -> Callable[[], None] | None:
-    """A pre-exec hook asking for SIGTERM when the forking thread (the spawner) dies."""
+    """A pre-exec hook asking for SIGKILL when the forking thread (the spawner) dies."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -62,7 +63,7 @@ def _die_with_parent() -> Callable[[], None] | None:
     parent = os.getpid()
 
     def hook() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:  # the parent died before prctl took effect
             os._exit(1)
 
