@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from so_middleware import (
@@ -96,6 +98,22 @@ def test_options_are_never_mutated() -> None:
     assert raw == {"model": "m", "features": raw["features"]}
     assert options.model == "m" and len(options.features) == 1
     assert changed.features == ()
+
+
+def test_replace_checks_the_changed_fields_and_keeps_the_rest() -> None:
+    options = ChatOptions.coerce({"model": "m", "temperature": 0.5, "features": [Marker()]})
+    changed = options.replace(max_tokens=7, response_format={"type": "json_object"})
+    assert (changed.model, changed.temperature, changed.max_tokens) == ("m", 0.5, 7)
+    assert changed.response_format == ResponseFormat.json_object()
+    assert changed.features == options.features and changed == ChatOptions(**{**vars(options), **vars(changed)})
+    with pytest.raises(UserError, match="option 'temperature' must be a number"):
+        options.replace(temperature="hot")
+    with pytest.raises(UserError, match="option 'max_tokens' must be an int >= 1"):
+        options.replace(max_tokens=0)
+    with pytest.raises(TypeError, match="no field 'temprature'"):
+        options.replace(temprature=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        changed.model = "x"  # type: ignore[misc]
 
 
 def test_merged_over_defaults_run_wins() -> None:

@@ -111,7 +111,7 @@ class ChatOptions:
             return options
         if not isinstance(options, Mapping):
             raise UserError(f"options must be a dict or a ChatOptions, not {type(options).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = _FIELDS
         values: dict[str, Any] = {}
         for key, value in options.items():
             if key == FEATURES_KEY:
@@ -152,10 +152,21 @@ class ChatOptions:
         return tuple(_feature_list(self.additional_properties.get(FEATURES_KEY)))
 
     def replace(self, **changes: Any) -> ChatOptions:
-        """A copy with some fields changed (the features are the same objects)."""
+        """A copy with some fields changed (the features are the same objects); only the changed
+        fields are checked again."""
+        unknown = changes.keys() - _FIELDS
+        if unknown:
+            raise TypeError(f"ChatOptions has no field {sorted(unknown)[0]!r}")
         if "response_format" in changes:
             changes["response_format"] = _response_format(changes["response_format"])
-        return dataclasses.replace(self, **changes)
+        for name, check, expected in _CHECKS:
+            value = changes.get(name)
+            if value is not None and not check(value):
+                raise UserError(f"option {name!r} must be {expected}, not {_shown(value)}")
+        copied = object.__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        copied.__dict__.update(changes)
+        return copied
 
     def with_features(self, features: Sequence[Any]) -> ChatOptions:
         """A copy whose feature list is `features`."""
@@ -164,7 +175,7 @@ class ChatOptions:
             props[FEATURES_KEY] = list(features)
         else:
             props.pop(FEATURES_KEY, None)
-        return dataclasses.replace(self, additional_properties=props)
+        return self.replace(additional_properties=props)
 
     def merged_over(self, defaults: ChatOptions) -> ChatOptions:
         """These options with every unset field taken from `defaults` (features: run's first)."""
@@ -181,6 +192,7 @@ class ChatOptions:
 
 
 OptionsInput = ChatOptions | Mapping[str, Any] | None
+_FIELDS = frozenset(f.name for f in dataclasses.fields(ChatOptions))
 
 
 def find_feature(options: OptionsInput, kind: type[F]) -> F | None:

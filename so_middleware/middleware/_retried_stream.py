@@ -75,9 +75,12 @@ class RetriedStream:
                 texts.append(update.text)
                 yield update
             while True:
-                update = _EXPIRED
-                with anyio.move_on_after(self._policy.time_left(self._deadline_at)):
+                if self._deadline_at is None:  # nothing to bound: no cancel scope per update
                     update = await anext(stream, _END)
+                else:
+                    update = _EXPIRED
+                    with anyio.move_on_after(self._policy.time_left(self._deadline_at)):
+                        update = await anext(stream, _END)
                 if update is _EXPIRED:
                     raise self._policy.expired("".join(texts))
                 if update is _END:

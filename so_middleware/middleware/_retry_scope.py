@@ -70,6 +70,8 @@ class RetryScope(Feature):
         policy, deadline_at = self._policy, self.start()
 
         async def attempt() -> ChatResponse[Any]:
+            if deadline_at is None:  # nothing to bound: no cancel scope on the common path
+                return await call(stream=False)  # type: ignore[no-any-return]
             left = policy.time_left(deadline_at)
             with anyio.move_on_after(left), call_deadline(left):  # the adapter caps its HTTP timeouts
                 return await call(stream=False)  # type: ignore[no-any-return]

@@ -113,7 +113,8 @@ class PartialParser:
         self._root: _Frame | None = None
         self._root_value: Any = None
         self._has_root_value = False
-        self._string_parts: list[str] | None = None
+        self._string_parts: list[str] | None = None  # the open string's pieces not shown yet
+        self._string_text = ""  # the open string as shown so far
         self._string_slot: tuple[_Frame | None, Any] = (None, None)
         self._string_dirty = False
         self._completed: list[CompletedItem] = []
@@ -226,6 +227,7 @@ class PartialParser:
     def string_start(self) -> None:
         parent, _, slot = self._child()
         self._string_parts = []
+        self._string_text = ""
         self._string_slot = (parent, slot)
         self._string_dirty = True
         self._changed = True
@@ -237,10 +239,9 @@ class PartialParser:
         self._changed = True
 
     def string_end(self) -> None:
-        parts = self._string_parts or []
-        self._string_parts = None
         self._string_dirty = False
-        self._complete("".join(parts))
+        self._complete(self._grown_string())
+        self._string_parts = None
 
     def scalar(self, value: Any) -> None:
         if isinstance(value, float) and not math.isfinite(value) and not self._allow_non_finite:
@@ -296,15 +297,31 @@ class PartialParser:
     def _flush_string(self) -> None:
         if self._string_parts is None or not self._string_dirty:
             return
-        text = "".join(self._string_parts)
-        self._string_parts = [text]
         self._string_dirty = False
+        text = self._string_text = self._grown_string()
         parent, slot = self._string_slot
         if parent is None:
             self._root_value = text
             self._has_root_value = True
         else:
             self._show(parent, slot, text, text)
+
+    def _grown_string(self) -> str:
+        """The open string with its pending pieces appended. The value's own references to the
+        string are dropped first: a `str` that nothing else holds grows in place (CPython's `+=`
+        on a local), so reading the value after every piece costs O(piece), not O(length). A
+        caller who keeps an earlier string keeps it unchanged: then the append copies."""
+        pending = "".join(self._string_parts or ())
+        self._string_parts = []
+        text, self._string_text = self._string_text, ""
+        if text:
+            parent, slot = self._string_slot
+            if parent is None:
+                self._root_value = None
+            else:
+                self._show(parent, slot, "", "")
+        text += pending
+        return text
 
 
 class TextPartialParser:

@@ -90,6 +90,39 @@ def test_strings_grow_in_place_and_feed_reports_changes() -> None:
     assert parser.value == ["abcd   "]
 
 
+def test_a_string_read_after_every_piece_is_right_and_a_kept_one_never_changes() -> None:
+    """The open string grows in place when nothing else holds it; a string the caller kept
+    (the field's value, or a whole snapshot) keeps the text it had."""
+    parser = OutputSchema(Person).partial_parser()
+    parser.feed('{"name": "Ad')
+    kept = parser.value.name
+    pieces = ["a", " L", "ov\\u00e9", "lace \\u2713", '\\"q\\"', "", " ✓"]
+    expected = "Ad"
+    for piece in pieces:
+        parser.feed(piece)
+        value = parser.value
+        assert value is not None
+        expected += json.loads(f'"{piece}"')
+        assert value.name == expected
+    assert kept == "Ad"
+    snapshot = parser.value.model_copy()
+    parser.feed('!", "age": 36, "address": {"city": "Lon')
+    parser.feed('don", "zip": "N1"}, "note": "x')
+    assert snapshot.name == expected and parser.value.name == expected + "!"
+    parser.feed('y"}')
+    assert parser.finish() == Person(name=expected + "!", age=36, address=Address(city="London", zip="N1"), note="xy")
+
+
+def test_a_list_item_string_grows_piece_by_piece_across_widening_characters() -> None:
+    parser = OutputSchema(list[str]).partial_parser()
+    parser.feed('{"response": ["')
+    seen = []
+    for piece in ("a", "é", "β", "✓", "😀", "z"):
+        parser.feed(piece)
+        seen.append(parser.value[0])
+    assert seen == ["a", "aé", "aéβ", "aéβ✓", "aéβ✓😀", "aéβ✓😀z"]
+
+
 def test_list_items_complete_one_by_one() -> None:
     items = [{"name": f"p{index}", "age": index, "address": {"city": "c", "zip": "z"}} for index in range(4)]
     text = json.dumps({"response": items})
