@@ -208,3 +208,31 @@ async def test_the_adapters_skip_the_sdk_request_transform(
     assert json.loads(captured[0].content)["model"] == "m"
     with pytest.raises(AssertionError, match="transform ran"):
         await create_of(by_post, route)(model="m", **({"messages": []} if route == "chat" else {"input": "Hi"}))
+
+
+async def test_a_streamed_response_keeps_the_events_read_by_attribute() -> None:
+    """README: after a stream, `.raw_representation` is the events as read, each read by
+    attribute like the SDK's objects."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        event = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+        return f"data: {json.dumps(event)}\n\n"
+
+    body = chunk({"role": "assistant", "content": "Hel"}) + chunk({"content": "lo"}) + chunk({}, "stop")
+    transport = httpx2.MockTransport(
+        lambda request: httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, content=(body + "data: [DONE]\n\n").encode()
+        )
+    )
+    sdk = openai.AsyncOpenAI(
+        api_key="k", base_url="http://server.test/v1", http_client=httpx2.AsyncClient(transport=transport)
+    )
+    stream = OpenAIChatClient(sdk, "m", capabilities=LLAMA_SERVER).get_response("Hi", stream=True)
+    async for _ in stream:
+        pass
+    response = await stream.get_final_response()
+    events = response.raw_representation
+    assert response.text == "Hello"
+    assert [e.choices[0].delta.content for e in events] == ["Hel", "lo", None]
+    assert events[-1].choices[0].finish_reason == "stop"
