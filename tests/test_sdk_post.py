@@ -17,6 +17,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
+from test_openai_responses import RESPONSE  # a Response in the documented wire format
 
 from so_middleware import ChatMessage, ChatOptions, FunctionTool, ResponseFormat
 from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient, OpenAIResponsesClient
@@ -31,25 +32,6 @@ COMPLETION = {
     "model": "m",
     "choices": [{"index": 0, "message": {"role": "assistant", "content": '{"a": 1}'}, "finish_reason": "stop"}],
     "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
-}
-RESPONSE = {
-    "id": "resp_1",
-    "object": "response",
-    "created_at": 1,
-    "model": "m",
-    "status": "completed",
-    "output": [
-        {
-            "type": "message",
-            "id": "msg_1",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": '{"a": 1}', "annotations": []}],
-        }
-    ],
-    "parallel_tool_calls": True,
-    "tool_choice": "auto",
-    "tools": [],
 }
 CHUNK = 'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[]}\n\ndata: [DONE]\n\n'
 # Headers that differ between any two requests, whoever sends them.
