@@ -159,10 +159,15 @@ class Run:
                 await self.task
 
     async def cancel(self) -> None:
-        """Stop a background run: the backend stream is closed and the response is `cancelled`."""
-        await self.stop()
-        if self.response["status"] not in TERMINAL:
+        """Stop a background run: the backend stream is closed and the response is `cancelled`.
+
+        The status is set before the run's task stops: its followers' streams end as it stops,
+        and a client that then asks why (a poll) must find `cancelled`, not `in_progress`."""
+        if self.response["status"] in TERMINAL:
+            await self.stop()
+        else:
             self.response["status"] = "cancelled"
+            await self.stop()
             await self.save()
         self.finished = True
         await self.notify()

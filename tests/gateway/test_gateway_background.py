@@ -63,6 +63,28 @@ def test_cancel_closes_the_backend_stream(fake_gateway: Any) -> None:
     client.close()
 
 
+def test_a_cancelled_run_says_so_before_its_followers_see_it_end(fake_gateway: Any, monkeypatch: Any) -> None:
+    """A stream following the run ends when the run stops; a poll right then must read `cancelled`."""
+    from so_middleware.gateway._runs import Run
+
+    status_when_ended: list[str] = []
+    notify = Run.notify
+
+    async def recording(self: Run) -> None:
+        if self.finished:
+            status_when_ended.append(self.response["status"])
+        await notify(self)
+
+    monkeypatch.setattr(Run, "notify", recording)
+    backend, gateway = fake_gateway()
+    backend.chunk_delay, backend.pieces = 0.2, 50
+    client = sdk(gateway)
+    started = client.responses.create(model="m", input="hi", background=True)
+    assert client.responses.cancel(started.id).status == "cancelled"
+    assert status_when_ended and set(status_when_ended) == {"cancelled"}
+    client.close()
+
+
 def test_resume_the_event_stream_from_a_sequence_number(fake_gateway: Any) -> None:
     backend, gateway = fake_gateway()
     backend.chunk_delay, backend.pieces = 0.05, 10
