@@ -183,9 +183,15 @@ def test_ctrl_c_while_waiting_cancels_the_call_on_the_loop() -> None:
             time.sleep(0.2)  # the caller is waiting by now
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
-    threading.Thread(target=press_ctrl_c, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        run_sync(slow)
+    # Python's own Ctrl-C handling, whatever this process inherited: a shell starts a background
+    # job with SIGINT ignored, and then Python installs no KeyboardInterrupt handler.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            run_sync(slow)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert cancelled.wait(5)
 
 
