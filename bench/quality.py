@@ -28,12 +28,13 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from _common import MODEL_ALIAS, RESULTS, log
+from _common import MODEL_ALIAS, RESULTS, log, python_for
 from tasks import QUICK, TASKS, Task
 
 STRATEGIES = ("native", "tool", "json_object", "prompted")
@@ -269,11 +270,40 @@ async def _all_tasks(config: Config, one: Any, tasks: list[Task]) -> None:
     config.outcomes.extend(await asyncio.gather(*(guarded(task) for task in tasks)))
 
 
-def run(*, quick: bool) -> dict[str, Any]:
-    """Start the local server and run every configuration; returns the JSON-ready result."""
+def _instructor_configs(base_url: str, modes: tuple[str, ...], quick: bool) -> list[Config]:
+    """instructor's rows, run by BENCH_PYTHON (instructor's environment) against the same server."""
+    command = [python_for("instructor"), __file__, "--instructor", base_url, ",".join(modes)]
+    done = subprocess.run(command + (["--quick"] if quick else []), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        log(f"quality: instructor's environment failed: {done.stderr.strip()[-500:]}")
+        return []
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    return [Config("instructor", "chat", row["mode"], [Outcome(**o) for o in row["outcomes"]]) for row in rows]
+
+
+def _run_instructor(base_url: str, modes: list[str], quick: bool) -> None:
+    """In instructor's environment: every task under each mode; prints the outcomes as JSON."""
     import instructor
     import openai
 
+    tasks = [t for t in TASKS if t.name in QUICK] if quick else TASKS
+    rows = []
+
+    async def go() -> None:
+        for mode_name in modes:
+            sdk = openai.AsyncOpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=300)
+            patched = instructor.from_openai(sdk, mode=getattr(instructor.Mode, mode_name))
+            config = Config("instructor", "chat", mode_name)
+            log(f"quality: instructor chat {mode_name}, {len(tasks)} tasks")
+            await _all_tasks(config, lambda task, patched=patched: _instructor(patched, task), tasks)
+            rows.append({"mode": mode_name, "outcomes": [o.__dict__ for o in config.outcomes]})
+
+    asyncio.run(go())
+    print(json.dumps(rows, default=str))
+
+
+def run(*, quick: bool) -> dict[str, Any]:
+    """Start the local server and run every configuration; returns the JSON-ready result."""
     from so_middleware import with_structured_output
     from so_middleware.local import LocalModelServer
 
@@ -304,14 +334,8 @@ def run(*, quick: bool) -> dict[str, Any]:
                 log(f"quality: {config.library} {route} {DEFAULT}, {len(tasks)} tasks")
                 await _run_default(config, layer, adapter, tasks)
                 configs.append(config)
-            if route == "chat":
-                for mode_name in instructor_modes:
-                    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
-                    patched = instructor.from_openai(sdk, mode=getattr(instructor.Mode, mode_name))
-                    config = Config("instructor", route, mode_name)
-                    log(f"quality: instructor {route} {mode_name}, {len(tasks)} tasks")
-                    await all_tasks(config, lambda task, patched=patched: _instructor(patched, task))
-                    configs.append(config)
+            if route == "chat":  # instructor pins an older openai: its rows run in its own environment
+                configs.extend(await asyncio.to_thread(_instructor_configs, server.base_url, instructor_modes, quick))
 
     started = time.perf_counter()
     with LocalModelServer(threads=THREADS, parallel=IN_FLIGHT, extra_args=["--alias", MODEL_ALIAS]) as server:
@@ -394,7 +418,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--defaults", action="store_true", help="only the default-strategy rows, merged in")
     parser.add_argument("--discovery-off", action="store_true", help="with --defaults: add discover=False rows")
+    parser.add_argument("--instructor", nargs=2, metavar=("BASE_URL", "MODES"), help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.instructor:  # run by `run()` in instructor's environment
+        _run_instructor(args.instructor[0], args.instructor[1].split(","), args.quick)
+        return
     if not args.defaults:
         parser.error("run the whole section with `python bench/run.py --only quality`; here only --defaults")
     run_defaults(discovery_off=args.discovery_off)
