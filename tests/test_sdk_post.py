@@ -218,3 +218,50 @@ async def test_a_streamed_response_keeps_the_events_read_by_attribute() -> None:
     assert response.text == "Hello"
     assert [e.choices[0].delta.content for e in events] == ["Hel", "lo", None]
     assert events[-1].choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize("route", ["chat", "responses"])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_create_wrapped_by_instrumentation_still_sees_every_call(
+    route: str, stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenTelemetry's and Langfuse's OpenAI instrumentation wrap `create` (with wrapt, on the
+    class): the adapters then call `create` itself, so the wrapper sees the call."""
+    import wrapt
+    from openai.resources.chat.completions import AsyncCompletions
+    from openai.resources.responses import AsyncResponses
+
+    seen: list[dict[str, Any]] = []
+
+    def instrument(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        seen.append(kwargs)
+        return wrapped(*args, **kwargs)
+
+    resource_class = AsyncCompletions if route == "chat" else AsyncResponses
+    monkeypatch.setattr(resource_class, "create", wrapt.FunctionWrapper(resource_class.create, instrument))
+    _, by_post, captured = sdk_pair(True)
+    adapter_kind = OpenAIChatClient if route == "chat" else OpenAIResponsesClient
+    adapter = adapter_kind(by_post, "m", capabilities=LLAMA_SERVER)
+    if stream:
+        with pytest.raises(Exception, match="ended without"):  # the minimal body has no finish
+            async for _ in adapter.get_response("Hi", stream=True):
+                pass
+    else:
+        assert (await adapter.get_response("Hi")).text == '{"a": 1}'
+    assert len(seen) == 1 and seen[0]["model"] == "m" and bool(seen[0].get("stream")) is stream
+    assert len(captured) == 1
+
+
+async def test_a_create_replaced_on_the_client_is_called() -> None:
+    """A test double or a per-client patch of `create` is called, not bypassed."""
+    _, by_post, _ = sdk_pair(True)
+    original = by_post.chat.completions.create
+    calls: list[dict[str, Any]] = []
+
+    async def spy(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return await original(**kwargs)
+
+    by_post.chat.completions.create = spy
+    response = await OpenAIChatClient(by_post, "m", capabilities=LLAMA_SERVER).get_response("Hi")
+    assert response.text == '{"a": 1}' and calls[0]["messages"] == [{"role": "user", "content": "Hi"}]

@@ -10,9 +10,42 @@ response type, exactly as `create` does.
 
 from __future__ import annotations
 
+import inspect
+import os
+import types
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SDKPost"]
+__all__ = ["SDKPost", "create_call"]
+
+
+def create_call(sdk_client: Any, resource: Any, path: str, cast_to: type, *, is_async: bool) -> Callable[..., Any]:
+    """What sends `resource.create(...)` (`resource` is e.g. `sdk_client.chat.completions`): an
+    `SDKPost` on `sdk_client`, or the bound `create` itself when something wrapped or replaced it
+    (OpenTelemetry's or Langfuse's OpenAI instrumentation, a test double), so that wrapper still
+    sees every call."""
+    if not _is_the_sdks_own(inspect.getattr_static(resource, "create", None)):
+        return resource.create  # type: ignore[no-any-return]
+    return SDKPost(sdk_client, path, cast_to, is_async=is_async)
+
+
+def _is_the_sdks_own(function: Any) -> bool:
+    """A plain function defined in the openai package (`type`, not `isinstance`: a wrapt proxy
+    passes for the function it wraps)."""
+    if type(function) is not types.FunctionType:
+        return False
+    return function.__code__.co_filename.startswith(_OPENAI_DIR)
+
+
+def _openai_dir() -> str:
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - only the OpenAI adapters call this
+        return "\0"
+    return os.path.dirname(os.path.abspath(openai.__file__)) + os.sep
+
+
+_OPENAI_DIR = _openai_dir()
 
 
 def _knows_security() -> bool:

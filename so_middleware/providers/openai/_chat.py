@@ -8,7 +8,7 @@ structured-output layer's job.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar
 
 import openai
@@ -16,7 +16,7 @@ from openai.types.chat import ChatCompletion
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 from .._discovery import ServerInfo
-from .._post import SDKPost
+from .._post import create_call
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._chat_wire import ChunkReader, build_request, completion_to_response
 from ._profiles import profile_for, server_profile
@@ -69,9 +69,10 @@ class OpenAIChatClient(SDKChatClient):
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
         return build_request(messages, options, model=self.model, max_tokens_field=self._max_tokens_field)
 
-    def _create(self, options: ChatOptions) -> SDKPost:
-        """`chat.completions.create` of the call's SDK client, sent as `post` (see `SDKPost`)."""
-        return SDKPost(self.sdk_for(options), "/chat/completions", ChatCompletion, is_async=self.is_async)
+    def _create(self, options: ChatOptions) -> Callable[..., Any]:
+        """`chat.completions.create` of the call's SDK client, sent as `post` (see `create_call`)."""
+        sdk = self.sdk_for(options)
+        return create_call(sdk, sdk.chat.completions, "/chat/completions", ChatCompletion, is_async=self.is_async)
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)

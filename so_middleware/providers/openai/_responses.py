@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, ClassVar
 
 import openai
@@ -30,7 +30,7 @@ from ...core import (
 )
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
-from .._post import SDKPost
+from .._post import create_call
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
 from ._background import ResumableReader, background_to_chat, ended_run_error, final_of_resumed
 from ._profiles import profile_for, server_profile
@@ -87,11 +87,11 @@ class OpenAIResponsesClient(SDKChatClient):
         _warn_if_not_enforced(options, self.capabilities)
         return build_request(messages, options, model=self.model, capabilities=self.capabilities)
 
-    def _create(self, options: ChatOptions) -> SDKPost:
-        """`responses.create` of the call's SDK client, sent as `post` (see `SDKPost`); a
+    def _create(self, options: ChatOptions) -> Callable[..., Any]:
+        """`responses.create` of the call's SDK client, sent as `post` (see `create_call`); a
         background create is sent once (the SDK's own retries off)."""
         sdk = self.sdk_for(_once_if_background(options))
-        return SDKPost(sdk, "/responses", Response, is_async=self.is_async)
+        return create_call(sdk, sdk.responses, "/responses", Response, is_async=self.is_async)
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         token = options.continuation_token
