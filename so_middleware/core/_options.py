@@ -97,10 +97,7 @@ class ChatOptions:
     continuation_token: ContinuationToken | None = None
 
     def __post_init__(self) -> None:
-        for name, check, expected in _CHECKS:
-            value = getattr(self, name)
-            if value is not None and not check(value):
-                raise UserError(f"option {name!r} must be {expected}, not {_shown(value)}")
+        _check(self.__dict__)
 
     @classmethod
     def coerce(cls, options: OptionsInput) -> ChatOptions:
@@ -159,10 +156,7 @@ class ChatOptions:
             raise TypeError(f"ChatOptions has no field {sorted(unknown)[0]!r}")
         if "response_format" in changes:
             changes["response_format"] = _response_format(changes["response_format"])
-        for name, check, expected in _CHECKS:
-            value = changes.get(name)
-            if value is not None and not check(value):
-                raise UserError(f"option {name!r} must be {expected}, not {_shown(value)}")
+        _check(changes)
         copied = object.__new__(type(self))
         copied.__dict__.update(self.__dict__)
         copied.__dict__.update(changes)
@@ -264,6 +258,14 @@ _CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("background", lambda v: isinstance(v, bool), "a bool"),
     ("continuation_token", lambda v: isinstance(v, ContinuationToken), "a ContinuationToken or its string"),
 )
+
+
+def _check(values: Mapping[str, Any]) -> None:
+    """`UserError` naming the first of these option values that has the wrong type."""
+    for name, check, expected in _CHECKS:
+        value = values.get(name)
+        if value is not None and not check(value):
+            raise UserError(f"option {name!r} must be {expected}, not {_shown(value)}")
 
 
 def _tool_choice(value: Any) -> ToolChoice | None:

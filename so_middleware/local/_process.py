@@ -2,9 +2,9 @@
 
 On Linux the child asks the kernel (`prctl(PR_SET_PDEATHSIG)`) for SIGKILL when its parent dies,
 even by SIGKILL: an orphaned llama-server has nothing to save, and its own SIGTERM handling (a
-graceful shutdown) can take many seconds on a loaded machine. The kernel ties that to the *thread* that forked the child, not the process: a
-server started from a short-lived worker thread would be stopped when that thread ends. So every
-child is forked by one dedicated thread that lives as long as the process.
+graceful shutdown) can hang. The kernel ties that signal to the *thread* that forked the child,
+not the process: a server started from a short-lived worker thread would be stopped when that
+thread ends. So every child is forked by one dedicated thread that lives as long as the process.
 """
 
 from __future__ import annotations
