@@ -1,4 +1,4 @@
-"""One model call of a structured-output run, on either path; retried alone under a retry layer's scope."""
+"""One streamed model call of a structured-output run; retried alone under a retry layer's scope."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ __all__ = ["Call"]
 
 
 class Call:
-    """One model call of a run: its updates when streaming, then its response."""
+    """One streamed model call of a run: its updates, then its response."""
 
     def __init__(
         self, inner: ChatClient, plan: Plan, attempt: int, target: Target, retries: RetryScope | None = None
@@ -27,15 +27,13 @@ class Call:
 
     @property
     def received(self) -> list[ChatResponseUpdate[Any]]:
-        """The updates the server sent so far (streaming; [] before the first or without one)."""
+        """The updates the server sent so far ([] before the first)."""
         return list(getattr(self._stream, "updates", None) or [])
 
-    async def updates(self, stream: bool) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+    async def updates(self) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        """The call's updates, streamed; then its response is `response`."""
         plan = self.plan
         call: Callable[..., Any] = functools.partial(self.inner.get_response, plan.messages, options=plan.options)
-        if not stream:
-            self.response = await (self.retries.respond(call) if self.retries else call())
-            return
         reader = PartialReader(self.target.schema, plan, self.attempt)
         inner = self._stream = self.retries.stream(call) if self.retries else call(stream=True)
         async with inner:

@@ -7,6 +7,7 @@ link holds across processes: a poll made elsewhere from the token's string still
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry.trace import Link, Span, SpanContext, TraceFlags
@@ -18,11 +19,11 @@ __all__ = ["LINK_KIND", "run_links", "stamp_token"]
 LINK_KIND = "so_middleware.link.kind"  # on the link: "background_run"
 
 
-def run_links(options: OptionsInput) -> list[Link]:
+def run_links(options: OptionsInput) -> Sequence[Link]:
     """A link to the span that started the run this call continues (none for other calls)."""
     token = ChatOptions.coerce(options).continuation_token
     context = _parse(token.trace) if token is not None and token.trace else None
-    return [Link(context, {LINK_KIND: "background_run"})] if context is not None else []
+    return [Link(context, {LINK_KIND: "background_run"})] if context is not None else ()
 
 
 def stamp_token(result: Any, span: Span) -> None:

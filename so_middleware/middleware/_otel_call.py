@@ -107,7 +107,7 @@ class ChatCall:
         self.capture_content = content.on_span
         self.event_attributes: dict[str, Any] = {}  # what only the details event carries
         self.inner_stream: ChatStream | None = None
-        self.links: list[Any] = []  # to the span that started the background run this call continues
+        self.links: Sequence[Any] = ()  # to the span that started the background run this call continues
 
     def start(self) -> Span:
         model = self.attributes.get(names.GEN_AI_REQUEST_MODEL)
@@ -116,12 +116,14 @@ class ChatCall:
 
     async def respond(self, call: Callable[..., Any]) -> ChatResponse[Any]:
         span = self.start()
+        token = otel_context.attach(otel_trace.set_span_in_context(span))  # what use_span does, without its generator
         try:
-            with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-                response: ChatResponse[Any] = await call(stream=False)
+            response: ChatResponse[Any] = await call(stream=False)
         except BaseException as error:
+            otel_context.detach(token)
             self.end(span, error)
             raise
+        otel_context.detach(token)
         stamp_token(response, span)
         self.end(span, None, response)
         return response

@@ -89,7 +89,21 @@ class RetryPolicy:
         except Exception as error:
             if not should_retry(error):
                 raise
-            failure: Exception | None = error
+            failure = error
+        return await self.run_after(failure, attempt, retries, deadline_at, retry_if)
+
+    async def run_after(
+        self,
+        first_failure: Exception,
+        attempt: Callable[[], Awaitable[T]],
+        retries: list[dict[str, Any]],
+        deadline_at: float | None,
+        retry_if: Callable[[BaseException], bool] | None = None,
+    ) -> T:
+        """The tenacity loop after a first try of `attempt()` failed with `first_failure` (a
+        transient one): the loop sees it as its attempt 1, then tries again while it may."""
+        should_retry = retry_if or self.retry_if
+        failure: Exception | None = first_failure
 
         async def again() -> T:
             nonlocal failure

@@ -10,14 +10,15 @@ the one list of retry records of the call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
 from ..core import ChatResponse, ChatStream, Feature, ResponseStream, call_deadline
 from ._retried_stream import RetriedStream
-from ._retry_policy import RetryPolicy
+from ._retry_policy import RetryPolicy, with_retry_records
 
 __all__ = ["RetryScope"]
 
@@ -64,20 +65,41 @@ class RetryScope(Feature):
         return self._deadline_at
 
     async def respond(
-        self, call: Callable[..., Any], retry_if: Callable[[BaseException], bool] | None = None
+        self,
+        call: Callable[..., Any],
+        retry_if: Callable[[BaseException], bool] | None = None,
+        *,
+        with_records: bool = False,
     ) -> ChatResponse[Any]:
-        """`call(stream=False)`, retried while it fails transiently, within the deadline."""
+        """`call(stream=False)`, retried while it fails transiently, within the deadline; with
+        `with_records`, this scope's retry records are added to the response."""
         policy, deadline_at = self._policy, self.start()
+        if deadline_at is None:  # the common path: a plain first try, the retry loop only after a failure
+            try:
+                response: ChatResponse[Any] = await call(stream=False)
+            except Exception as error:
+                if not (retry_if or policy.retry_if)(error):
+                    raise
+                failure = error
+            else:
+                return with_retry_records(response, self._records) if with_records else response
+            again = functools.partial(call, stream=False)
+            response = await policy.run_after(failure, again, self._records, None, retry_if)
+        else:
+            response = await policy.run(self._bounded(call, deadline_at), self._records, deadline_at, retry_if)
+        return with_retry_records(response, self._records) if with_records else response
+
+    def _bounded(self, call: Callable[..., Any], deadline_at: float) -> Callable[[], Awaitable[ChatResponse[Any]]]:
+        """An attempt of `call(stream=False)` cancelled when `deadline_at` passes."""
+        policy = self._policy
 
         async def attempt() -> ChatResponse[Any]:
-            if deadline_at is None:  # nothing to bound: no cancel scope on the common path
-                return await call(stream=False)  # type: ignore[no-any-return]
             left = policy.time_left(deadline_at)
             with anyio.move_on_after(left), call_deadline(left):  # the adapter caps its HTTP timeouts
                 return await call(stream=False)  # type: ignore[no-any-return]
             raise policy.expired()
 
-        return await policy.run(attempt, self._records, deadline_at, retry_if)
+        return attempt
 
     def stream(self, call: Callable[..., Any]) -> ChatStream:
         """`call(stream=True)`, retried until its first content delta, within the deadline."""

@@ -1,14 +1,15 @@
 """The engine of one structured-output run: plan → call → judge → finish, fall back or re-ask.
 
-One loop (`Run.steps`) serves both paths: with `stream=True` it yields each call's updates; the
-non-streaming path makes plain calls and consumes the same steps. Everything that depends on the
-strategy is asked of the strategy object (`strategies/`); the loop only decides what comes next
-from a named verdict. Per-run state lives on the `Run` made for the call.
+Two loops, one decision: `Run.steps` streams each call's updates, `Run.respond` makes plain calls
+(no generator in between), and both ask `Run._next` what follows a response. Everything that
+depends on the strategy is asked of the strategy object (`strategies/`); the loop only decides what
+comes next from a named verdict. Per-run state lives on the `Run` made for the call.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
 from ._otel_names import RETRIES_KEY
 from ._retry_scope import RetryScope
-from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict
+from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict, ignored_error, outcome_of
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
@@ -57,9 +58,11 @@ class Run:
         self.inner = inner
         self.feature = feature
         self.messages = messages
-        scopes = [f for f in options.features if isinstance(f, RetryScope)]
+        features = options.features
+        scopes = [f for f in features if isinstance(f, RetryScope)]
         self.retries = scopes[-1].take() if scopes else None  # a retry layer above: each call is retried here
-        self.options = options.with_features([f for f in options.features if f is not self.retries])
+        # the calls carry the other features on (not the run's own feature, not the scope it took)
+        self.options = options.with_features([f for f in features if f is not feature and f is not self.retries])
         self.key = (route_of(inner), options.model or getattr(inner, "model", None))
         self._memory = learned
         self._use(getattr(inner, "capabilities", None))
@@ -90,44 +93,62 @@ class Run:
 
     # ---------------------------------------------------------------- the loop
 
-    async def steps(self, stream: bool) -> AsyncIterator[ChatResponseUpdate[Any]]:
-        """Call, judge, then finish, fall back or re-ask; yields the updates when streaming."""
+    async def steps(self) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        """The streamed run: call, judge, then finish, fall back or re-ask; yields each call's updates."""
         await self._discover()
-        plan = self._plan(self.messages)
-        while True:
+        plan: Plan | None = self._plan(self.messages)
+        while plan is not None:
             call = Call(self.inner, plan, len(self.attempts), self.target, self.retries)
             try:
-                async with contextlib.aclosing(call.updates(stream)) as updates:  # closing the run closes the call
+                async with contextlib.aclosing(call.updates()) as updates:  # closing the run closes the call
                     async for update in updates:
                         yield update
             except Exception as error:
-                self._record_broken(plan, call, error)
-                self._annotate(error)
+                self._broken(plan, call, error)
                 raise
-            response = call.response
-            if response.finish_reason == FinishReason.LONG_RUNNING:  # judged once the run completes
-                self.final = response
-                return
-            verdict = self._judge(plan, response)
-            self._record(plan, response, verdict)
-            if isinstance(verdict, Valid):
-                self._finish(plan, response, verdict)
-                return
-            if self.options.starts_background_run or self.options.continuation_token is not None:
-                raise self._fail(verdict, response, plan)  # another call would start a second background job
-            if isinstance(verdict, Ignored):
-                self.index += 1
-                plan = self._plan(self.messages)
-            elif isinstance(verdict, Invalid) and self.reasks < self.feature.max_retries:
-                self.reasks += 1
-                plan = self._plan(plan.strategy.reask(plan, verdict.answer, verdict.error))
-            else:
-                raise self._fail(verdict, response, plan)
+            plan = self._next(plan, call.response)
 
     async def respond(self) -> ChatResponse[Any]:
-        async for _ in self.steps(stream=False):
-            pass
+        """The non-streaming run: the same steps as `steps()`, made with plain calls."""
+        await self._discover()
+        plan: Plan | None = self._plan(self.messages)
+        while plan is not None:
+            try:
+                if self.retries is None:
+                    response = await self.inner.get_response(plan.messages, options=plan.options)
+                else:  # this HTTP call is retried, not the run
+                    call = functools.partial(self.inner.get_response, plan.messages, options=plan.options)
+                    response = await self.retries.respond(call)
+            except Exception as error:
+                self._annotate(error)  # a plain call that failed has no partial answer to record
+                raise
+            plan = self._next(plan, response)
         return await self.final_response(())
+
+    def _next(self, plan: Plan, response: ChatResponse[Any]) -> Plan | None:
+        """After a call: None when the run is done (`final` set), else the next attempt's plan;
+        raises the run's error when it fails."""
+        if response.finish_reason == FinishReason.LONG_RUNNING:  # judged once the run completes
+            self.final = response
+            return None
+        verdict = self._judge(plan, response)
+        self._record(plan, response, verdict)
+        if isinstance(verdict, Valid):
+            self._finish(plan, response, verdict)
+            return None
+        if self.options.starts_background_run or self.options.continuation_token is not None:
+            raise self._fail(verdict, response, plan)  # another call would start a second background job
+        if isinstance(verdict, Ignored):
+            self.index += 1
+            return self._plan(self.messages)
+        if isinstance(verdict, Invalid) and self.reasks < self.feature.max_retries:
+            self.reasks += 1
+            return self._plan(plan.strategy.reask(plan, verdict.answer, verdict.error))
+        raise self._fail(verdict, response, plan)
+
+    def _broken(self, plan: Plan, call: Call, error: Exception) -> None:
+        self._record_broken(plan, call, error)
+        self._annotate(error)
 
     async def final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
         if self.final is None:
@@ -150,7 +171,7 @@ class Run:
         ignored = self.index + 1 < len(self.strategies) and strategy.ignored(plan, answer)
         if response.finish_reason == FinishReason.LENGTH:
             if ignored:  # rambling until the limit because the format was not enforced
-                return Ignored(answer, _ignored_error(strategy, answer))
+                return Ignored(answer, ignored_error(strategy, answer))
             return self._cut_off(strategy, answer)
         verdict = self._validate(strategy, answer)
         if isinstance(verdict, Invalid) and ignored:
@@ -239,7 +260,7 @@ class Run:
         error: OutputError = verdict.error
         error.with_attempts(self.attempts, self._usage())
         error.response = error.response if error.response is not None else response
-        response.additional_properties[INFO_KEY] = self._info(plan, _outcome(error))
+        response.additional_properties[INFO_KEY] = self._info(plan, outcome_of(error))
         response.attempts = list(self.attempts)
         return error
 
@@ -262,22 +283,5 @@ class Run:
                 setattr(error, "__notes__", [*(notes or []), note])  # noqa: B010
 
 
-def _ignored_error(strategy: Strategy, answer: Answer) -> ModelBehaviorError:
-    return ModelBehaviorError(
-        f"the backend ignored the {strategy.name} strategy: the answer is not the asked-for JSON",
-        raw_text=answer.text[:1000],
-    )
-
-
 def _brief(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
-
-
-def _outcome(error: OutputError) -> str:
-    if isinstance(error, RefusalError):
-        return "refusal"
-    if isinstance(error, IncompleteOutputError):
-        return "incomplete"
-    if isinstance(error, ContentFilterError):
-        return "content_filter"
-    return "invalid"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import ModelBehaviorError, OutputError
-from .strategies import Answer
+from ..core import ContentFilterError, IncompleteOutputError, ModelBehaviorError, OutputError, RefusalError
+from .strategies import Answer, Strategy
 
-__all__ = ["Ignored", "Invalid", "Stopped", "Valid", "Verdict"]
+__all__ = ["Ignored", "Invalid", "Stopped", "Valid", "Verdict", "ignored_error", "outcome_of"]
 
 
 @dataclass(frozen=True)
@@ -42,3 +42,22 @@ class Stopped:
 
 
 Verdict = Valid | Invalid | Ignored | Stopped
+
+
+def ignored_error(strategy: Strategy, answer: Answer) -> ModelBehaviorError:
+    """The error of an answer that shows the backend ignored `strategy`."""
+    return ModelBehaviorError(
+        f"the backend ignored the {strategy.name} strategy: the answer is not the asked-for JSON",
+        raw_text=answer.text[:1000],
+    )
+
+
+def outcome_of(error: OutputError) -> str:
+    """The `outcome` a run that ended with `error` reports."""
+    if isinstance(error, RefusalError):
+        return "refusal"
+    if isinstance(error, IncompleteOutputError):
+        return "incomplete"
+    if isinstance(error, ContentFilterError):
+        return "content_filter"
+    return "invalid"

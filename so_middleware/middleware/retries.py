@@ -60,6 +60,7 @@ from typing import Any
 import anyio
 
 from ..core import (
+    FEATURES_KEY,
     ChatClient,
     ChatOptions,
     ChatResponse,
@@ -108,20 +109,24 @@ class RetryingChatClient(DelegatingChatClient):
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Call the inner client, retrying transient failures; see the module docstring."""
         chat_options = ChatOptions.coerce(options)
-        if chat_options.sdk_max_retries is None:  # the SDK's own retries off for these calls only
-            chat_options = chat_options.replace(sdk_max_retries=0)
+        sdk_retries = 0 if chat_options.sdk_max_retries is None else chat_options.sdk_max_retries
         if chat_options.starts_background_run:  # sent once, with no scope a run below could retry it with
             inner = self.__wrapped__  # a retry could start a second job
+            chat_options = chat_options.replace(sdk_max_retries=sdk_retries)  # the SDK's own retries off
             return inner.get_response(messages, options=chat_options, stream=stream, output_type=output_type)  # type: ignore[no-any-return]
         scope = RetryScope(self._self_policy)  # a structured-output run below takes it and retries each call
-        chat_options = chat_options.with_features([*chat_options.features, scope])
+        # one copy of the options: the SDK's own retries off for these calls only, and the scope added
+        chat_options = chat_options.replace(
+            sdk_max_retries=sdk_retries,
+            additional_properties={**chat_options.additional_properties, FEATURES_KEY: [*chat_options.features, scope]},
+        )
         call = functools.partial(self.__wrapped__.get_response, messages, options=chat_options, output_type=output_type)
         if stream:
             retried = scope.retried_stream(call, scope.retry_if)
             return ResponseStream(
                 retried.updates(), lambda updates: _with_records(retried.final_response(updates), scope)
             )
-        return _with_records(scope.respond(call, scope.retry_if), scope)
+        return scope.respond(call, scope.retry_if, with_records=True)
 
 
 async def _with_records(response: Awaitable[ChatResponse[Any]], scope: RetryScope) -> ChatResponse[Any]:

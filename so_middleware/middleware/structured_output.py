@@ -94,12 +94,9 @@ class StructuredOutputChatClient(DelegatingChatClient):
         feature = self._feature_for(chat_options, output_type)
         if feature is None:
             return self.__wrapped__.get_response(messages, options=options, stream=stream)  # type: ignore[no-any-return]
-        others = [f for f in chat_options.features if f is not feature]
-        run = Run(
-            self.__wrapped__, feature, as_messages(messages), chat_options.with_features(others), self._self_learned
-        )
+        run = Run(self.__wrapped__, feature, as_messages(messages), chat_options, self._self_learned)
         if stream:
-            return ResponseStream(run.steps(stream=True), run.final_response)
+            return ResponseStream(run.steps(), run.final_response)
         return run.respond()
 
     def _feature_for(self, options: ChatOptions, output_type: Any) -> StructuredOutput[Any] | None:

@@ -50,12 +50,14 @@ from typing import Any
 from ..core import (
     AgentSpans,
     ChatClient,
+    ChatOptions,
     ChatResponse,
     ChatStream,
     DelegatingChatClient,
     MessageInput,
     OptionsInput,
     ResponseStream,
+    UserError,
 )
 from . import _otel_names as names
 from ._otel_attributes import provider_name, request_attributes
@@ -117,15 +119,19 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
             return self.__wrapped__.get_response(  # type: ignore[no-any-return]
                 messages, options=options, stream=stream, output_type=output_type
             )
+        try:  # coerced once here, and passed on as coerced
+            options = chat_options = ChatOptions.coerce(options)
+        except UserError:  # the inner client raises it, inside the span
+            chat_options = ChatOptions()
         call = functools.partial(self.__wrapped__.get_response, messages, options=options, output_type=output_type)
         recorder = ChatCall(
             instruments,
-            request_attributes(self.__wrapped__, options, stream, output_type),
+            request_attributes(self.__wrapped__, chat_options, stream, output_type),
             time.perf_counter(),
             time.time_ns(),
             self._self_capture_content,
         )
-        recorder.links = run_links(options)  # a poll of a background run: linked to the span that started it
+        recorder.links = run_links(chat_options)  # a poll of a background run: linked to the span that started it
         if self._self_capture_content.on_span or self._self_capture_content.in_event:
             recorder.input_content(messages, options)
         if stream:

@@ -171,7 +171,7 @@ class SDKChatClient(BaseChatClient):
         if timeout is not None:  # a deadline above: the request must not outlive it
             request = {**request, "timeout": timeout}
         try:
-            result = await call_sdk(self.is_async, function, **request)
+            result = await (function(**request) if self.is_async else call_sdk(False, function, **request))
         except UNREADABLE as error:
             if isinstance(error, SOMiddlewareError) or not _raised_reading(error):
                 raise
