@@ -43,6 +43,7 @@ from _common import (
 CONCURRENT = 200
 CONTENDERS = (
     "raw SDK `create`",
+    "so_middleware structured output only",
     "so_middleware full chain",
     "raw SDK `create` (instructor's env)",
     "instructor JSON_SCHEMA",
@@ -143,6 +144,15 @@ async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, An
                 model=MODEL_ALIAS, messages=messages, response_format=response_format, **options
             )
             return completion.choices[0].message.content
+    elif contender == "so_middleware structured output only":
+        from so_middleware import with_structured_output
+        from so_middleware.openai import LLAMA_SERVER, OpenAIChatClient
+
+        structured = with_structured_output(OpenAIChatClient(sdk, MODEL_ALIAS, capabilities=LLAMA_SERVER))
+
+        async def call() -> Any:
+            feature = StructuredOutput(Person, mode="native")
+            return (await structured.get_response(PROMPT, options={**options, "features": [feature]})).value
     elif contender == "so_middleware full chain":
         tracer_provider, meter_provider, _exporter = otel_providers()
         chain = full_chain(sdk, tracer_provider=tracer_provider, meter_provider=meter_provider)
@@ -206,8 +216,9 @@ def run(*, quick: bool) -> dict[str, Any]:
             log(f"concurrency: {contender}, {rounds} rounds of {CONCURRENT} concurrent calls")
             row = {"contender": contender, "environment": env_label(python_for(contender))}
             rows.append({**row, **_measure(contender, server.port, rounds)})
+    raw_of = {python_for(row["contender"]): row for row in rows if row["contender"].startswith("raw SDK")}
     for row in rows:  # each against the raw SDK of its own environment
-        base = rows[2] if python_for(row["contender"]) != sys.executable else rows[0]
+        base = raw_of[python_for(row["contender"])]
         if "calls_per_s" in row and "calls_per_s" in base:
             row["throughput_ratio_to_raw"] = row["calls_per_s"] / base["calls_per_s"]
             row["tracemalloc_ratio_to_raw"] = row["tracemalloc_peak_kib"] / base["tracemalloc_peak_kib"]

@@ -142,7 +142,7 @@ class OutputSchema:
         if not self._plain:
             self._compiled = _compile(output_type)
             # Strict or not, this surfaces every UserError the schema can raise, here and now.
-            self.json_schema("openai-strict")
+            self.check_profile("openai-strict")
 
     @property
     def output_type(self) -> Any:
