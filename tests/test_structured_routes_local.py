@@ -1,7 +1,8 @@
 """Structured output on the routes of the local server that do not enforce `text.format` or
 `output_config` themselves: Responses (a Chat Completions `response_format` key is passed through
 and honoured) and Anthropic Messages (prompting with a prefill only). Each type comes back typed
-or raises ModelBehaviorError carrying every attempt; never anything else."""
+or raises ModelBehaviorError carrying every attempt (IncompleteOutputError for an answer cut off at
+max_tokens); never anything else."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from typing import Any
 import pytest
 from test_structured_local import CASES
 
-from so_middleware import ModelBehaviorError, StructuredOutput, with_structured_output
+from so_middleware import (
+    FinishReason,
+    IncompleteOutputError,
+    ModelBehaviorError,
+    StructuredOutput,
+    with_structured_output,
+)
 from so_middleware.local import LocalModelServer, chat_client
 
 pytestmark = pytest.mark.anyio
@@ -58,6 +65,14 @@ async def test_anthropic_route_typed_or_every_attempt_reported(
         assert all(a.strategy == "prompted" for a in error.attempts)
         assert error.usage is not None and error.usage.output_tokens
         return
+    except IncompleteOutputError as error:  # an answer cut off at max_tokens is final: no re-ask
+        assert error.attempts and all(a.text for a in error.attempts)
+        assert (
+            all(a.strategy == "prompted" for a in error.attempts)
+            and error.attempts[-1].finish_reason == FinishReason.LENGTH
+        )
+        assert error.usage is not None and error.usage.output_tokens
+        return
     assert check(response.value), response.text
     assert all(a.strategy == "prompted" for a in response.attempts)
 
@@ -66,8 +81,6 @@ async def test_anthropic_route_typed_or_every_attempt_reported(
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 async def test_cut_off_prompted_answer_is_incomplete_without_reasks(route_client: Any, stream: bool) -> None:
     from test_structured_local import Person
-
-    from so_middleware import IncompleteOutputError
 
     client = with_structured_output(route_client)
     options = {"max_tokens": 3, "temperature": 0}

@@ -9,6 +9,7 @@ comes next from a named verdict. Per-run state lives on the `Run` made for the c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -27,10 +28,12 @@ from ..core import (
     ModelBehaviorError,
     OutputError,
     RefusalError,
+    ResponseFormat,
     TextContent,
     UsageDetails,
     UserError,
 )
+from ..core._formats import copy_json
 from ._call import Call
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
@@ -253,7 +256,7 @@ class Run:
             },
             attempts=self.attempts,
             value=verdict.value,
-            response_format=plan.options.response_format,
+            response_format=_own_copy(plan.options.response_format),
         )
 
     def _fail(self, verdict: Invalid | Ignored | Stopped, response: ChatResponse[Any], plan: Plan) -> OutputError:
@@ -281,6 +284,13 @@ class Run:
             notes = getattr(error, "__notes__", None)  # `add_note` (3.11+) appends here
             with contextlib.suppress(AttributeError, TypeError):
                 setattr(error, "__notes__", [*(notes or []), note])  # noqa: B010
+
+
+def _own_copy(fmt: ResponseFormat | None) -> ResponseFormat | None:
+    """`fmt` with a schema of its own: a plan's format shares the cached schema (see `Native.plan`)."""
+    if fmt is None or fmt.schema is None:
+        return fmt
+    return dataclasses.replace(fmt, schema=copy_json(dict(fmt.schema)))
 
 
 def _brief(text: str, limit: int = 500) -> str:

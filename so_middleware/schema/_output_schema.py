@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,6 +188,14 @@ class OutputSchema:
         (naming the field path and the reason).
         """
         return copy_json(self._profile(profile))  # type: ignore[no-any-return]
+
+    def json_schema_view(self, profile: SchemaProfile = "openai-strict") -> Mapping[str, Any]:
+        """The schema `json_schema(profile)` copies, without the copy: shared by every call, so
+        never to be changed (a request renders its own copy of it).
+
+        Example: `OutputSchema(Person).json_schema_view() == OutputSchema(Person).json_schema()`.
+        """
+        return self._profile(profile)
 
     def check_profile(self, profile: SchemaProfile = "openai-strict") -> None:
         """Raise the `UserError` that `json_schema(profile)` would raise, without copying the schema.

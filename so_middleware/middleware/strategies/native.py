@@ -29,8 +29,11 @@ class Native(Strategy):
         schema, profile = target.schema, target.profile
         # Only OpenAI's dialect has a strict switch; elsewhere `strict` is left unsent.
         strict = schema.is_strict_json_schema() if profile == "openai-strict" else None
-        fmt = ResponseFormat.json_schema(
-            schema.json_schema(profile), name=schema.wire_name(profile), strict=strict, description=target.description
+        fmt = ResponseFormat.json_schema(  # the shared schema: each request renders its own copy
+            schema.json_schema_view(profile),
+            name=schema.wire_name(profile),
+            strict=strict,
+            description=target.description,
         )
         return Plan(self, list(messages), options.replace(response_format=fmt), strict=bool(strict))
 
