@@ -2,12 +2,14 @@
 
 The server is a tiny asyncio HTTP/1.1 server in its own process on 127.0.0.1 that answers every
 request with the recorded llama-server body (the model itself is far too slow for 200 calls).
-Each contender runs in its own process, so memory figures are its own:
+Each contender runs in a process of its own, so memory figures are its own, and the processes
+take turns round by round (raw SDK, then each library, then the raw SDK again...), so a slow
+spell of a shared machine falls on every contender alike:
 
 - throughput: 200 calls started together with `asyncio.gather`, calls per wall-clock second,
   median over several rounds (after a warm-up round);
-- tracemalloc peak: Python allocations at the peak of one more round, above what was allocated
-  before it (tracemalloc slows calls, so this round is not timed);
+- tracemalloc peak: Python allocations at the peak of a round, above what was allocated before
+  it; the median of 5 more rounds (tracemalloc slows calls, so these rounds are not timed);
 - RSS: the process's peak resident set (VmHWM) after all rounds, minus its resident set after
   the warm-up round.
 """
@@ -20,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -41,6 +44,7 @@ from _common import (
 )
 
 CONCURRENT = 200
+TRACEMALLOC_ROUNDS = 5
 CONTENDERS = (
     "raw SDK `create`",
     "so_middleware structured output only",
@@ -129,7 +133,8 @@ def _rss_kib(field: str) -> int:
     return 0
 
 
-async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, Any]:
+async def _contender_run(contender: str, port: int) -> dict[str, Any]:
+    """Warm up, say `ready`, run a timed round per `round` line on stdin, then the tracemalloc round."""
     from so_middleware import StructuredOutput
 
     fixture = Fixture.load(CHAT_FIXTURE)
@@ -181,58 +186,114 @@ async def _contender_run(contender: str, port: int, rounds: int) -> dict[str, An
 
     await one_round()  # warm-up: connections opened, code paths imported
     rss_before = _rss_kib("VmRSS")
-    rounds_s = [await one_round() for _ in range(rounds)]
+    rounds_s: list[float] = []
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    while (await loop.run_in_executor(None, sys.stdin.readline)).strip() == "round":  # the parent's turn
+        rounds_s.append(await one_round())
+        print(rounds_s[-1], flush=True)
     rss_peak = _rss_kib("VmHWM")
     tracemalloc.start()
-    baseline, _ = tracemalloc.get_traced_memory()
-    tracemalloc.reset_peak()
-    await one_round()
-    _, peak = tracemalloc.get_traced_memory()
+    peaks_kib = []
+    for _ in range(TRACEMALLOC_ROUNDS):
+        baseline, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        await one_round()
+        peaks_kib.append((tracemalloc.get_traced_memory()[1] - baseline) / 1024)
     tracemalloc.stop()
     return {
         "rounds_s": rounds_s,
         "calls_per_s": CONCURRENT / median(rounds_s),
-        "tracemalloc_peak_kib": (peak - baseline) / 1024,
+        "tracemalloc_peaks_kib": peaks_kib,
+        "tracemalloc_peak_kib": median(peaks_kib),
         "rss_after_warmup_kib": rss_before,
         "rss_peak_kib": rss_peak,
         "rss_growth_kib": rss_peak - rss_before,
     }
 
 
-def _measure(contender: str, port: int, rounds: int) -> dict[str, Any]:
-    command = [python_for(contender), __file__, "--contender", contender, str(port), str(rounds)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+class _Contender:
+    """A contender's process, run round by round from here."""
+
+    def __init__(self, contender: str, port: int) -> None:
+        self.name = contender
+        command = [python_for(contender), __file__, "--contender", contender, str(port)]
+        self.stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115 - open for the process's life; its last line names a failure
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True
+        )
+        self.error: str | None = None
+        self._expect("ready")
+
+    def _expect(self, what: str | None) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if not line or (what is not None and line != what):
+            code = self.process.wait(timeout=60)
+            self.stderr.seek(0)
+            lines = self.stderr.read().strip().splitlines()
+            self.error = self.error or (lines[-1] if lines else f"exit {code}")
+        return line
+
+    def round(self) -> None:
+        if self.error is None:
+            self._send("round")
+            self._expect(None)
+
+    def finish(self) -> dict[str, Any]:
+        if self.error is None:
+            self._send("done")
+            line = self._expect(None)
+            if self.error is None:
+                self.process.wait(timeout=600)
+                return dict(json.loads(line))
+        self.process.kill()
+        return {"error": self.error}
+
+    def _send(self, command: str) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(command + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            self.error = self.error or "the process ended"
 
 
 def run(*, quick: bool) -> dict[str, Any]:
-    """Each contender in its own process against one loopback server."""
+    """Each contender in its own process against one loopback server, the rounds taken in turns."""
     rounds = 2 if quick else 7
     rows = []
     with LoopbackServer(Fixture.load(CHAT_FIXTURE)) as server:
-        for contender in CONTENDERS:
-            log(f"concurrency: {contender}, {rounds} rounds of {CONCURRENT} concurrent calls")
-            row = {"contender": contender, "environment": env_label(python_for(contender))}
-            rows.append({**row, **_measure(contender, server.port, rounds)})
-    raw_of = {python_for(row["contender"]): row for row in rows if row["contender"].startswith("raw SDK")}
+        log(
+            f"concurrency: {len(CONTENDERS)} contenders, {rounds} rounds each of {CONCURRENT} concurrent calls, in turns"
+        )
+        contenders = [_Contender(contender, server.port) for contender in CONTENDERS]
+        for _ in range(rounds):
+            for contender in contenders:
+                contender.round()
+        for contender in contenders:  # the untimed tracemalloc round, one process at a time
+            row = {"contender": contender.name, "environment": env_label(python_for(contender.name))}
+            rows.append({**row, **contender.finish()})
+    raw_of: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["contender"].startswith("raw SDK"):
+            raw_of.setdefault(python_for(row["contender"]), row)
     for row in rows:  # each against the raw SDK of its own environment
         base = raw_of[python_for(row["contender"])]
         if "calls_per_s" in row and "calls_per_s" in base:
             row["throughput_ratio_to_raw"] = row["calls_per_s"] / base["calls_per_s"]
             row["tracemalloc_ratio_to_raw"] = row["tracemalloc_peak_kib"] / base["tracemalloc_peak_kib"]
-    return {"concurrent_calls": CONCURRENT, "rounds": rounds, "rows": rows}
+    return {"concurrent_calls": CONCURRENT, "rounds": rounds, "tracemalloc_rounds": TRACEMALLOC_ROUNDS, "rows": rows}
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve", metavar="FIXTURE")
-    parser.add_argument("--contender", nargs=3, metavar=("NAME", "PORT", "ROUNDS"))
+    parser.add_argument("--contender", nargs=2, metavar=("NAME", "PORT"))
     args = parser.parse_args()
     if args.serve:
         loaded = Fixture.load(Path(args.serve))
         asyncio.run(_serve(loaded.body, loaded.content_type))
     elif args.contender:
-        name, port_text, rounds_text = args.contender
-        print(json.dumps(asyncio.run(_contender_run(name, int(port_text), int(rounds_text)))))
+        name, port_text = args.contender
+        print(json.dumps(asyncio.run(_contender_run(name, int(port_text)))))

@@ -465,9 +465,11 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
             f"{c['concurrent_calls']} structured calls started at once (`asyncio.gather`) against a loopback asyncio "
             "HTTP/1.1 server (its own process on 127.0.0.1) that answers with the recorded llama-server body. Each "
             "contender runs in its own process: calls/s is the median over "
-            f"{c['rounds']} rounds after a warm-up round; tracemalloc peak is the Python allocation peak of one "
-            "more round above the allocations before it; RSS peak growth is VmHWM after the rounds minus VmRSS "
-            "after the warm-up round.",
+            f"{c['rounds']} rounds after a warm-up round, the processes taking turns round by round (so a slow spell "
+            "of the shared machine falls on every contender alike); tracemalloc peak is the Python allocation peak "
+            "of a round above the allocations before it, the median of "
+            f"{c.get('tracemalloc_rounds', 1)} more rounds, one process at a time; RSS peak growth is VmHWM after "
+            "the timed rounds minus VmRSS after the warm-up round.",
             "",
         ]
         lines += concurrency_table(c)
