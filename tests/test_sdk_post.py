@@ -265,3 +265,20 @@ async def test_a_create_replaced_on_the_client_is_called() -> None:
     by_post.chat.completions.create = spy
     response = await OpenAIChatClient(by_post, "m", capabilities=LLAMA_SERVER).get_response("Hi")
     assert response.text == '{"a": 1}' and calls[0]["messages"] == [{"role": "user", "content": "Hi"}]
+
+
+@pytest.mark.parametrize("route", ["chat", "responses"])
+async def test_an_adapter_reuses_its_post_while_the_calls_sdk_client_is_the_same(route: str) -> None:
+    """One `SDKPost` per SDK client in use: a call with its own `sdk_max_retries` (a copy of the
+    SDK client) gets one of its copy, and every request still goes out."""
+    _, by_post, captured = sdk_pair(True)
+    adapter_kind = OpenAIChatClient if route == "chat" else OpenAIResponsesClient
+    adapter = adapter_kind(by_post, "m", capabilities=LLAMA_SERVER)
+    first = adapter._create(ChatOptions())
+    assert isinstance(first, SDKPost) and first.sdk_client is by_post
+    assert adapter._create(ChatOptions()) is first
+    other = adapter._create(ChatOptions(sdk_max_retries=5))
+    assert isinstance(other, SDKPost) and other is not first and other.sdk_client.max_retries == 5
+    for options in (ChatOptions(), ChatOptions(sdk_max_retries=5), ChatOptions()):
+        assert (await adapter.get_response("Hi", options=options)).text == '{"a": 1}'
+    assert len(captured) == 3

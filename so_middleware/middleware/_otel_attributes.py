@@ -34,7 +34,8 @@ def provider_name(client: Any) -> str:
 
 
 def request_attributes(client: Any, options: OptionsInput, stream: bool, output_type: Any) -> dict[str, Any]:
-    """The attributes known before the call: operation, provider, request parameters, server."""
+    """The attributes known before the call: operation, provider, request parameters, server
+    (those with a value)."""
     chat_options = coerce_options(options)
     response_format = chat_options.response_format
     structured = output_type is not None or (response_format is not None and response_format.type != "text")
@@ -55,7 +56,7 @@ def request_attributes(client: Any, options: OptionsInput, stream: bool, output_
     base_url = getattr(client, "base_url", None)
     if isinstance(base_url, str) and base_url:
         attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = _server(base_url)
-    return attributes
+    return {key: value for key, value in attributes.items() if value is not None}  # kept for the call's length
 
 
 @functools.lru_cache(maxsize=64)

@@ -19,13 +19,17 @@ from typing import Any
 __all__ = ["SDKPost", "create_call"]
 
 
-def create_call(sdk_client: Any, resource: Any, path: str, cast_to: type, *, is_async: bool) -> Callable[..., Any]:
+def create_call(
+    sdk_client: Any, resource: Any, path: str, cast_to: type, *, is_async: bool, reuse: SDKPost | None = None
+) -> Callable[..., Any]:
     """What sends `resource.create(...)` (`resource` is e.g. `sdk_client.chat.completions`): an
-    `SDKPost` on `sdk_client`, or the bound `create` itself when something wrapped or replaced it
-    (OpenTelemetry's or Langfuse's OpenAI instrumentation, a test double), so that wrapper still
-    sees every call."""
+    `SDKPost` on `sdk_client` (`reuse` when it is that one already), or the bound `create` itself
+    when something wrapped or replaced it (OpenTelemetry's or Langfuse's OpenAI instrumentation, a
+    test double), so that wrapper still sees every call."""
     if not _is_the_sdks_own(inspect.getattr_static(resource, "create", None)):
         return resource.create  # type: ignore[no-any-return]
+    if reuse is not None and reuse.sdk_client is sdk_client and reuse.path == path and reuse.cast_to is cast_to:
+        return reuse
     return SDKPost(sdk_client, path, cast_to, is_async=is_async)
 
 

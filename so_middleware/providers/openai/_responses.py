@@ -30,7 +30,7 @@ from ...core import (
 )
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
-from .._post import create_call
+from .._post import SDKPost, create_call
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
 from ._background import ResumableReader, background_to_chat, ended_run_error, final_of_resumed
 from ._profiles import profile_for, server_profile
@@ -73,6 +73,7 @@ class OpenAIResponsesClient(SDKChatClient):
         discover: bool = True,
     ) -> None:
         super().__init__(sdk_client, model, capabilities, idle_timeout, discover=discover)
+        self._post: SDKPost | None = None  # the last call's, reused while its SDK client is the call's
 
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile for this base URL and model."""
@@ -91,7 +92,9 @@ class OpenAIResponsesClient(SDKChatClient):
         """`responses.create` of the call's SDK client, sent as `post` (see `create_call`); a
         background create is sent once (the SDK's own retries off)."""
         sdk = self.sdk_for(_once_if_background(options))
-        return create_call(sdk, sdk.responses, "/responses", Response, is_async=self.is_async)
+        call = create_call(sdk, sdk.responses, "/responses", Response, is_async=self.is_async, reuse=self._post)
+        self._post = call if isinstance(call, SDKPost) else None  # the next call's, when nothing changed
+        return call
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         token = options.continuation_token
