@@ -107,7 +107,8 @@ class Run:
                     async for update in updates:
                         yield update
             except Exception as error:
-                self._broken(plan, call, error)
+                self._record_broken(plan, call, error)
+                self._annotate(error)
                 raise
             plan = self._next(plan, call.response)
 
@@ -148,10 +149,6 @@ class Run:
             self.reasks += 1
             return self._plan(plan.strategy.reask(plan, verdict.answer, verdict.error))
         raise self._fail(verdict, response, plan)
-
-    def _broken(self, plan: Plan, call: Call, error: Exception) -> None:
-        self._record_broken(plan, call, error)
-        self._annotate(error)
 
     async def final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
         if self.final is None:

@@ -16,21 +16,38 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SDKPost", "create_call"]
+__all__ = ["CreateCalls", "SDKPost", "create_call"]
 
 
-def create_call(
-    sdk_client: Any, resource: Any, path: str, cast_to: type, *, is_async: bool, reuse: SDKPost | None = None
-) -> Callable[..., Any]:
+class CreateCalls:
+    """What sends an adapter's `create` on `path`: `create_call`'s answer for each call's SDK
+    client, the last `SDKPost` kept for the next call on the same client."""
+
+    def __init__(self, path: str, cast_to: type, *, is_async: bool) -> None:
+        self.path, self.cast_to, self.is_async = path, cast_to, is_async
+        self._last: SDKPost | None = None
+
+    def __call__(self, sdk_client: Any, resource: Any) -> Callable[..., Any]:
+        last = self._last
+        if last is not None and last.sdk_client is sdk_client and _is_the_sdks_own_create(resource):
+            return last
+        call = create_call(sdk_client, resource, self.path, self.cast_to, is_async=self.is_async)
+        self._last = call if isinstance(call, SDKPost) else None
+        return call
+
+
+def create_call(sdk_client: Any, resource: Any, path: str, cast_to: type, *, is_async: bool) -> Callable[..., Any]:
     """What sends `resource.create(...)` (`resource` is e.g. `sdk_client.chat.completions`): an
-    `SDKPost` on `sdk_client` (`reuse` when it is that one already), or the bound `create` itself
-    when something wrapped or replaced it (OpenTelemetry's or Langfuse's OpenAI instrumentation, a
-    test double), so that wrapper still sees every call."""
-    if not _is_the_sdks_own(inspect.getattr_static(resource, "create", None)):
+    `SDKPost` on `sdk_client`, or the bound `create` itself when something wrapped or replaced it
+    (OpenTelemetry's or Langfuse's OpenAI instrumentation, a test double), so that wrapper still
+    sees every call."""
+    if not _is_the_sdks_own_create(resource):
         return resource.create  # type: ignore[no-any-return]
-    if reuse is not None and reuse.sdk_client is sdk_client and reuse.path == path and reuse.cast_to is cast_to:
-        return reuse
     return SDKPost(sdk_client, path, cast_to, is_async=is_async)
+
+
+def _is_the_sdks_own_create(resource: Any) -> bool:
+    return _is_the_sdks_own(inspect.getattr_static(resource, "create", None))
 
 
 def _is_the_sdks_own(function: Any) -> bool:

@@ -16,7 +16,7 @@ from openai.types.chat import ChatCompletion
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
 from .._discovery import ServerInfo
-from .._post import SDKPost, create_call
+from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._chat_wire import ChunkReader, build_request, completion_to_response
 from ._profiles import profile_for, server_profile
@@ -51,7 +51,7 @@ class OpenAIChatClient(SDKChatClient):
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         super().__init__(sdk_client, model, capabilities, idle_timeout, discover=discover)
-        self._post: SDKPost | None = None  # the last call's, reused while its SDK client is the call's
+        self._creates = CreateCalls("/chat/completions", ChatCompletion, is_async=self.is_async)
         # api.openai.com wants max_completion_tokens (max_tokens is refused by reasoning models);
         # compatible servers know max_tokens.
         self._max_tokens_field = max_tokens_field or (
@@ -71,13 +71,9 @@ class OpenAIChatClient(SDKChatClient):
         return build_request(messages, options, model=self.model, max_tokens_field=self._max_tokens_field)
 
     def _create(self, options: ChatOptions) -> Callable[..., Any]:
-        """`chat.completions.create` of the call's SDK client, sent as `post` (see `create_call`)."""
+        """`chat.completions.create` of the call's SDK client, sent as `post` (see `CreateCalls`)."""
         sdk = self.sdk_for(options)
-        call = create_call(
-            sdk, sdk.chat.completions, "/chat/completions", ChatCompletion, is_async=self.is_async, reuse=self._post
-        )
-        self._post = call if isinstance(call, SDKPost) else None  # the next call's, when nothing changed
-        return call
+        return self._creates(sdk, sdk.chat.completions)
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)

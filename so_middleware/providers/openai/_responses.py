@@ -30,7 +30,7 @@ from ...core import (
 )
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
-from .._post import SDKPost, create_call
+from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
 from ._background import ResumableReader, background_to_chat, ended_run_error, final_of_resumed
 from ._profiles import profile_for, server_profile
@@ -73,7 +73,7 @@ class OpenAIResponsesClient(SDKChatClient):
         discover: bool = True,
     ) -> None:
         super().__init__(sdk_client, model, capabilities, idle_timeout, discover=discover)
-        self._post: SDKPost | None = None  # the last call's, reused while its SDK client is the call's
+        self._creates = CreateCalls("/responses", Response, is_async=self.is_async)
 
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile for this base URL and model."""
@@ -89,12 +89,10 @@ class OpenAIResponsesClient(SDKChatClient):
         return build_request(messages, options, model=self.model, capabilities=self.capabilities)
 
     def _create(self, options: ChatOptions) -> Callable[..., Any]:
-        """`responses.create` of the call's SDK client, sent as `post` (see `create_call`); a
+        """`responses.create` of the call's SDK client, sent as `post` (see `CreateCalls`); a
         background create is sent once (the SDK's own retries off)."""
         sdk = self.sdk_for(_once_if_background(options))
-        call = create_call(sdk, sdk.responses, "/responses", Response, is_async=self.is_async, reuse=self._post)
-        self._post = call if isinstance(call, SDKPost) else None  # the next call's, when nothing changed
-        return call
+        return self._creates(sdk, sdk.responses)
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         token = options.continuation_token
