@@ -27,7 +27,8 @@ import anyio
 
 from .. import ChatClient, SOMiddlewareError, UserError, as_chat_client, with_structured_output
 from ._inputs import InputSource
-from ._run import BatchRun, prepare
+from ._run import BatchRun
+from ._setup import prepare
 
 __all__ = ["BatchJobError", "extract_batch"]
 
