@@ -29,6 +29,8 @@ from .. import Attempt, SOMiddlewareError, UsageDetails, UserError
 __all__ = ["ItemResult", "ResultLog", "ResultsWriteError", "usage_record"]
 
 T = TypeVar("T")
+# Valid unescaped in a JSON string, but line breaks to `str.splitlines()`: escaped, one record a line
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 @dataclass(frozen=True)
@@ -219,8 +221,8 @@ class ResultLog:
 
     def append(self, record: Mapping[str, Any]) -> None:
         """Write one record as one line, now; fsync when the group is full or old enough."""
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":")).translate(_LINE_BREAKS)
         # a lone surrogate (from a model's answer) becomes its JSON escape, `\\udc83`: the line stays UTF-8
-        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         line = text.encode("utf-8", "backslashreplace") + b"\n"
         written = end = 0
         try:

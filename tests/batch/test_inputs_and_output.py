@@ -206,9 +206,11 @@ async def test_a_full_disk_stops_the_run_with_a_typed_error_and_keeps_every_line
     assert rest == ["id3", "id4", "id5", "id6"] and ids_in(output) == [f"id{n}" for n in range(1, 7)]
 
 
-def test_a_lone_surrogate_in_a_result_is_written_as_its_json_escape(tmp_path: Path) -> None:
+def test_a_lone_surrogate_or_a_unicode_line_separator_in_a_result_stays_in_one_utf8_line(tmp_path: Path) -> None:
     log = ResultLog(tmp_path / "out.jsonl")
     log.append({"id": "a", "ok": True, "value": "half \ud83d"})  # a model's broken answer
+    log.append({"id": "b", "ok": True, "value": "one\u2028two\x85three\u2029"})
     log.close()
-    assert json.loads((tmp_path / "out.jsonl").read_bytes())["value"] == "half \ud83d"
-    assert ResultLog(tmp_path / "out.jsonl").done == {"a"}
+    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()  # as a reader would split them
+    assert [json.loads(line)["value"] for line in lines] == ["half \ud83d", "one\u2028two\x85three\u2029"]
+    assert ResultLog(tmp_path / "out.jsonl").done == {"a", "b"}
