@@ -471,3 +471,31 @@ def test_the_cli_prints_the_unattributed_lines_of_a_batch(capsys: pytest.Capture
     err = capsys.readouterr().err
     assert "2 batch result line(s) named no request" in err and "results in out.jsonl" in err
     assert "unattributed batch result line: null" in err and 'line: {"response": {}}' in err
+
+
+def provider_error(line: dict[str, Any]) -> str:
+    body = {"error": {"message": "Invalid request", "type": "invalid_request_error", "param": None, "code": None}}
+    return json.dumps({**line, "response": {"status_code": 400, "request_id": "req_1", "body": body}})
+
+
+@pytest.mark.parametrize(
+    ("second_line", "error_type"), [(cut_off, openai.InternalServerError), (provider_error, openai.BadRequestError)]
+)
+async def test_an_item_whose_reask_fails_keeps_its_paid_first_answer(
+    tmp_path: Path, second_line: Callable[[dict[str, Any]], str], error_type: type[Exception]
+) -> None:
+    written = Counter[str]()
+
+    def fail_the_second_time(line: dict[str, Any]) -> str:
+        written["item 3"] += 1
+        return json.dumps(line) if written["item 3"] == 1 else second_line(line)
+
+    api = OpenAIBatchAPI(mangle={3: fail_the_second_time})
+    output = tmp_path / "out.jsonl"
+    run = extract_batch(openai_adapter(api), [("id3", "item 3")], Row, output=output, max_retries=1, poll_interval=0)
+    [result] = [r async for r in run]
+    assert isinstance(result.error, error_type) and len(api.batches) == 2
+    assert [a.text for a in result.attempts] == ["not json"]  # the first batch's answer, paid for
+    assert result.usage == UsageDetails(10, 5, 15)
+    [record] = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [a["text"] for a in record["attempts"]] == ["not json"] and record["usage"]["output_tokens"] == 5
