@@ -70,7 +70,9 @@ class _Holding:
             status, payload = await held.future
         finally:
             self.held.pop(key, None)
-        return httpx2.Response(status, json=payload, request=request)
+        # ASCII JSON, not `json=`: a lone surrogate (or NaN) in an answer goes on as the provider wrote it
+        content, headers = json.dumps(payload).encode(), {"content-type": "application/json"}
+        return httpx2.Response(status, content=content, headers=headers, request=request)
 
 
 async def _openai_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: float) -> BatchAnswers:

@@ -499,3 +499,21 @@ async def test_an_item_whose_reask_fails_keeps_its_paid_first_answer(
     assert result.usage == UsageDetails(10, 5, 15)
     [record] = [json.loads(line) for line in output.read_text().splitlines()]
     assert [a["text"] for a in record["attempts"]] == ["not json"] and record["usage"]["output_tokens"] == 5
+
+
+def with_a_lone_surrogate(line: dict[str, Any]) -> str:
+    """The answer `{"n": 11, "word": "w\\ud83d"}`: half an emoji, as a model can write it (escaped, valid JSON)."""
+    message = line["response"]["body"]["choices"][0]["message"]
+    message["content"] = message["content"].replace("w11", "w\ud83d")
+    return json.dumps(line)
+
+
+async def test_an_answer_with_a_lone_surrogate_reaches_its_item(tmp_path: Path) -> None:
+    api = OpenAIBatchAPI(mangle={11: with_a_lone_surrogate})
+    output = tmp_path / "out.jsonl"
+    run = extract_batch(openai_adapter(api), [("id11", "item 11")], Row, output=output, max_retries=0, poll_interval=0)
+    [result] = [r async for r in run]
+    # handed to the layer as the provider wrote it (what the layer then makes of it is its own affair)
+    assert result.attempts[0].text == '{"n": 11, "word": "w\ud83d"}'
+    [record] = [json.loads(line) for line in output.read_text().splitlines()]
+    assert record["attempts"][0]["text"] == '{"n": 11, "word": "w\ud83d"}'
