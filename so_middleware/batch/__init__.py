@@ -14,8 +14,10 @@ OpenAI's or Anthropic's batch API; `so-middleware extract --input ...` is the co
 
 from ._engines import BatchJobError, extract_batch
 from ._inputs import InputSource, Item, read_inputs
-from ._results import ItemResult, ResultLog
-from ._run import BatchRun, BatchSummary, build_client, extract_many, extract_many_sync, price_of
+from ._results import ItemResult, ResultLog, ResultsWriteError
+from ._run import BatchRun, extract_many, extract_many_sync
+from ._setup import build_client
+from ._summary import BatchSummary, price_of
 
 __all__ = [
     "BatchJobError",
@@ -25,6 +27,7 @@ __all__ = [
     "Item",
     "ItemResult",
     "ResultLog",
+    "ResultsWriteError",
     "build_client",
     "extract_batch",
     "extract_many",

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .. import UserError
+from ..core import UserError, redact_url
 from ._engines import engine_name, extract_batch
 from ._run import BatchRun, BatchSummary, extract_many
 
@@ -92,8 +92,14 @@ def run_batch(args: argparse.Namespace, output_type: Any) -> int:
         except KeyboardInterrupt:
             _progress(f"interrupted: {run.summary.finished} results written to {output}; run again to resume")
             return 130
-    _progress(f"{run.summary}; results in {output}")
+    _report(run.summary, output)
     return 0
+
+
+def _report(summary: BatchSummary, output: Path) -> None:
+    _progress(f"{summary}; results in {output}")
+    for line in summary.unattributed_lines:  # their items failed; these lines are kept nowhere else
+        _progress(f"unattributed batch result line: {line}")
 
 
 async def _consume(run: BatchRun[Any], total: int) -> None:
@@ -155,7 +161,7 @@ def _client(args: argparse.Namespace) -> Iterator[Any]:
         from ..openai import adapter_for
 
         sdk = openai.AsyncOpenAI(base_url=args.base_url, api_key=key or "none")
-        _progress(f"using the server at {args.base_url}")
+        _progress(f"using the server at {redact_url(args.base_url)}")  # never its password
         yield adapter_for(
             sdk, model=args.model or "default", api="responses" if provider == "openai-responses" else "chat"
         )

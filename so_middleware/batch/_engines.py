@@ -8,7 +8,8 @@ then `/v1/batches`; Anthropic: `/v1/messages/batches`), the engine polls until t
 and each answer is handed back as that request's HTTP response. The layer validates it as it
 would a live one; an invalid answer is re-asked, and the re-asks form the next batch, up to
 `max_retries` rounds. A line the provider answered with an error becomes the SDK's own error
-for that item; a request the batch never ran (expired, cancelled) a 408 error naming why.
+for that item; a request the batch never ran (expired, cancelled) a 408 error naming why; a
+line that cannot be read a 502 for its item alone (`_batch_results`), the other lines are used.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from typing import Any, TypeVar
 import anyio
 
 from .. import ChatClient, SOMiddlewareError, UserError, as_chat_client, with_structured_output
+from ._batch_results import Answer, BatchAnswers, anthropic_line, openai_line
 from ._inputs import InputSource
-from ._run import BatchRun, prepare
+from ._run import BatchRun
+from ._setup import prepare
 
 __all__ = ["BatchJobError", "extract_batch"]
 
 T = TypeVar("T")
-Answer = tuple[int, Any]  # HTTP status and JSON body
 _BATCH_PRICE = Decimal("0.5")  # both providers bill batch tokens at half the price
 
 
@@ -68,17 +70,12 @@ class _Holding:
             status, payload = await held.future
         finally:
             self.held.pop(key, None)
-        return httpx2.Response(status, json=payload, request=request)
+        # ASCII JSON, not `json=`: a lone surrogate (or NaN) in an answer goes on as the provider wrote it
+        content, headers = json.dumps(payload).encode(), {"content-type": "application/json"}
+        return httpx2.Response(status, content=content, headers=headers, request=request)
 
 
-def _not_run(why: str, anthropic: bool) -> Answer:
-    message = f"the batch ended ({why}) before this request ran"
-    if anthropic:
-        return 408, {"type": "error", "error": {"type": f"batch_{why}", "message": message}}
-    return 408, {"error": {"message": message, "type": f"batch_{why}", "param": None, "code": None}}
-
-
-async def _openai_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: float) -> dict[str, Answer]:
+async def _openai_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: float) -> BatchAnswers:
     base_path = sdk.base_url.path.rstrip("/")
     lines = []
     for key, request in held.items():
@@ -92,42 +89,25 @@ async def _openai_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: floa
         batch = await sdk.batches.retrieve(batch.id)
     if batch.status == "failed":
         raise BatchJobError(f"OpenAI batch {batch.id} failed: {batch.errors}")
-    answers: dict[str, Answer] = {}
+    answers = BatchAnswers(held.keys(), anthropic=False, why=batch.status)
     for file_id in (batch.output_file_id, batch.error_file_id):
         if file_id:
             content = await sdk.files.content(file_id)
-            for line in content.text.splitlines():
-                if line.strip():
-                    record = json.loads(line)
-                    response = record.get("response")
-                    if response:
-                        answers[record["custom_id"]] = (response["status_code"], response["body"])
-                    else:  # not run: batch_expired, batch_cancelled; or failed without a response
-                        error = record.get("error") or {}
-                        code = error.get("code")
-                        status = 408 if code in ("batch_expired", "batch_cancelled") else 500
-                        answers[record["custom_id"]] = (status, {"error": {**error, "type": code}})
-    return {key: answers.get(key) or _not_run(batch.status, anthropic=False) for key in held}
+            answers.read(content.content, openai_line, f"file {file_id} of batch {batch.id}")
+    return answers
 
 
-async def _anthropic_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: float) -> dict[str, Answer]:
+async def _anthropic_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: float) -> BatchAnswers:
     requests = [{"custom_id": key, "params": request.body} for key, request in held.items()]
     batch = await sdk.messages.batches.create(requests=requests)
     while batch.processing_status != "ended":
         await anyio.sleep(poll_interval)
         batch = await sdk.messages.batches.retrieve(batch.id)
-    answers: dict[str, Answer] = {}
-    async for line in await sdk.messages.batches.results(batch.id):
-        result = line.result.model_dump(mode="json")
-        if result["type"] == "succeeded":
-            answers[line.custom_id] = (200, result["message"])
-        elif result["type"] == "errored":
-            error = result["error"]
-            kind = (error.get("error") or {}).get("type")
-            answers[line.custom_id] = (500 if kind in ("api_error", "overloaded_error") else 400, error)
-        else:
-            answers[line.custom_id] = _not_run(result["type"], anthropic=True)
-    return {key: answers.get(key) or _not_run("expired", anthropic=True) for key in held}
+    answers = BatchAnswers(held.keys(), anthropic=True, why="expired")
+    # the raw JSONL: the SDK's own decoder stops the whole iteration at the first unreadable line
+    results = await sdk.messages.batches.with_raw_response.results(batch.id)
+    answers.read(await results.read(), anthropic_line, f"the results of batch {batch.id}")
+    return answers
 
 
 _ENGINES = {"openai": ("openai-batch", _openai_batch), "anthropic": ("anthropic-batch", _anthropic_batch)}
@@ -196,7 +176,9 @@ def extract_batch(
             everyone_waits = transport.held and len(transport.held) >= run.in_flight
             if everyone_waits and (run.inputs_exhausted or run.in_flight >= run.concurrency):
                 held = dict(transport.held)
-                answers = await submit(sdk, held, poll_interval)
+                read = await submit(sdk, held, poll_interval)
+                run.summary.unattributed_lines.extend(read.unattributed)
+                answers = read.finish()
                 for key, request in held.items():
                     if not request.future.done():
                         request.future.set_result(answers[key])

@@ -12,70 +12,31 @@ from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 import anyio
+from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .. import (
-    ChatClient,
-    LimitsChatClient,
-    RetryingChatClient,
-    StructuredOutput,
-    StructuredOutputChatClient,
-    UsageDetails,
-    UserError,
-    as_chat_client,
-    run_sync,
-    with_limits,
-    with_retries,
-    with_structured_output,
-)
-from ._inputs import InputSource, Item, read_inputs
-from ._results import ItemResult, ResultLog
+from .. import ChatClient, StructuredOutput, UsageDetails, UserError, run_sync
+from ._inputs import InputSource, Item
+from ._results import ItemResult, ResultLog, ResultsWriteError
+from ._setup import build_client, prepare
 from ._summary import BatchSummary, price_of
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["BatchRun", "BatchSummary", "build_client", "extract_many", "extract_many_sync", "prepare", "price_of"]
+__all__ = ["BatchRun", "BatchSummary", "extract_many", "extract_many_sync"]
 
 T = TypeVar("T")
-
-
-def build_client(
-    client: ChatClient | Any,
-    *,
-    concurrency: int = 8,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-    max_attempts: int = 4,
-    max_retries: int = 2,
-    period: float = 60.0,
-) -> ChatClient:
-    """`with_structured_output(with_retries(with_limits(client)))`, keeping the layers `client` has.
-
-    Limits sit innermost so every HTTP request, retries and re-asks included, passes them.
-    """
-    stack = as_chat_client(client)
-    has = getattr(stack, "get_service", lambda kind: None)
-    if has(LimitsChatClient) is None:
-        stack = with_limits(
-            stack,
-            max_concurrency=concurrency,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            period=period,
-        )
-    if has(RetryingChatClient) is None:
-        stack = with_retries(stack, max_attempts=max_attempts)
-    if has(StructuredOutputChatClient) is None:
-        stack = with_structured_output(stack, max_retries=max_retries)
-    return stack
 
 
 class BatchRun(Generic[T]):
     """The results of `extract_many` in completion order: `async for` (or `for`, from sync code).
 
     `summary` is complete once iteration has ended. Cancellation (Ctrl-C) or `aclose()` stops the
-    items in flight; every result already written stays in the output file. To leave a loop early,
+    items in flight; every result already written stays in the output file. A bad input found as
+    the run goes (in a generator) or an output that cannot be written (`ResultsWriteError`) stops
+    the run from starting items: the items in flight end and come first, then the error is raised.
+    To leave a loop early,
     use `async with` (a bare `break` leaves the run going until it is garbage-collected):
 
         async with extract_many(client, inputs, Person, output="out.jsonl") as run:
@@ -103,6 +64,12 @@ class BatchRun(Generic[T]):
         self.in_flight = 0  # items started and not finished
         self._results: AsyncIterator[ItemResult[T]] | None = None
         self.inputs_exhausted = False
+        self._stopped_by: Exception | None = None  # what stopped the run early, raised at its end
+
+    def stopped(self) -> bool:
+        """Whether the run stopped starting items early (a bad input read as it went, an output
+        that could not be written); the error is raised once the items in flight have ended."""
+        return self._stopped_by is not None
 
     @property
     def already_done(self) -> int:
@@ -139,7 +106,8 @@ class BatchRun(Generic[T]):
             await producer
         finally:
             producer.cancel()
-            with anyio.CancelScope(shield=True), contextlib.suppress(asyncio.CancelledError):
+            # its error, if any, was raised above (or the caller is leaving): the output closes either way
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception, asyncio.CancelledError):
                 await producer
             if self._log is not None:
                 self._log.close()
@@ -154,18 +122,40 @@ class BatchRun(Generic[T]):
             async with send, anyio.create_task_group() as group:
                 if self._companion is not None:
                     group.start_soon(self._companion, self)
-                for item in self._items:
-                    if item.id in self._skip:
-                        self.summary.skipped += 1
-                        continue
-                    await slots.acquire()
-                    self.in_flight += 1
-                    group.start_soon(self._one, item, send, slots)
-                self.inputs_exhausted = True
-        except BaseExceptionGroup as errors:  # one failure (a bad input, a failed batch): raised as itself
+                try:
+                    await self._start_items(group, send, slots)
+                finally:
+                    self.inputs_exhausted = True  # no item starts after this
+        except BaseExceptionGroup as errors:  # one failure (a failed batch): raised as itself
             if len(errors.exceptions) == 1:
                 raise errors.exceptions[0] from None
             raise
+        if self._stopped_by is not None:  # raised once the items in flight have ended and been sent
+            raise self._stopped_by
+
+    async def _start_items(
+        self, group: TaskGroup, send: MemoryObjectSendStream[ItemResult[T]], slots: anyio.Semaphore
+    ) -> None:
+        """Start each item as a slot frees, until the inputs end or the run is stopped: by a bad
+        input read as the run goes (a duplicate id in a generator) or by an output that cannot be
+        written. Either way the items in flight end first: their answers are paid for."""
+        while not self.stopped():
+            try:
+                item = next(self._items, None)
+            except Exception as error:
+                self._stopped_by = error
+                return
+            if item is None:
+                return
+            if item.id in self._skip:
+                self.summary.skipped += 1
+                continue
+            await slots.acquire()
+            if self.stopped():  # while it waited, a write failed
+                slots.release()
+                return
+            self.in_flight += 1
+            group.start_soon(self._one, item, send, slots)
 
     async def _one(self, item: Item, send: MemoryObjectSendStream[ItemResult[T]], slots: anyio.Semaphore) -> None:
         started = time.monotonic()
@@ -178,7 +168,12 @@ class BatchRun(Generic[T]):
             except Exception as error:
                 result = ItemResult.failed(item.id, error, time.monotonic() - started)
             if self._log is not None:
-                self._log.append(result.to_record(self._feature.output_type))
+                try:
+                    self._log.append(result.to_record(self._feature.output_type))
+                except ResultsWriteError as error:  # the result still goes to the caller
+                    if not isinstance(self._stopped_by, ResultsWriteError):
+                        self._stopped_by = error
+                    self._stopped_by.unwritten.append(item.id)
             summary = self.summary
             if result.ok:
                 summary.done += 1
@@ -227,6 +222,11 @@ def extract_many(
     or a directory. With `output`, each result is appended to that JSONL file as it finishes, and
     ids already done there are skipped (failed ones too, unless `retry_failed`).
 
+    Before any call, a `UserError` names a bad file, directory or list item (its line for a file
+    that is not UTF-8), a duplicate id (both items) or an output that cannot be opened; a
+    generator's items are checked as they are read, and a bad one stops the run after the items
+    in flight.
+
     Example:
         run = extract_many(adapter, "people.jsonl", Person, output="out.jsonl", concurrency=16)
         async for result in run:
@@ -256,31 +256,6 @@ def extract_many(
         max_retries=max_retries,
     )
     return BatchRun(stack, *parts, concurrency=concurrency)
-
-
-def prepare(
-    inputs: InputSource,
-    output_type: Any,
-    *,
-    output: str | os.PathLike[str] | None,
-    retry_failed: bool,
-    instructions: str | None,
-    options: dict[str, Any] | None,
-    max_retries: int,
-    mode: Any,
-    id_field: str,
-    text_field: str,
-) -> tuple[Iterator[Item], StructuredOutput[Any], dict[str, Any], ResultLog | None, set[str]]:
-    """What every run needs: the items, the feature and options of each call, the output file and
-    the ids it already holds. The type is checked here, before any call."""
-    feature: StructuredOutput[Any] = StructuredOutput(output_type, mode=mode, max_retries=max_retries)
-    call_options = {**(options or {}), "features": [feature]}
-    if instructions is not None:
-        call_options["instructions"] = instructions
-    items = read_inputs(inputs, id_field=id_field, text_field=text_field)
-    log = None if output is None else ResultLog(output, retry_failed=retry_failed)
-    skip = set() if log is None else log.done | log.failed
-    return items, feature, call_options, log, skip
 
 
 def extract_many_sync(

@@ -14,7 +14,11 @@ __all__ = ["BatchSummary", "price_of"]
 @dataclass
 class BatchSummary:
     """What a run did: `done`, `failed` (by error type), `skipped` (finished by an earlier run),
-    the tokens used and, where the model's price is known, the `cost` in USD."""
+    the tokens used and, where the model's price is known, the `cost` in USD.
+
+    `unattributed_lines` (provider batch engines) are lines of a batch's results that named no
+    request of it, as the provider wrote them: the items left unanswered failed with a 502 error
+    pointing here."""
 
     done: int = 0
     failed: Counter[str] = field(default_factory=Counter)
@@ -22,6 +26,7 @@ class BatchSummary:
     usage: UsageDetails | None = None
     cost: Decimal | None = None
     seconds: float = 0.0
+    unattributed_lines: list[str] = field(default_factory=list)
 
     @property
     def finished(self) -> int:
@@ -33,10 +38,12 @@ class BatchSummary:
         usage = self.usage or UsageDetails()
         cost = "unknown (no price for this model)" if self.cost is None else f"${self.cost:.4f}"
         rate = self.finished / self.seconds if self.seconds else 0.0
+        unattributed = len(self.unattributed_lines)
+        lines = f"; {unattributed} batch result line(s) named no request (unattributed_lines)" if unattributed else ""
         return (
             f"done {self.done}, failed {sum(self.failed.values())} ({failed}), skipped {self.skipped} "
             f"(already in the output); tokens in={usage.input_tokens or 0} out={usage.output_tokens or 0}; "
-            f"cost {cost}; {self.seconds:.1f}s, {rate:.1f} items/s"
+            f"cost {cost}; {self.seconds:.1f}s, {rate:.1f} items/s{lines}"
         )
 
 

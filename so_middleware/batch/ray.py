@@ -30,7 +30,8 @@ from typing import Any, Literal
 
 from .. import Capabilities, ChatClient, UserError, run_sync
 from ._inputs import Item, read_inputs
-from ._run import build_client, extract_many_sync
+from ._run import extract_many_sync
+from ._setup import build_client
 
 __all__ = ["ClientSpec", "RayExtractor", "extract_dataset"]
 

@@ -246,3 +246,15 @@ def test_with_a_key_set_the_hosted_api_is_used_and_retry_failed_runs_failures_ag
     assert retried.returncode == 0 and "done 1" in retried.stderr and "skipped 4" in retried.stderr
     final = records(output)
     assert sorted(r["id"] for r in final) == [f"r{n}" for n in range(5)] and all(r["ok"] for r in final)
+
+
+def test_the_server_of_base_url_is_shown_without_its_password(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from so_middleware.batch._cli import _client
+
+    args = argparse.Namespace(provider="openai", base_url="http://me:s3cret@127.0.0.1:9/v1", model="m", local=False)
+    with _client(args):
+        pass
+    err = capsys.readouterr().err
+    assert "using the server at http://***@127.0.0.1:9/v1" in err and "s3cret" not in err

@@ -67,15 +67,20 @@ def multipart_file(request: httpx2.Request) -> bytes:
     raise AssertionError("no file part")
 
 
-class OpenAIBatchAPI:
-    """Files + Batches, as documented; `expire` items are left unrun (the batch expires)."""
+Mangle = dict[int, Callable[[dict[str, Any]], str]]  # item -> how its result line is written instead
 
-    def __init__(self, expire: frozenset[int] = frozenset(), fail: bool = False) -> None:
+
+class OpenAIBatchAPI:
+    """Files + Batches, as documented; `expire` items are left unrun (the batch expires); the
+    result lines of `mangle` items are written by their function (cut off, `null`...)."""
+
+    def __init__(self, expire: frozenset[int] = frozenset(), fail: bool = False, mangle: Mangle | None = None) -> None:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.inputs: list[list[dict[str, Any]]] = []  # the lines of each uploaded batch file
         self.retrieves = 0
-        self.expire, self.fail = expire, fail
+        self.expire, self.fail, self.mangle = expire, fail, mangle or {}
+        self.written: dict[int, str] = {}  # item -> its result line, as written last
         self.model = Model()
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
@@ -131,7 +136,9 @@ class OpenAIBatchAPI:
             batch["errors"] = {"object": "list", "data": [{"code": "invalid_json_line", "message": "bad line 1"}]}
             return
         output, errors = [], []
-        for line in [json.loads(x) for x in self.files[batch["input_file_id"]].splitlines()]:
+        inputs = [json.loads(x) for x in self.files[batch["input_file_id"]].splitlines()]
+        items = {line["custom_id"]: item_of(line["body"]["messages"]) for line in inputs}
+        for line in inputs:
             if item_of(line["body"]["messages"]) in self.expire:
                 message = "This request could not be executed before the completion window expired."
                 errors.append(
@@ -190,7 +197,10 @@ class OpenAIBatchAPI:
         for name, lines in (("output_file_id", output), ("error_file_id", errors)):
             if lines:
                 file_id = f"file-{len(self.files) + 1}"
-                self.files[file_id] = "".join(json.dumps(line) + "\n" for line in lines).encode()
+                for line in lines:
+                    item = items[line["custom_id"]]
+                    self.written[item] = self.mangle.get(item, json.dumps)(line)
+                self.files[file_id] = "".join(self.written[items[line["custom_id"]]] + "\n" for line in lines).encode()
                 batch[name] = file_id
         batch["status"] = "expired" if self.expire else "completed"
 
@@ -262,13 +272,16 @@ async def test_batch_size_splits_items_into_several_batches() -> None:
 
 
 class AnthropicBatchAPI:
-    """Message Batches, as documented: create, retrieve (in_progress, then ended), results JSONL."""
+    """Message Batches, as documented: create, retrieve (in_progress, then ended), results JSONL;
+    the result lines of `mangle` items are written by their function."""
 
-    def __init__(self) -> None:
+    def __init__(self, mangle: Mangle | None = None) -> None:
         self.created: list[list[dict[str, Any]]] = []
         self.status: dict[str, str] = {}
         self.retrieves = 0
         self.model = Model()
+        self.mangle = mangle or {}
+        self.written: dict[int, str] = {}  # item -> its result line, as written last
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         path = request.url.path
@@ -279,8 +292,12 @@ class AnthropicBatchAPI:
             return httpx2.Response(200, json=self._batch(batch_id))
         batch_id = path.split("/")[4]
         if path.endswith("/results"):
-            lines = [self._result(r) for r in self.created[int(batch_id.split("_")[1]) - 1]]
-            return httpx2.Response(200, content="".join(json.dumps(line) + "\n" for line in lines).encode())
+            lines = []
+            for request in self.created[int(batch_id.split("_")[1]) - 1]:
+                item = item_of(request["params"]["messages"])
+                self.written[item] = self.mangle.get(item, json.dumps)(self._result(request))
+                lines.append(self.written[item])
+            return httpx2.Response(200, content="".join(line + "\n" for line in lines).encode())
         self.retrieves += 1
         self.status[batch_id] = "ended"  # created in_progress; ended at the first poll
         return httpx2.Response(200, json=self._batch(batch_id))
@@ -364,3 +381,139 @@ def test_the_engines_need_an_async_provider_adapter() -> None:
         extract_batch(FakeChatClient("x"), ["item 1"], Row)
     with pytest.raises(UserError, match="async SDK client"):
         extract_batch(OpenAIChatClient(openai.OpenAI(api_key="test"), "m"), ["item 1"], Row)
+
+
+# ------------------------------------------------------------------ unreadable result lines
+
+
+def without(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda line: json.dumps({k: v for k, v in line.items() if k != key})
+
+
+def cut_off(line: dict[str, Any]) -> str:
+    return json.dumps(line)[:80]  # a file cut in the middle of a line: its custom_id is still there
+
+
+def with_line_separator(line: dict[str, Any]) -> str:
+    """A valid line whose answer holds U+2028 unescaped, as JSON allows (not a line break in JSONL)."""
+    return json.dumps(line, ensure_ascii=False).replace("w11", "w\u2028 11")
+
+
+async def test_an_unreadable_openai_result_line_fails_its_own_item_and_every_good_line_is_written(
+    tmp_path: Path,
+) -> None:
+    no_status = {2: cut_off, 4: lambda line: "null", 7: without("custom_id"), 11: with_line_separator}
+    mangle: Mangle = {**no_status, 9: lambda line: json.dumps({**line, "response": {"body": {}}})}
+    api = OpenAIBatchAPI(mangle=mangle)
+    inputs = [(f"id{n}", f"item {n}") for n in (1, 2, 4, 7, 9, 10, 11)]
+    output = tmp_path / "out.jsonl"
+    run = extract_batch(openai_adapter(api), inputs, Row, output=output, poll_interval=0)
+    results = {result.id: result async for result in run}
+    assert results["id1"].value == Row(n=1, word="w1") and results["id10"].value == Row(n=10, word="w10")
+    assert results["id11"].value == Row(n=11, word="w\u2028 11")
+    written = {record["id"]: record for record in map(json.loads, output.read_text().splitlines())}
+    assert written.keys() == results.keys()  # every item ended once, in the file too
+    lines = api.written
+    for n in (2, 9):  # a line that names its request: that item's own error, the line kept
+        error = results[f"id{n}"].error
+        assert isinstance(error, openai.InternalServerError) and error.status_code == 502
+        assert error.code == "batch_unreadable_line" and error.body["raw_lines"] == [lines[n]]  # type: ignore[index]
+        assert written[f"id{n}"]["error"]["raw_lines"] == [lines[n]]
+    assert "not JSON" in str(results["id2"].error) and "no status_code" in str(results["id9"].error)
+    # `null` and a line without custom_id name no request: kept once, in the summary; their items fail
+    assert run.summary.unattributed_lines == [lines[4], lines[7]]
+    for n in (4, 7):
+        error = results[f"id{n}"].error
+        assert isinstance(error, openai.InternalServerError) and error.status_code == 502
+        assert "2 line(s) that name no request" in str(error) and "summary.unattributed_lines" in str(error)
+    assert "2 batch result line(s) named no request" in str(run.summary)
+    assert (run.summary.done, dict(run.summary.failed)) == (3, {"InternalServerError": 4})
+    assert len(api.batches) == 1  # an unreadable line is not asked again (and paid again)
+
+
+async def test_an_unreadable_anthropic_result_line_fails_its_own_item_and_every_good_line_is_written(
+    tmp_path: Path,
+) -> None:
+    def no_message(line: dict[str, Any]) -> str:
+        return json.dumps({"custom_id": line["custom_id"], "result": {"type": "succeeded"}})
+
+    def unknown_type(line: dict[str, Any]) -> str:
+        return json.dumps({"custom_id": line["custom_id"], "result": {"type": "pending"}})
+
+    mangle: Mangle = {2: cut_off, 4: lambda line: "null", 7: without("custom_id"), 9: no_message, 10: unknown_type}
+    api = AnthropicBatchAPI(mangle=mangle)
+    sdk = anthropic.AsyncAnthropic(api_key="test", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)))
+    output = tmp_path / "out.jsonl"
+    inputs = [(f"id{n}", f"item {n}") for n in (1, 2, 4, 7, 9, 10)]
+    run = extract_batch(AnthropicChatClient(sdk, "claude-haiku-4-5"), inputs, Row, output=output, poll_interval=0)
+    results = {result.id: result async for result in run}
+    assert results["id1"].value == Row(n=1, word="w1")
+    written = {record["id"]: record for record in map(json.loads, output.read_text().splitlines())}
+    assert written.keys() == results.keys() == {f"id{n}" for n in (1, 2, 4, 7, 9, 10)}
+    for n in (2, 9, 10):
+        error = results[f"id{n}"].error
+        assert isinstance(error, anthropic.InternalServerError) and error.status_code == 502
+        assert error.body["error"]["raw_lines"] == [api.written[n]]  # type: ignore[index]
+        assert written[f"id{n}"]["error"]["raw_lines"] == [api.written[n]]
+    assert run.summary.unattributed_lines == [api.written[4], api.written[7]]
+    for n in (4, 7):
+        error = results[f"id{n}"].error
+        assert isinstance(error, anthropic.InternalServerError) and "summary.unattributed_lines" in str(error)
+    assert [len(requests) for requests in api.created] == [6]  # nothing asked (and paid for) again
+
+
+def test_the_cli_prints_the_unattributed_lines_of_a_batch(capsys: pytest.CaptureFixture[str]) -> None:
+    from so_middleware.batch import BatchSummary
+    from so_middleware.batch._cli import _report
+
+    summary = BatchSummary(done=1, unattributed_lines=["null", '{"response": {}}'])
+    _report(summary, Path("out.jsonl"))
+    err = capsys.readouterr().err
+    assert "2 batch result line(s) named no request" in err and "results in out.jsonl" in err
+    assert "unattributed batch result line: null" in err and 'line: {"response": {}}' in err
+
+
+def provider_error(line: dict[str, Any]) -> str:
+    body = {"error": {"message": "Invalid request", "type": "invalid_request_error", "param": None, "code": None}}
+    return json.dumps({**line, "response": {"status_code": 400, "request_id": "req_1", "body": body}})
+
+
+@pytest.mark.parametrize(
+    ("second_line", "error_type"), [(cut_off, openai.InternalServerError), (provider_error, openai.BadRequestError)]
+)
+async def test_an_item_whose_reask_fails_keeps_its_paid_first_answer(
+    tmp_path: Path, second_line: Callable[[dict[str, Any]], str], error_type: type[Exception]
+) -> None:
+    written = Counter[str]()
+
+    def fail_the_second_time(line: dict[str, Any]) -> str:
+        written["item 3"] += 1
+        return json.dumps(line) if written["item 3"] == 1 else second_line(line)
+
+    api = OpenAIBatchAPI(mangle={3: fail_the_second_time})
+    output = tmp_path / "out.jsonl"
+    run = extract_batch(openai_adapter(api), [("id3", "item 3")], Row, output=output, max_retries=1, poll_interval=0)
+    [result] = [r async for r in run]
+    assert isinstance(result.error, error_type) and len(api.batches) == 2
+    assert [a.text for a in result.attempts] == ["not json"]  # the first batch's answer, paid for
+    assert result.usage == UsageDetails(10, 5, 15)
+    [record] = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [a["text"] for a in record["attempts"]] == ["not json"] and record["usage"]["output_tokens"] == 5
+
+
+def with_a_lone_surrogate(line: dict[str, Any]) -> str:
+    """The answer `{"n": 11, "word": "w\\ud83d"}`: half an emoji, as a model can write it (escaped, valid JSON)."""
+    message = line["response"]["body"]["choices"][0]["message"]
+    message["content"] = message["content"].replace("w11", "w\ud83d")
+    return json.dumps(line)
+
+
+async def test_an_answer_with_a_lone_surrogate_reaches_its_item(tmp_path: Path) -> None:
+    api = OpenAIBatchAPI(mangle={11: with_a_lone_surrogate})
+    output = tmp_path / "out.jsonl"
+    run = extract_batch(openai_adapter(api), [("id11", "item 11")], Row, output=output, max_retries=0, poll_interval=0)
+    [result] = [r async for r in run]
+    # handed to the layer as the provider wrote it (what the layer then makes of it is its own affair)
+    assert result.attempts[0].text == '{"n": 11, "word": "w\ud83d"}'
+    [record] = [json.loads(line) for line in output.read_text().splitlines()]
+    assert record["attempts"][0]["text"] == '{"n": 11, "word": "w\ud83d"}'
