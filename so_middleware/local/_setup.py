@@ -103,6 +103,12 @@ def _positive(name: str, value: object) -> int:
     return number
 
 
+def _non_negative(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise LocalServerError(f"{name} must be a finite number of 0 or more, got {value!r}")
+    return float(value)
+
+
 def _address_family(host: str) -> socket.AddressFamily:
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
