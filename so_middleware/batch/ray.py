@@ -183,7 +183,7 @@ def extract_dataset(
 
     if isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or not 0 < num_cpus < float("inf"):
         raise UserError(f"num_cpus must be a positive number of CPUs per actor, not {num_cpus!r}")
-    cpus = float(ray.cluster_resources().get("CPU", 0)) if ray.is_initialized() else None
+    cpus = float(ray.cluster_resources().get("CPU", 0)) if ray.is_initialized() else None  # type: ignore[no-untyped-call]
     actors = _pool_size(actors, num_cpus, cpus)
     kwargs = {
         "id_column": id_column,
