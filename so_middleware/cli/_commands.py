@@ -58,6 +58,12 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup_local(args: argparse.Namespace) -> int:
+    from ..local import setup_local
+
+    return setup_local(rebuild=args.rebuild, quiet=args.quiet, on_progress=_progress)
+
+
 def _chat(args: argparse.Namespace) -> int:
     from ..local import LocalModelServer, chat_client
 

