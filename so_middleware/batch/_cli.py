@@ -50,7 +50,6 @@ def add_batch_arguments(extract: argparse.ArgumentParser) -> None:
         help="direct calls (default), or the provider's batch API: half price, within 24 hours",
     )
     group.add_argument("--poll-interval", type=float, default=30.0, help="seconds between batch status checks")
-    group.add_argument("--base-url", help="an OpenAI-compatible server to use instead of the local model")
     group.add_argument("--instructions", help="a system prompt for every item")
     group.add_argument("--max-retries", type=int, default=2, help="re-asks of an invalid answer (default 2)")
 

@@ -5,7 +5,7 @@
 
     ray.init()  # or ray.init("ray://head:10001") for a cluster
     spec = ClientSpec("openai-chat", "gpt-4o-mini", api_key_env="OPENAI_API_KEY", max_concurrency=8)
-    results = extract_dataset(ray.data.read_json("s3://bucket/docs.jsonl"), spec, Person, actors=16)
+    results = extract_dataset(ray.data.read_json("s3://bucket/docs.jsonl"), spec, Person)
     results.write_json("s3://bucket/people/")
 
 Each actor builds its client once, from a `ClientSpec`: the adapter kind, base URL, model, the
@@ -13,6 +13,11 @@ layers' settings and the *name* of the environment variable holding the key, rea
 (set it there: a cluster's `runtime_env={"env_vars": ...}` or its secrets). No live client and no
 key value ever travels in a task. Each actor keeps at most `max_concurrency` calls in flight
 (and its own `requests_per_minute`): the cluster's total is that times the actors.
+
+An actor waits on the network, not the CPU: each reserves `num_cpus=0.25` by default, and the
+default pool fills the cluster's CPUs but one (at most 16 actors), which Ray Data's read stage
+needs: a pool that takes every CPU starves the read and waits forever. A pool that cannot fit
+is refused before anything runs.
 
 Every output row has the shape of an `extract_many` result: `id`, `ok`, `value` (JSON text, None
 on error), `error` (the error type, None on success), `raw_texts` (the model's text at each
@@ -150,12 +155,16 @@ class RayExtractor:
         run_sync(self._client.sdk_client.close)  # type: ignore[attr-defined]
 
 
+MAX_DEFAULT_ACTORS = 16
+
+
 def extract_dataset(
     dataset: Any,
     spec: ClientSpec,
     output_type: Any,
     *,
-    actors: int = 2,
+    actors: int | None = None,
+    num_cpus: float = 0.25,
     batch_size: int = 32,
     id_column: str = "id",
     text_column: str = "text",
@@ -164,11 +173,19 @@ def extract_dataset(
 ) -> Any:
     """`dataset.map_batches(RayExtractor, ...)` on a pool of `actors`: a lazy `ray.data.Dataset` of results.
 
+    `actors` defaults to what the cluster's CPUs hold, one CPU left for reading (at most 16);
+    each actor reserves `num_cpus`. A pool that can never be scheduled raises `UserError`.
+
     Example:
         rows = extract_dataset(ray.data.from_items([{"id": "a", "text": "Ada, 36"}]), spec, Person).take_all()
     """
-    if not isinstance(actors, int) or actors < 1:
-        raise UserError(f"actors must be an int of at least 1, not {actors!r}")
+    import ray
+    import ray.data
+
+    if isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or not 0 < num_cpus < float("inf"):
+        raise UserError(f"num_cpus must be a positive number of CPUs per actor, not {num_cpus!r}")
+    cpus = float(ray.cluster_resources().get("CPU", 0)) if ray.is_initialized() else None  # type: ignore[no-untyped-call]
+    actors = _pool_size(actors, num_cpus, cpus)
     kwargs = {
         "id_column": id_column,
         "text_column": text_column,
@@ -180,6 +197,29 @@ def extract_dataset(
         fn_constructor_args=(spec, output_type),
         fn_constructor_kwargs=kwargs,
         batch_size=batch_size,
-        concurrency=actors,
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        num_cpus=num_cpus,
         batch_format="default",
     )
+
+
+def _pool_size(actors: int | None, num_cpus: float, cpus: float | None) -> int:
+    """The number of actors: as asked, if the cluster (`cpus`, None when unknown) can run them
+    beside a read task of one CPU; by default, as many as fit (1 to 16)."""
+    if actors is not None and (isinstance(actors, bool) or not isinstance(actors, int) or actors < 1):
+        raise UserError(f"actors must be an int of at least 1, not {actors!r}")
+    if cpus is None:
+        return actors or 1
+    fit = int((cpus - 1) / num_cpus + 1e-9)
+    if actors is None:
+        actors = max(1, min(MAX_DEFAULT_ACTORS, fit))
+    if actors > fit:
+        raise UserError(
+            f"actors={actors} with num_cpus={num_cpus:g} each need {actors * num_cpus:g} CPUs, and Ray Data's read "
+            f"stage needs 1 more, but the cluster has {cpus:g}: the pool would wait forever. "
+            f"Pass actors={max(1, fit)} or fewer, or a smaller num_cpus (the actors wait on the network)"
+            if fit >= 1
+            else f"the cluster has {cpus:g} CPU(s): Ray Data's read stage needs 1 and no actor of num_cpus={num_cpus:g} "
+            "fits beside it; start Ray with more CPUs (ray.init(num_cpus=2))"
+        )
+    return actors

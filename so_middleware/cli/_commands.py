@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import signal
 import sys
 import time
@@ -15,6 +16,13 @@ from typing import Any
 from ..batch._cli import run_batch
 from ..core import UserError
 from ._types import _check_type, _load_type
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+
+
+def without_userinfo(text: str) -> str:
+    """`text` with the `user:password@` of every URL in it shown as `***@`."""
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def _progress(message: str) -> None:
@@ -48,6 +56,12 @@ def _serve(args: argparse.Namespace) -> int:
             _progress("llama-server stopped unexpectedly:\n" + server.log_tail())
             return 1
     return 0
+
+
+def _setup_local(args: argparse.Namespace) -> int:
+    from ..local import setup_local
+
+    return setup_local(rebuild=args.rebuild, quiet=args.quiet, on_progress=_progress)
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -136,26 +150,55 @@ def _json(value: Any) -> str:
     return TypeAdapter(Any).dump_json(value).decode()
 
 
-def _extract(args: argparse.Namespace) -> int:
+def _check_server_choice(args: argparse.Namespace, key: str) -> None:
+    """Refuse flags that cannot apply to the server that would answer (before anything starts)."""
     from ..local import MODEL_ID
 
+    if args.base_url and args.local:
+        raise UserError("--base-url names a server and --local asks for the embedded model: give one of them")
+    hosted = not args.local and bool(os.environ.get(key))
+    if (args.base_url or hosted) and args.threads is not None:
+        where = "--base-url is given" if args.base_url else f"{key} is set"
+        raise UserError(f"--threads sets the embedded model's threads; add --local, or drop --threads ({where})")
+    if not args.base_url and not hosted and args.model not in (None, MODEL_ID):
+        why = "--local was given" if args.local else f"{key} is not set"
+        raise UserError(
+            f"--model {args.model}: {why}, so the embedded model {MODEL_ID} would answer; "
+            f"drop --model, or set {key} to use the hosted API"
+        )
+
+
+def _server_client(provider: str, base_url: str, model: str | None, key: str | None) -> Any:
+    """An adapter on the server at `base_url`, speaking `provider`'s protocol."""
+    if provider == "anthropic":
+        import anthropic
+
+        from ..providers.anthropic import AnthropicChatClient
+
+        root = base_url.removesuffix("/").removesuffix("/v1")  # the Anthropic SDK adds /v1/messages itself
+        return AnthropicChatClient(anthropic.AsyncAnthropic(base_url=root, api_key=key or "none"), model or "default")
+    import openai
+
+    from ..providers.openai import adapter_for
+
+    sdk = openai.AsyncOpenAI(base_url=base_url, api_key=key or "none")
+    return adapter_for(sdk, model=model or "default", api=_ROUTES[provider])
+
+
+def _extract(args: argparse.Namespace) -> int:
     output_type = _load_type(args.type)
     _check_type(args.type, output_type)
     if args.input is not None:  # many inputs: so_middleware.batch
         return run_batch(args, output_type)
     text = _read_text(args)
     key = _KEYS[args.provider]
-    hosted = not args.local and bool(os.environ.get(key))
-    if hosted and args.threads is not None:
-        raise UserError(f"--threads sets the embedded model's threads; add --local, or drop --threads ({key} is set)")
-    if not hosted and args.model not in (None, MODEL_ID):
-        why = "--local was given" if args.local else f"{key} is not set"
-        raise UserError(
-            f"--model {args.model}: {why}, so the embedded model {MODEL_ID} would answer; "
-            f"drop --model, or set {key} to use the hosted API"
-        )
+    _check_server_choice(args, key)
     started = time.perf_counter()
-    if hosted:
+    if args.base_url:
+        _progress(f"using the server at {without_userinfo(args.base_url)} ({args.provider} protocol)")
+        client = _server_client(args.provider, args.base_url, args.model, os.environ.get(key))
+        response = asyncio.run(_run_extract(client, text, output_type, args.stream, args.max_tokens))
+    elif not args.local and os.environ.get(key):
         _progress(f"using the hosted {args.provider} API")
         response = asyncio.run(
             _run_extract(_hosted_client(args.provider, args.model), text, output_type, args.stream, args.max_tokens)

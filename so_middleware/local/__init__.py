@@ -6,6 +6,7 @@ Example:
         print(server.base_url)   # http://127.0.0.1:PORT/v1
 """
 
+from ._build import setup_local
 from ._clients import ROUTES, Route, chat_client
 from ._context import ContextSizeChatClient, ContextSizeError, with_context_size_errors
 from ._server import (
@@ -31,5 +32,6 @@ __all__ = [
     "default_threads",
     "llama_server_path",
     "local_server",
+    "setup_local",
     "with_context_size_errors",
 ]

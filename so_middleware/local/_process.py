@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO
 
-__all__ = ["spawn"]
+__all__ = ["exit_cause", "spawn"]
 
 _PR_SET_PDEATHSIG = 1
 _spawner: ThreadPoolExecutor | None = None
@@ -34,6 +34,32 @@ def spawn(command: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
             # One worker, never shut down before interpreter exit: the thread outlives every caller.
             _spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="so-middleware-spawner")
     return _spawner.submit(_popen, command, log).result()
+
+
+# What a death by signal usually means for llama-server, and what to do about it.
+_REBUILD = "so-middleware setup-local --rebuild"
+_SIGNAL_CAUSES = {
+    signal.SIGILL: (
+        "the binary uses processor instructions this machine lacks: it was built for another CPU "
+        f"(-march=native, llama.cpp's default). Build it for any CPU of this architecture: {_REBUILD}"
+    ),
+    signal.SIGKILL: "most often the kernel's out-of-memory killer: free memory or lower context_size",
+    signal.SIGSEGV: f"it crashed; a build that does not match this machine can do that: {_REBUILD}",
+    signal.SIGBUS: f"it crashed (bus error); the model file may be truncated or the build broken: {_REBUILD}",
+    signal.SIGABRT: "it aborted on an internal check; its log below says which",
+}
+
+
+def exit_cause(returncode: int | None) -> str:
+    """`"; killed by SIGILL: <cause and fix>"` for a process that died by a signal, else `""`."""
+    if returncode is None or returncode >= 0:
+        return ""
+    try:
+        number = signal.Signals(-returncode)
+    except ValueError:
+        return f"; killed by signal {-returncode}"
+    cause = _SIGNAL_CAUSES.get(number)
+    return f"; killed by {number.name}" + (f": {cause}" if cause else "")
 
 
 def _forget_spawner() -> None:

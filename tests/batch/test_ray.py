@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -17,7 +19,7 @@ from pydantic import BaseModel
 
 from so_middleware import UserError
 from so_middleware.batch import extract_many_sync
-from so_middleware.batch.ray import ClientSpec, RayExtractor, extract_dataset
+from so_middleware.batch.ray import ClientSpec, RayExtractor, _pool_size, extract_dataset
 from so_middleware.local import LocalModelServer, chat_client
 from so_middleware.openai import LLAMA_SERVER_CHAT
 
@@ -68,6 +70,49 @@ def test_the_extractor_returns_one_row_per_input_in_order() -> None:
     assert rows["raw_texts"][1] and set(rows["raw_texts"][1]) == {"not json"}  # the text of every attempt
     record = json.loads(rows["record"][1])
     assert record["id"] == "b" and record["error"]["type"] == "ModelBehaviorError"
+
+
+@pytest.mark.parametrize(
+    ("actors", "num_cpus", "cpus", "expected"),
+    [(None, 0.25, 2.0, 4), (None, 1.0, 2.0, 1), (None, 0.25, 64.0, 16), (None, 0.5, 8.0, 14), (3, 0.25, 2.0, 3),
+     (4, 0.25, 2.0, 4), (16, 0.25, None, 16), (None, 0.25, None, 1)],
+)  # fmt: skip
+def test_the_pool_fills_the_cpus_but_the_reads(
+    actors: int | None, num_cpus: float, cpus: float | None, expected: int
+) -> None:
+    assert _pool_size(actors, num_cpus, cpus) == expected
+
+
+@pytest.mark.parametrize(
+    ("actors", "num_cpus", "cpus", "message"),
+    [(16, 0.25, 2.0, r"actors=16 with num_cpus=0.25 each need 4 CPUs.*the cluster has 2: the pool would wait forever. "
+                     r"Pass actors=4 or fewer"),
+     (2, 1.0, 2.0, "Pass actors=1 or fewer"),
+     (None, 0.25, 1.0, r"the cluster has 1 CPU\(s\): Ray Data's read stage needs 1"),
+     (0, 0.25, 2.0, "actors must be an int of at least 1, not 0"), (True, 0.25, 2.0, "not True")],
+)  # fmt: skip
+def test_a_pool_that_can_never_run_is_refused(actors: Any, num_cpus: float, cpus: float, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        _pool_size(actors, num_cpus, cpus)
+
+
+def test_the_default_pool_reads_a_file_on_two_cpus_and_an_impossible_one_is_refused(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """A pool that takes every CPU starves Ray Data's read stage and waits forever (seen with 2 actors
+    of 1 CPU on 2 CPUs): the default leaves the read its CPU; `actors=16` is refused, not left waiting."""
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"id": f"r{n}", "text": f"item {n}"}) + "\n" for n in range(40)))
+    with ExtractionServer() as server:
+        spec = ClientSpec("openai-chat", "m", base_url=server.base_url, max_concurrency=2)
+        with pytest.raises(UserError, match="would wait forever"):
+            extract_dataset(ray.data.read_json(str(source)), spec, Row, actors=16)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dataset = extract_dataset(ray.data.read_json(str(source)), spec, Row, batch_size=8)
+        assert not [w for w in caught if "concurrency" in str(w.message)]  # map_batches' deprecated argument
+        rows = dataset.take_all()
+    assert sorted(row["id"] for row in rows) == sorted(f"r{n}" for n in range(40))
 
 
 def test_per_actor_limits_hold_on_a_ray_pool(local_ray: None) -> None:

