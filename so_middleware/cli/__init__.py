@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -33,7 +34,6 @@ from ._commands import (
     _serve,
     _setup_local,
     _stop_on_signals,
-    without_userinfo,
 )
 
 __all__ = ["main"]
@@ -136,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+
+
 def _one_line(error: BaseException, args: argparse.Namespace) -> str:
     """The error as one line: its cause and what to do."""
     from ..local import PortInUseError
@@ -159,7 +162,7 @@ def _one_line(error: BaseException, args: argparse.Namespace) -> str:
         message = f"{type(error).__name__}: {message}"
     if isinstance(error, OutputError) and error.attempts:
         message += f" [{len(error.attempts)} attempt(s); --debug shows their text]"
-    return without_userinfo(message)
+    return _USERINFO.sub(r"\1***@", message)
 
 
 def _is_sdk_error(error: BaseException, name: str) -> bool:

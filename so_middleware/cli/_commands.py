@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import signal
 import sys
 import time
@@ -14,15 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..batch._cli import run_batch
-from ..core import UserError
+from ..core import UserError, redact_url
 from ._types import _check_type, _load_type
-
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
-
-
-def without_userinfo(text: str) -> str:
-    """`text` with the `user:password@` of every URL in it shown as `***@`."""
-    return _USERINFO.sub(r"\1***@", text)
 
 
 def _progress(message: str) -> None:
@@ -195,7 +187,7 @@ def _extract(args: argparse.Namespace) -> int:
     _check_server_choice(args, key)
     started = time.perf_counter()
     if args.base_url:
-        _progress(f"using the server at {without_userinfo(args.base_url)} ({args.provider} protocol)")
+        _progress(f"using the server at {redact_url(args.base_url)} ({args.provider} protocol)")
         client = _server_client(args.provider, args.base_url, args.model, os.environ.get(key))
         response = asyncio.run(_run_extract(client, text, output_type, args.stream, args.max_tokens))
     elif not args.local and os.environ.get(key):
