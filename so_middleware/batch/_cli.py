@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +23,10 @@ from typing import Any
 
 from ..core import UserError, redact_url
 from ._engines import engine_name, extract_batch
-from ._run import BatchRun, BatchSummary, extract_many
+from ._inputs import checked_inputs
+from ._progress import follow
+from ._results import ResultLog
+from ._run import BatchSummary, extract_many
 
 __all__ = ["add_batch_arguments", "run_batch"]
 
@@ -36,12 +39,14 @@ def add_batch_arguments(extract: argparse.ArgumentParser) -> None:
     """Add the batch options to the `extract` sub-command."""
     group = extract.add_argument_group("many inputs (with --input)")
     group.add_argument("--input", help="a .jsonl or .csv file (fields id, text) or a directory of text files")
+    group.add_argument("--id-field", default="id", help="the field of a .jsonl/.csv row holding its id (default id)")
+    group.add_argument("--text-field", default="text", help="the field holding the text (default text)")
     group.add_argument(
         "--output", help="the JSONL results file; a re-run resumes from it (default: INPUT.results.jsonl)"
     )
-    group.add_argument("--concurrency", type=int, default=8, help="calls in flight at most (default 8)")
-    group.add_argument("--rpm", type=float, help="requests per minute at most")
-    group.add_argument("--tpm", type=float, help="tokens per minute at most")
+    group.add_argument("--concurrency", type=_whole(1), default=8, help="calls in flight at most (default 8)")
+    group.add_argument("--rpm", type=_rate, help="requests per minute at most")
+    group.add_argument("--tpm", type=_rate, help="tokens per minute at most")
     group.add_argument("--retry-failed", action="store_true", help="run the items that failed in an earlier run again")
     group.add_argument(
         "--engine",
@@ -49,9 +54,28 @@ def add_batch_arguments(extract: argparse.ArgumentParser) -> None:
         default="direct",
         help="direct calls (default), or the provider's batch API: half price, within 24 hours",
     )
-    group.add_argument("--poll-interval", type=float, default=30.0, help="seconds between batch status checks")
+    group.add_argument("--poll-interval", type=_rate, default=30.0, help="seconds between batch status checks")
     group.add_argument("--instructions", help="a system prompt for every item")
-    group.add_argument("--max-retries", type=int, default=2, help="re-asks of an invalid answer (default 2)")
+    group.add_argument("--max-retries", type=_whole(0), default=2, help="re-asks of an invalid answer (default 2)")
+
+
+def _whole(least: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < least:
+            raise argparse.ArgumentTypeError(f"must be a whole number of at least {least}, got {text!r}")
+        return int(text)
+
+    return parse
+
+
+def _rate(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not 0 < number < math.inf:  # nan fails too
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return number
 
 
 def _progress(message: str) -> None:
@@ -59,10 +83,15 @@ def _progress(message: str) -> None:
 
 
 def run_batch(args: argparse.Namespace, output_type: Any) -> int:
-    """Run `extract --input ...`; the exit code (0: every input has a result, 130: interrupted)."""
+    """Run `extract --input ...`; the exit code (0: every input has a result, 1: every item run
+    failed, 130: interrupted)."""
     if args.text is not None or args.file is not None or args.stream:
         raise UserError("--input runs many items: --text, --file and --stream do not apply")
     output = Path(args.output or f"{Path(args.input).with_suffix('')}.results.jsonl")
+    # Everything that can be checked is, before the embedded server starts: the inputs (every item,
+    # ids unique, the fields there) and the output (writable, not locked by another run).
+    items = list(checked_inputs(args.input, id_field=args.id_field, text_field=args.text_field))
+    ResultLog(output).close()
     with _client(args) as client:
         common: dict[str, Any] = {
             "output": output,
@@ -74,7 +103,7 @@ def run_batch(args: argparse.Namespace, output_type: Any) -> int:
         if args.engine == "direct":
             run = extract_many(
                 client,
-                args.input,
+                items,
                 output_type,
                 concurrency=args.concurrency,
                 requests_per_minute=args.rpm,
@@ -84,70 +113,30 @@ def run_batch(args: argparse.Namespace, output_type: Any) -> int:
         elif engine_name(client) != args.engine:
             raise UserError(f"--engine {args.engine} needs that provider's hosted API (its key set, or --base-url)")
         else:
-            run = extract_batch(client, args.input, output_type, poll_interval=args.poll_interval, **common)
-        total = max(0, _count_inputs(Path(args.input)) - run.already_done)
+            run = extract_batch(client, items, output_type, poll_interval=args.poll_interval, **common)
+        total = max(0, len(items) - run.already_done)
         try:
-            asyncio.run(_consume(run, total))
+            asyncio.run(follow(run, total, _progress))
         except KeyboardInterrupt:
             _progress(f"interrupted: {run.summary.finished} results written to {output}; run again to resume")
             return 130
-    _report(run.summary, output)
-    return 0
+    return _report(run.summary, output)
 
 
-def _report(summary: BatchSummary, output: Path) -> None:
+def _report(summary: BatchSummary, output: Path) -> int:
+    """Print the summary; 1 when items ran and every one failed (a cause shared by all: the key,
+    the server, the type), else 0."""
     _progress(f"{summary}; results in {output}")
     for line in summary.unattributed_lines:  # their items failed; these lines are kept nowhere else
         _progress(f"unattributed batch result line: {line}")
-
-
-async def _consume(run: BatchRun[Any], total: int) -> None:
-    show = _bar(total) if sys.stderr.isatty() else _lines(total)
-    show(run.summary)
-    async for _result in run:
-        show(run.summary)
-    show(None)
-
-
-def _bar(total: int) -> Callable[[BatchSummary | None], None]:
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, unit="item", file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
-
-    def show(summary: BatchSummary | None) -> None:
-        if summary is None:
-            bar.close()
-            return
-        bar.update(summary.finished - bar.n)
-        bar.set_postfix(failed=sum(summary.failed.values()), refresh=False)
-
-    return show
-
-
-def _lines(total: int, every: float = 2.0) -> Callable[[BatchSummary | None], None]:
-    started = shown = time.monotonic()
-
-    def show(summary: BatchSummary | None) -> None:
-        nonlocal shown
-        now = time.monotonic()
-        if summary is None or now - shown < every:
-            return
-        shown = now
-        rate = summary.finished / (now - started)
-        eta = f"{(total - summary.finished) / rate:.0f}s" if rate else "?"
+    if summary.skipped_failed:
+        _progress(f"{summary.skipped_failed} item(s) failed in an earlier run: --retry-failed runs them again")
+    every_one_failed = summary.done == 0 and sum(summary.failed.values()) > 0
+    if every_one_failed:
         _progress(
-            f"{summary.finished}/{total} items, {sum(summary.failed.values())} failed, {rate:.1f} items/s, ETA {eta}"
+            f"every item failed: see the errors in {output}; after fixing the cause, run again with --retry-failed"
         )
-
-    return show
-
-
-def _count_inputs(path: Path) -> int:
-    if path.is_dir():
-        return sum(1 for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-    with path.open("rb") as lines:
-        count = sum(1 for line in lines if line.strip())
-    return count - 1 if path.suffix.lower() == ".csv" else count
+    return 1 if every_one_failed else 0
 
 
 @contextmanager

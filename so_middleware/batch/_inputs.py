@@ -96,7 +96,10 @@ def _id_and_text(row: Any, id_field: str, text_field: str, where: str) -> tuple[
         item_id, text = row
     elif isinstance(row, Mapping):
         if text_field not in row:
-            raise UserError(f"{where} has no {text_field!r} field (it has {sorted(row)}); set text_field=")
+            raise UserError(
+                f"{where} has no {text_field!r} field (it has {sorted(row)}); name the text's field: "
+                "text_field= (--text-field on the command line)"
+            )
         item_id, text = row.get(id_field), row[text_field]
     else:
         raise UserError(f"{where} is a {type(row).__name__}; expected a str, an (id, text) pair, a dict or an Item")

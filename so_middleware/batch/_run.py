@@ -19,7 +19,7 @@ from .. import ChatClient, StructuredOutput, UsageDetails, UserError, run_sync
 from ._inputs import InputSource, Item
 from ._results import ItemResult, ResultLog, ResultsWriteError
 from ._setup import build_client, prepare
-from ._summary import BatchSummary, price_of
+from ._summary import BatchSummary, hosted_provider, price_of
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
@@ -62,6 +62,7 @@ class BatchRun(Generic[T]):
         self._companion, self._price_factor = companion, price_factor
         self.summary = BatchSummary()
         self.in_flight = 0  # items started and not finished
+        self._started: dict[str, float] = {}  # item id -> time.monotonic() when it started, while in flight
         self._results: AsyncIterator[ItemResult[T]] | None = None
         self.inputs_exhausted = False
         self._stopped_by: Exception | None = None  # what stopped the run early, raised at its end
@@ -70,6 +71,14 @@ class BatchRun(Generic[T]):
         """Whether the run stopped starting items early (a bad input read as it went, an output
         that could not be written); the error is raised once the items in flight have ended."""
         return self._stopped_by is not None
+
+    def oldest_in_flight(self) -> tuple[str, float] | None:
+        """The id of the item that has been in flight longest, and for how many seconds (None when
+        none is): a call that runs on long after the others ended shows here."""
+        if not self._started:
+            return None
+        item_id, started = min(self._started.items(), key=lambda pair: pair[1])
+        return item_id, time.monotonic() - started
 
     @property
     def already_done(self) -> int:
@@ -112,8 +121,8 @@ class BatchRun(Generic[T]):
             if self._log is not None:
                 self._log.close()
             self.summary.seconds = time.monotonic() - started
-            model = getattr(self._client, "model", None)
-            cost = price_of(self.summary.usage, model, getattr(self._client, "provider_name", None))
+            provider = hosted_provider(self._client)  # a local server's model has no price, whatever its name
+            cost = price_of(self.summary.usage, getattr(self._client, "model", None), provider) if provider else None
             self.summary.cost = None if cost is None else cost * self._price_factor
 
     async def _produce(self, send: MemoryObjectSendStream[ItemResult[T]]) -> None:
@@ -149,6 +158,8 @@ class BatchRun(Generic[T]):
                 return
             if item.id in self._skip:
                 self.summary.skipped += 1
+                if self._log is not None and item.id in self._log.failed:
+                    self.summary.skipped_failed += 1
                 continue
             await slots.acquire()
             if self.stopped():  # while it waited, a write failed
@@ -158,7 +169,7 @@ class BatchRun(Generic[T]):
             group.start_soon(self._one, item, send, slots)
 
     async def _one(self, item: Item, send: MemoryObjectSendStream[ItemResult[T]], slots: anyio.Semaphore) -> None:
-        started = time.monotonic()
+        started = self._started[item.id] = time.monotonic()
         try:
             try:
                 response = await self._client.get_response(item.text, options=self._options)
@@ -183,6 +194,7 @@ class BatchRun(Generic[T]):
             await send.send(result)
         finally:
             self.in_flight -= 1
+            self._started.pop(item.id, None)
             slots.release()
 
     def __iter__(self) -> Iterator[ItemResult[T]]:

@@ -258,3 +258,62 @@ def test_the_server_of_base_url_is_shown_without_its_password(capsys: pytest.Cap
         pass
     err = capsys.readouterr().err
     assert "using the server at http://***@127.0.0.1:9/v1" in err and "s3cret" not in err
+
+
+def test_a_run_in_which_every_item_failed_exits_1_and_the_rerun_names_retry_failed(tmp_path: Path) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_inputs(inputs, 4)
+    with ExtractionServer(invalid=frozenset(range(4))) as server:
+        args = command(inputs, output, "--max-retries", "0", base_url=server.base_url)
+        first = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=environment(), timeout=60)
+        assert first.returncode == 1, first.stderr
+        assert (
+            f"every item failed: see the errors in {output}; after fixing the cause, run again with --retry-failed"
+            in (first.stderr)
+        )
+        again = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=environment(), timeout=60)
+    assert again.returncode == 0, again.stderr  # nothing ran: nothing failed in this run
+    assert "skipped 4 (already in the output, 4 of them failed then)" in again.stderr
+    assert "4 item(s) failed in an earlier run: --retry-failed runs them again" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--concurrency", "0"], "argument --concurrency: must be a whole number of at least 1, got '0'"),
+     (["--rpm", "nan"], "argument --rpm: must be a positive number, got 'nan'"),
+     (["--tpm", "-5"], "argument --tpm: must be a positive number, got '-5'"),
+     (["--max-retries", "-1"], "argument --max-retries: must be a whole number of at least 0, got '-1'"),
+     (["--text-field", "body"], "has no 'body' field (it has ['id', 'text']); name the text's field: text_field= "
+                                "(--text-field on the command line)")],
+)  # fmt: skip
+def test_bad_batch_arguments_fail_before_the_embedded_server_starts(
+    tmp_path: Path, extra: list[str], message: str
+) -> None:
+    inputs = tmp_path / "in.jsonl"
+    write_inputs(inputs, 2)
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    args = command(inputs, tmp_path / "out.jsonl", *extra)
+    result = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert result.returncode in (1, 2) and message in result.stderr, result.stderr
+    assert "starting llama-server" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_missing_input_or_a_locked_output_fails_before_the_embedded_server_starts(tmp_path: Path) -> None:
+    from so_middleware.batch import ResultLog
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    missing = subprocess.run(
+        command(tmp_path / "nope.jsonl", tmp_path / "out.jsonl"), capture_output=True, text=True, cwd=ROOT, env=env,
+        timeout=60,
+    )  # fmt: skip
+    assert missing.returncode == 1 and "nope.jsonl" in missing.stderr, missing.stderr
+    assert "starting llama-server" not in missing.stderr
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_inputs(inputs, 2)
+    held = ResultLog(output)  # another run holds the output
+    try:
+        locked = subprocess.run(command(inputs, output), capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    finally:
+        held.close()
+    assert locked.returncode == 1 and str(output) in locked.stderr, locked.stderr
+    assert "starting llama-server" not in locked.stderr

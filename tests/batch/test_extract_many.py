@@ -16,6 +16,7 @@ from extraction_server import ExtractionServer, Row
 
 from so_middleware import ModelBehaviorError, UsageDetails, UserError
 from so_middleware.batch import Item, ItemResult, ResultLog, extract_many, extract_many_sync, price_of, read_inputs
+from so_middleware.batch._summary import hosted_provider
 from so_middleware.local import LocalModelServer, chat_client
 from so_middleware.openai import OpenAIChatClient
 
@@ -274,6 +275,20 @@ def test_cost_comes_from_the_price_table_where_the_model_is_known() -> None:
     assert isinstance(cost, Decimal) and cost == Decimal("0.75")  # $0.15 in + $0.60 out per million
     assert price_of(UsageDetails(10, 5), "SmolLM2-135M-Instruct", None) is None
     assert price_of(None, "gpt-4o-mini", "openai") is None
+
+
+async def test_a_model_on_a_local_server_has_no_price_whatever_its_name(server: ExtractionServer) -> None:
+    """A model name the price table knows is priced only on its provider's own API: the same SDK on a
+    local or self-hosted server runs something else, at no price the table can know."""
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="test") as sdk:
+        local = OpenAIChatClient(sdk, "gpt-4o-mini", discover=False)
+        run = extract_many(local, ["item 1", "item 2"], Row)
+        assert [result.ok async for result in run] == [True, True]
+    assert run.summary.usage is not None and run.summary.cost is None
+    assert "cost unknown (no price for this model)" in str(run.summary)
+    assert hosted_provider(local) is None
+    async with openai.AsyncOpenAI(api_key="test") as hosted:
+        assert hosted_provider(OpenAIChatClient(hosted, "gpt-4o-mini", discover=False)) == "openai"
 
 
 @pytest.mark.local_server
