@@ -124,11 +124,11 @@ class LimitsChatClient(DelegatingChatClient):
         gate, borrower = self._gate(), object()
         started_at = await gate.enter(borrower, estimate)
         error: BaseException | None = None
-        inner: ChatStream = self.__wrapped__.get_response(
-            messages, options=options, output_type=output_type, stream=True
-        )
-        opened.append(inner)
-        try:
+        try:  # from here every way out gives the slot back: an error raised by get_response itself too
+            inner: ChatStream = self.__wrapped__.get_response(
+                messages, options=options, output_type=output_type, stream=True
+            )
+            opened.append(inner)
             async for update in inner:
                 yield update
             gate.charge(estimate, (await inner.get_final_response()).usage)
@@ -136,9 +136,12 @@ class LimitsChatClient(DelegatingChatClient):
             error = raised
             raise
         finally:
-            with anyio.CancelScope(shield=True):
-                await inner.aclose()
-            gate.leave(borrower, started_at, error, self._self_config)
+            try:
+                if opened:
+                    with anyio.CancelScope(shield=True):
+                        await opened[0].aclose()
+            finally:
+                gate.leave(borrower, started_at, error, self._self_config)
 
 
 async def _final_response(opened: list[ChatStream]) -> ChatResponse[Any]:
