@@ -447,12 +447,20 @@ async def test_a_request_too_deep_to_describe_is_not_cached(stream: bool) -> Non
 # ------------------------------------------------------------ streams of typed values
 
 
-async def test_a_replayed_stream_has_the_partial_value_each_update_had() -> None:
-    fake = FakeChatClient(Reply('{"name": "Ada Lovelace", "age": 36}', chunk_size=4))
+@pytest.mark.parametrize(
+    ("output_type", "answer"),
+    [
+        (Person, '{"name": "Ada Lovelace", "age": 36}'),
+        (list[Person], '{"response": [{"name": "Ada", "age": 36}, {"name": "Alan", "age": 41}]}'),
+    ],
+    ids=["object", "list-with-completed-items"],
+)
+async def test_a_replayed_stream_has_the_partial_value_each_update_had(output_type: Any, answer: str) -> None:
+    fake = FakeChatClient(Reply(answer, chunk_size=4))
     client = with_cache(with_structured_output(fake))
-    live = client.get_response("Ada", stream=True, output_type=Person)
+    live = client.get_response("Ada", stream=True, output_type=output_type)
     seen = [(update.text, copy.deepcopy(update.partial_value)) async for update in live]
-    replay = client.get_response("Ada", stream=True, output_type=Person)
+    replay = client.get_response("Ada", stream=True, output_type=output_type)
     replayed = [(update.text, update.partial_value) async for update in replay]
     assert len(fake.calls) == 1 and (await replay.get_final_response()).additional_properties[HIT]
     assert len({repr(value) for _, value in seen}) > 3  # the value grew along the stream

@@ -83,11 +83,15 @@ def _stored(response: ChatResponse[Any], updates: Sequence[ChatResponseUpdate[An
     return {"response": clean, "updates": kept}
 
 
-def _snapshot(update: ChatResponseUpdate[Any]) -> ChatResponseUpdate[Any]:
-    """`update` as it is now: its `partial_value` is a live view that later updates keep changing."""
+def _snapshot(update: ChatResponseUpdate[Any], done: dict[int, Any]) -> ChatResponseUpdate[Any]:
+    """`update` as it is now: its `partial_value` is a live view that later updates keep changing.
+
+    `done` holds the items completed so far (never changed again): snapshots share them, so a
+    long list is not copied whole at every update."""
+    done.update((id(item), item) for item in update.completed_items)
     if update.partial_value is None:
         return update
-    return dataclasses.replace(update, partial_value=copy.deepcopy(update.partial_value))
+    return dataclasses.replace(update, partial_value=copy.deepcopy(update.partial_value, dict(done)))
 
 
 def _replayed(response: ChatResponse[Any]) -> list[ChatResponseUpdate[Any]]:
@@ -207,9 +211,10 @@ class _CachedStream:
             return
         inner = self._call()
         seen: list[ChatResponseUpdate[Any]] = []
+        done: dict[int, Any] = {}
         try:
             async for update in inner:
-                seen.append(_snapshot(update))
+                seen.append(_snapshot(update, done))
                 yield update
             self._final = await inner.get_final_response()
         finally:
