@@ -385,3 +385,16 @@ def test_the_token_window_holds_over_any_window_on_a_fake_clock(seed: int) -> No
     # the budget (98%) plus the tolerance: what the 4 calls in flight together use beyond their
     # reservations (at most 400 - 200 each, once the first answer taught an excess of >= 189)
     assert most_in_any_window(starts, 60.0, used) <= 0.98 * 3000 + 4 * (400 - 200)
+
+
+def test_a_call_held_after_it_reserved_counts_from_its_start() -> None:
+    now = 0.0
+    window = TokenWindow(1000, 60.0, clock=lambda: now)
+    held = window.take(600)
+    window.settle(window.take(300), 300)  # usage as estimated: no excess learned
+    now = 30.0  # a retry-after pause held the first call until here
+    window.started(held)
+    now = 61.0
+    assert window.used() == 600 and window.delay(500) == pytest.approx(29.0)
+    now = 90.0
+    assert window.used() == 0 and window.delay(2000) == 0  # a call over the budget goes alone

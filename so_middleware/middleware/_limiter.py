@@ -86,6 +86,8 @@ class Gate:
                 self.tokens.cancel(reservation)
             self.slots.release_on_behalf_of(borrower)
             raise
+        if self.tokens and reservation is not None:
+            self.tokens.started(reservation)
         self.in_flight += 1
         self.started += 1
         self.peak = max(self.peak, self.in_flight)

@@ -26,7 +26,7 @@ import anyio
 __all__ = ["TokenWindow", "Reservation"]
 
 
-@dataclass
+@dataclass(eq=False)  # entries are found by identity
 class Reservation:
     """One call's entry: when it started, what it reserved, what it was estimated at."""
 
@@ -85,6 +85,15 @@ class TokenWindow:
         if self.excess is None:
             self.probe = entry
         return entry
+
+    def started(self, entry: Reservation) -> None:
+        """The call starts now (a pause or the request pacer may have held it since it reserved):
+        its entry counts from now, so it does not leave the window before its start does."""
+        now = self.clock()
+        if entry.started < now and entry in self.entries:
+            self.entries.remove(entry)
+            entry.started = now
+            self.entries.append(entry)  # the latest time: the entries stay in order
 
     def settle(self, entry: Reservation, used: int | None) -> None:
         """Record what the call used (None: not reported; the reservation stands)."""

@@ -12,7 +12,8 @@ are namespaced by the wrapped client's `provider_name` and `model`, so layers ov
 models can share one store.
 A type keys by what it validates, not by its name or JSON schema alone: its pydantic core schema,
 each validator function described by its code, defaults, closure values and the module constants
-it reads (state it reads elsewhere, such as a database, is not seen: add it with `key=`). What
+it reads, as they were when the type was first keyed (state it reads elsewhere, such as a
+database, is not seen: add it with `key=`). What
 cannot be described stably (a class pickle cannot find by name, an object pickle refuses) keys by
 identity: it can miss, never answer another request. A request nested too deeply to describe is
 not cached. `key=(messages, options, output_type) -> str | None` replaces the request part; `None`
