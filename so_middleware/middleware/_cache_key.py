@@ -60,7 +60,7 @@ def _describe(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return sorted((_describe(item) for item in value), key=digest)
     if _is_type(value):
-        return {"__type__": repr(value), "validates": type_fingerprint(value)}
+        return {"validates": type_fingerprint(value)}
     if dataclasses.is_dataclass(value):
         fields = (f.name for f in dataclasses.fields(value) if f.name != "raw_representation")
         return {"__type__": _name(type(value)), **{f: _describe(getattr(value, f)) for f in fields}}
@@ -93,7 +93,7 @@ def _describe_type(output_type: Any) -> Any:
     try:
         return _schema_of(OutputSchema(output_type, strict=False))
     except Exception:  # a type only the layer below understands: what it is still keys it
-        return {"__type__": repr(output_type), "validates": type_fingerprint(output_type)}
+        return {"validates": type_fingerprint(output_type)}
 
 
 def _schema_of(schema: OutputSchema) -> Any:
