@@ -402,6 +402,7 @@ def test_a_key_with_validators_is_the_same_in_another_process(tmp_path: Path) ->
         "print(request_key('hi', {'features': [StructuredOutput(Adult)]}, Adult))\n"
         "Age = Annotated[int, AfterValidator(lambda n: n)]\n"
         "print(request_key('hi', {'features': [StructuredOutput(Age)]}, Age))\n"
+        "print(request_key('hi', None, Annotated[str, AfterValidator(lambda s: s.strip())]))\n"
     )
     keys = {
         subprocess.run(
@@ -413,7 +414,7 @@ def test_a_key_with_validators_is_the_same_in_another_process(tmp_path: Path) ->
         ).stdout
         for seed in ("1", "2")
     }
-    assert len(keys) == 1 and [len(key) for key in keys.pop().split()] == [64, 64]
+    assert len(keys) == 1 and [len(key) for key in keys.pop().split()] == [64, 64, 64]
 
 
 def nested(depth: int, leaf: Any) -> Any:

@@ -101,7 +101,7 @@ def _schema_of(schema: OutputSchema) -> Any:
     try:
         sent: Any = {"name": schema.name(), "schema": schema.json_schema("json-schema")}
     except Exception:
-        sent = repr(schema.output_type)
+        sent = None  # plain text: no schema is sent
     return {"sent": sent, "validates": type_fingerprint(schema.output_type)}
 
 
