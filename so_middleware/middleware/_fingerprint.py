@@ -91,12 +91,12 @@ class _Describer:
         self.functions: set[int] = set()
 
     def walk(self, value: Any) -> Any:
+        if isinstance(value, enum.Enum):  # before int and str: an IntEnum member is not the int
+            return {"enum": self.walk(type(value)), "value": self.walk(value.value)}
         if value is None or isinstance(value, (bool, int, float, str)):
             return value
         if isinstance(value, (bytes, bytearray)):
             return {"sha256": hashlib.sha256(value).hexdigest()}
-        if isinstance(value, enum.Enum):
-            return {"enum": self.walk(type(value)), "value": self.walk(value.value)}
         if isinstance(value, Mapping):
             return {str(key): self.walk(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
