@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx2
 import pytest
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel, field_validator
 
 from so_middleware import (
     CachingChatClient,
@@ -18,6 +23,7 @@ from so_middleware import (
     ChatResponse,
     DataContent,
     Feature,
+    FunctionTool,
     MemoryStore,
     StructuredOutput,
     TextContent,
@@ -311,3 +317,177 @@ async def test_a_plain_answer_of_several_messages_replays_one_update_each_and_en
     assert [u.text for u in updates] == ["a", "b"]
     assert [u.usage for u in updates] == [None, UsageDetails(3, 2, 5)]
     assert (await stream.get_final_response()).text == "b"
+
+
+# ------------------------------------------------------------ keys that must differ
+
+
+def person_class(adult: bool) -> type[BaseModel]:
+    """A class named Person with the same fields each time; one of them checks the age."""
+
+    class Person(BaseModel):
+        name: str
+        age: int
+
+        @field_validator("age")
+        @classmethod
+        def adult(cls, age: int) -> int:
+            if adult and age < 18:
+                raise ValueError("must be 18 or older")
+            return age
+
+    return Person
+
+
+def at_least(minimum: int) -> Callable[[int], int]:
+    def check(value: int) -> int:
+        if value < minimum:
+            raise ValueError(f"below {minimum}")
+        return value
+
+    return check
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_class_of_the_same_name_and_fields_with_a_validator_is_not_answered_from_the_other(
+    stream: bool,
+) -> None:
+    fake = FakeChatClient(['{"name": "Tim", "age": 7}', '{"name": "Tom", "age": 30}'])
+    client = with_cache(with_structured_output(fake))
+    anyone, adult = person_class(adult=False), person_class(adult=True)
+    assert anyone.model_json_schema() == adult.model_json_schema()
+    child = await final_response(client, "the person", stream=stream, output_type=anyone)
+    grown_up = await final_response(client, "the person", stream=stream, output_type=adult)
+    assert child.value.age == 7 and grown_up.value.age == 30  # not the cached Person(age=7)
+    assert isinstance(grown_up.value, adult) and len(fake.calls) == 2
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (int, Annotated[int, AfterValidator(at_least(18))]),
+        (Annotated[int, AfterValidator(at_least(0))], Annotated[int, AfterValidator(at_least(18))]),
+        (str, Annotated[str, AfterValidator(str.upper)]),
+        (list[int], list[Annotated[int, AfterValidator(at_least(18))]]),
+    ],
+    ids=["annotated-validator", "closure-value", "plain-text-validator", "nested"],
+)
+def test_a_validator_changes_the_key(one: Any, other: Any) -> None:
+    assert request_key("hi", output_type=one) != request_key("hi", output_type=other)
+    features = [{"features": [StructuredOutput(t)]} for t in (one, other)]
+    assert request_key("hi", features[0]) != request_key("hi", features[1])
+
+
+def test_a_key_with_validators_is_the_same_in_another_process(tmp_path: Path) -> None:
+    """Validators are described by their code, not their address: a disk store hits across runs."""
+    (tmp_path / "shapes.py").write_text(
+        "from typing import Annotated\n"
+        "from pydantic import AfterValidator, BaseModel, field_validator\n"
+        "LIMIT = 18\n"
+        "class Adult(BaseModel):\n"
+        "    name: Annotated[str, AfterValidator(lambda s: s.strip())]\n"
+        "    age: int\n"
+        "    tags: set[str] = {'a', 'b', 'c'}\n"
+        "    @field_validator('age')\n"
+        "    @classmethod\n"
+        "    def adult(cls, age: int) -> int:\n"
+        "        if age < LIMIT:\n"
+        "            raise ValueError('minor')\n"
+        "        return age\n"
+    )
+    program = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from shapes import Adult, Annotated, AfterValidator\n"
+        "from so_middleware import StructuredOutput, request_key\n"
+        "print(request_key('hi', {'features': [StructuredOutput(Adult)]}, Adult))\n"
+        "Age = Annotated[int, AfterValidator(lambda n: n)]\n"
+        "print(request_key('hi', {'features': [StructuredOutput(Age)]}, Age))\n"
+        "print(request_key('hi', None, Annotated[str, AfterValidator(lambda s: s.strip())]))\n"
+    )
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", program, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(keys) == 1 and [len(key) for key in keys.pop().split()] == [64, 64, 64]
+
+
+def nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = {"items": value}
+    return value
+
+
+@pytest.mark.parametrize("option", ["extra_body", "tools", "response_format"])
+def test_requests_that_differ_deep_down_have_different_keys(option: str) -> None:
+    def options(leaf: str) -> dict[str, Any]:
+        deep = nested(30, leaf)
+        if option == "tools":
+            return {"tools": [FunctionTool("lookup", {"type": "object", "properties": deep})]}
+        if option == "response_format":
+            return {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": deep}}}
+        return {"extra_body": deep}
+
+    assert request_key("hi", options("one")) != request_key("hi", options("two"))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_request_too_deep_to_describe_is_not_cached(stream: bool) -> None:
+    fake = FakeChatClient(["one", "two"])
+    client = with_cache(fake)
+    deep = {"extra_body": nested(sys.getrecursionlimit() + 100, "x")}
+    assert request_key("hi", deep) is None
+    assert (await final_response(client, "hi", stream=stream, options=deep)).text == "one"
+    assert (await final_response(client, "hi", stream=stream, options=deep)).text == "two"
+
+
+# ------------------------------------------------------------ streams of typed values
+
+
+@pytest.mark.parametrize(
+    ("output_type", "answer"),
+    [
+        (Person, '{"name": "Ada Lovelace", "age": 36}'),
+        (list[Person], '{"response": [{"name": "Ada", "age": 36}, {"name": "Alan", "age": 41}]}'),
+    ],
+    ids=["object", "list-with-completed-items"],
+)
+async def test_a_replayed_stream_has_the_partial_value_each_update_had(output_type: Any, answer: str) -> None:
+    fake = FakeChatClient(Reply(answer, chunk_size=4))
+    client = with_cache(with_structured_output(fake))
+    live = client.get_response("Ada", stream=True, output_type=output_type)
+    seen = [(update.text, copy.deepcopy(update.partial_value)) async for update in live]
+    replay = client.get_response("Ada", stream=True, output_type=output_type)
+    replayed = [(update.text, update.partial_value) async for update in replay]
+    assert len(fake.calls) == 1 and (await replay.get_final_response()).additional_properties[HIT]
+    assert len({repr(value) for _, value in seen}) > 3  # the value grew along the stream
+    assert replayed == seen
+
+
+# ------------------------------------------------------------ files on disk
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+async def test_disk_store_files_are_private(tmp_path: Path, umask: int) -> None:
+    directory = tmp_path / "cache" / "llm"
+    previous = os.umask(umask)
+    try:
+        client = with_cache(FakeChatClient(["x" * 100_000, "short"]), store=disk_store(str(directory)))
+        await client.get_response("a large answer")  # stored in a value file of its own
+        await client.get_response("a short answer")  # stored in the database
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    files = [path for path in directory.rglob("*") if path.is_file()]
+    assert any(path.suffix == ".val" for path in files) and any(path.name == "cache.db-wal" for path in files)
+    assert {path.name: oct(stat.S_IMODE(path.stat().st_mode)) for path in files} == {
+        path.name: oct(0o600) for path in files
+    }
+    subdirectories = [path for path in directory.rglob("*") if path.is_dir()]
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o700 for path in subdirectories)

@@ -6,15 +6,21 @@ answers with the documented rate-limit error body and `retry-after-ms` header.
 
 from __future__ import annotations
 
+import gc
 import itertools
+import math
+import random
 import time
+from functools import partial
 from typing import Any
 
 import anyio
 import openai
 import pytest
+from anyio import wait_all_tasks_blocked
 
-from so_middleware import ChatResponse, LimitsChatClient, UserError, with_limits, with_retries
+from so_middleware import ChatResponse, Feature, LimitsChatClient, UserError, with_limits, with_retries
+from so_middleware.middleware._token_window import Reservation, TokenWindow
 from so_middleware.openai import OpenAIChatClient
 from so_middleware.testing import FakeChatClient, Reply
 from so_middleware.testing._faults import FaultServer, completion, status
@@ -240,3 +246,155 @@ async def test_calls_held_by_a_retry_after_pause_start_paced_not_in_a_burst() ->
     assert after[0] - inner.starts[0] >= 0.3
     gaps = [b - a for a, b in itertools.pairwise(after)]
     assert len(after) == 8 and min(gaps) >= 0.025 / 2  # paced: a burst would show gaps near 0
+
+
+# ------------------------------------------------------------ every way out gives the slot back
+
+
+class RaisesAtOnce:
+    """A client whose get_response raises before returning a stream or an awaitable."""
+
+    model = "raises"
+
+    def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("refused before any request")
+
+
+class NeedsALayer(Feature):
+    handled_by = "with_something_else"
+
+
+class NeverAnswers(FakeChatClient):
+    async def _stream(self, messages: Any, options: Any) -> Any:
+        await anyio.sleep_forever()
+        yield  # pragma: no cover
+
+
+async def _fail_background(client: Any) -> None:
+    with pytest.raises(UserError, match="background"):
+        await client.get_response("hi", stream=True, options={"background": True}).get_final_response()
+
+
+async def _fail_feature(client: Any) -> None:
+    with pytest.raises(UserError, match="with_something_else"):
+        await client.get_response("hi", stream=True, options={"features": [NeedsALayer()]}).get_final_response()
+
+
+async def _fail_before_first_update(client: Any) -> None:
+    with pytest.raises(ConnectionError):
+        await client.get_response("down", stream=True).get_final_response()
+
+
+async def _cancel_before_first_update(client: Any) -> None:
+    with anyio.move_on_after(0.05):
+        await client.get_response("never", stream=True).get_final_response()
+
+
+async def _close_without_iterating(client: Any) -> None:
+    stream = client.get_response("hi", stream=True)
+    await stream.aclose()
+
+
+async def _close_after_first_update(client: Any) -> None:
+    async with client.get_response("hi", stream=True) as stream:
+        async for _ in stream:
+            break
+
+
+async def _drop_after_first_update(client: Any) -> None:
+    stream = client.get_response("hi", stream=True)
+    await stream.__anext__()
+    del stream
+    gc.collect()  # the event loop's async generator hook closes it
+
+
+@pytest.mark.parametrize(
+    ("scenario", "inner"),
+    [
+        (_fail_background, lambda: FakeChatClient(["ok"])),
+        (_fail_feature, lambda: FakeChatClient(["ok"])),
+        (_fail_before_first_update, lambda: FakeChatClient([ConnectionError("down"), "ok"])),
+        (_cancel_before_first_update, lambda: NeverAnswers()),
+        (_close_without_iterating, lambda: FakeChatClient(["ok"])),
+        (_close_after_first_update, lambda: FakeChatClient([Reply("a long answer", chunk_size=2), "ok"])),
+        (_drop_after_first_update, lambda: FakeChatClient([Reply("a long answer", chunk_size=2), "ok"])),
+    ],
+    ids=["background-refused", "unhandled-feature", "error", "cancelled", "never-iterated", "closed", "dropped"],
+)
+async def test_every_way_a_stream_ends_gives_its_slot_back(scenario: Any, inner: Any) -> None:
+    fake = inner()
+    client = with_limits(fake, max_concurrency=1)
+    with anyio.fail_after(5):  # a leaked slot would make the next call wait forever
+        await scenario(client)
+        if isinstance(fake, NeverAnswers):
+            client = with_limits(FakeChatClient("ok"), max_concurrency=1)  # the same gate would be fine too
+        else:
+            assert (await client.get_response("next")).text == "ok"
+    assert client.stats().in_flight == 0
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_client_raising_before_the_call_gives_the_slot_back(stream: bool) -> None:
+    client = with_limits(RaisesAtOnce(), max_concurrency=1)
+    for _ in range(3):
+        with anyio.fail_after(5), pytest.raises(RuntimeError, match="refused"):
+            await call(client, stream)
+    assert client.stats().in_flight == 0 and client.stats().started == 3
+
+
+# ------------------------------------------------------------ tokens over any window
+
+
+async def test_calls_using_more_than_estimated_do_not_overshoot_the_token_limit() -> None:
+    # Each call is estimated at 2 // 4 + 1 + max_tokens(10) = 11 tokens but uses 1,100 (a schema or
+    # instructions a layer below adds). Nothing leaves the 60 s window while the test runs, so the
+    # calls that started hold every token of the window; the ones that wait are never released.
+    inner = SlowClient(delay=0, script=Reply("ok", usage=_usage(1100)))
+    client = with_limits(inner, max_concurrency=16, tokens_per_minute=3000)
+    async with anyio.create_task_group() as group:
+        for _ in range(10):
+            group.start_soon(partial(client.get_response, "hi", options={"max_tokens": 10}))
+        with anyio.fail_after(5):
+            await wait_all_tasks_blocked()
+        group.cancel_scope.cancel()
+    assert 1100 * len(inner.starts) <= 3000
+    assert len(inner.starts) == 2  # the first alone (its usage teaches the excess), then what fits
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_token_window_holds_over_any_window_on_a_fake_clock(seed: int) -> None:
+    """Up to 4 calls in flight, each using 200-400 tokens against an estimate of 11, over 30 minutes."""
+    rng = random.Random(seed)
+    now = 0.0
+    window = TokenWindow(0.98 * 3000, 60.0, clock=lambda: now)
+    in_flight: list[tuple[float, Reservation, int]] = []
+    starts: list[float] = []
+    used: list[float] = []
+    while now < 1800:
+        if len(in_flight) < 4 and window.delay(11) == 0:
+            in_flight.append((now + rng.uniform(0.5, 20), window.take(11), rng.randint(200, 400)))
+            starts.append(now)
+            used.append(in_flight[-1][2])
+            continue
+        wait = window.delay(11) if len(in_flight) < 4 else math.inf
+        now = min([now + wait, *(end for end, _, _ in in_flight)])
+        for ended in [call for call in in_flight if call[0] <= now]:
+            in_flight.remove(ended)
+            window.settle(ended[1], ended[2])
+    assert len(starts) > 200  # the limit was used, not starved
+    # the budget (98%) plus the tolerance: what the 4 calls in flight together use beyond their
+    # reservations (at most 400 - 200 each, once the first answer taught an excess of >= 189)
+    assert most_in_any_window(starts, 60.0, used) <= 0.98 * 3000 + 4 * (400 - 200)
+
+
+def test_a_call_held_after_it_reserved_counts_from_its_start() -> None:
+    now = 0.0
+    window = TokenWindow(1000, 60.0, clock=lambda: now)
+    held = window.take(600)
+    window.settle(window.take(300), 300)  # usage as estimated: no excess learned
+    now = 30.0  # a retry-after pause held the first call until here
+    window.started(held)
+    now = 61.0
+    assert window.used() == 600 and window.delay(500) == pytest.approx(29.0)
+    now = 90.0
+    assert window.used() == 0 and window.delay(2000) == 0  # a call over the budget goes alone

@@ -169,12 +169,17 @@ async def test_an_output_error_logs_its_attempts_and_not_its_output(
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_a_transport_error_is_logged_with_its_status(stream: bool, caplog: pytest.LogCaptureFixture) -> None:
-    client = with_logging(FakeChatClient(StatusError(400, message="bad request: max_tokens too large")), logger=LOGGER)
+@pytest.mark.parametrize("content", [False, True])
+async def test_a_transport_error_is_logged_with_its_status(
+    stream: bool, content: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeChatClient(StatusError(400, message="bad request: max_tokens too large"))
+    client = with_logging(fake, logger=LOGGER, include_content=content)
     with pytest.raises(StatusError):
         await final_response(client, "hi", stream=stream)
     (failed,) = only(caplog, "chat failed")
-    assert failed["status"] == 400 and failed["error"] == "StatusError: bad request: max_tokens too large"
+    message = "StatusError: bad request: max_tokens too large"
+    assert failed["status"] == 400 and failed["error"] == (message if content else "StatusError")
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -193,7 +198,7 @@ async def test_when_every_client_fails_each_failure_is_logged(stream: bool, capl
     client = with_logging(with_fallback(FakeChatClient(StatusError(503)), FakeChatClient(StatusError(502))))
     with pytest.raises(StatusError):
         await final_response(client, "hi", stream=stream)
-    assert [f["error"] for f in only(caplog, "failover")] == ["StatusError: status 503"]
+    assert [(f["error"], f["status"]) for f in only(caplog, "failover")] == [("StatusError", 503)]
     assert only(caplog, "chat failed")[0]["status"] == 502
 
 
@@ -298,3 +303,37 @@ async def test_a_stream_never_iterated_logs_nothing(caplog: pytest.LogCaptureFix
     fake = FakeChatClient("ok")
     with_logging(fake, logger=LOGGER).get_response("hi", stream=True)
     assert not events(caplog) and not fake.calls
+
+
+PROMPT = "my secret diagnosis is 42"
+
+
+def quoting(status: int) -> StatusError:
+    """A provider error whose message quotes the request back, as validating gateways do."""
+    return StatusError(status, message=f"Invalid request: '{PROMPT}' is not allowed")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("case", ["failed", "failover", "every-client-failed", "reask"])
+async def test_without_content_no_record_quotes_an_error_message(
+    stream: bool, case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    if case == "failed":
+        client: Any = with_logging(FakeChatClient(quoting(400)), logger=LOGGER)
+    elif case == "failover":
+        client = with_logging(with_fallback(FakeChatClient(quoting(503)), FakeChatClient("ok")), logger=LOGGER)
+    elif case == "every-client-failed":
+        client = with_logging(with_fallback(FakeChatClient(quoting(503)), FakeChatClient(quoting(502))))
+    else:
+        fake = FakeChatClient([PROMPT, '{"name": "Ada", "age": 36}'])  # the first answer quotes the prompt
+        client = with_logging(with_structured_output(fake), logger=LOGGER)
+    try:
+        await final_response(client, PROMPT, stream=stream, output_type=Person if case == "reask" else None)
+    except StatusError:
+        assert case in ("failed", "every-client-failed")
+    recorded = events(caplog)
+    assert recorded and all("secret diagnosis" not in repr(fields) for _, _, fields in recorded)
+    assert "secret diagnosis" not in caplog.text
+    failures = [f for name, _, f in recorded if name in ("chat failed", "failover", "reask", "strategy fallback")]
+    assert failures and all(f["error"] in ("StatusError", "ModelBehaviorError") for f in failures)
+    assert all(f.get("status") in (400, 502, 503) for f in failures if f["error"] == "StatusError")

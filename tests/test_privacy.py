@@ -7,6 +7,7 @@ send those, so `httpx2.MockTransport` answers with OpenAI-shaped error bodies (t
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anthropic
@@ -16,7 +17,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from so_middleware import with_retries, with_telemetry
+from so_middleware import with_fallback, with_logging, with_retries, with_telemetry
 from so_middleware.anthropic import AnthropicChatClient
 from so_middleware.core import redact_url
 from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
@@ -102,6 +103,27 @@ async def test_retry_records_and_events_name_the_error_type_and_status_only(
     (event,) = [e for e in span.events if e.name == "so_middleware.retry"]
     assert dict(event.attributes or {}) == {"attempt": 1, "error": "RateLimitError", "status_code": 429, "wait": 0.0}
     assert "secret diagnosis" not in recorded_text(exporter)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["plain", "stream"])
+async def test_log_records_name_the_error_type_status_and_code_only(
+    streaming: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`with_logging(include_content=False)` records a provider error the way telemetry does."""
+    limited = httpx2.Response(503, json={**QUOTING, "error": {**QUOTING["error"], "code": "server_overloaded"}})
+    failing = with_fallback(chat_client(limited), chat_client(httpx2.Response(400, json=QUOTING)))
+    caplog.set_level(logging.DEBUG, logger="so_middleware")
+    with pytest.raises(openai.BadRequestError):
+        if streaming:
+            await with_logging(failing).get_response(PROMPT, stream=True).get_final_response()
+        else:
+            await with_logging(failing).get_response(PROMPT)
+    records = {r.so_middleware["event"]: r.so_middleware for r in caplog.records}  # type: ignore[attr-defined]
+    assert "secret diagnosis" not in caplog.text and "secret diagnosis" not in repr(records)
+    failover, failed = records["failover"], records["chat failed"]
+    fields = ("error", "status", "code")
+    assert [failover[f] for f in fields] == ["InternalServerError", 503, "server_overloaded"]
+    assert [failed[f] for f in fields] == ["BadRequestError", 400, "invalid_request_error"]
 
 
 # ------------------------------------------------------------ credentials in base URLs

@@ -1,5 +1,5 @@
-"""The mechanics of `with_limits`: the gate each call passes (a concurrency limiter and two
-pacers), its configuration and the token estimate."""
+"""The mechanics of `with_limits`: the gate each call passes (a concurrency limiter, a request
+pacer and a token window), its configuration and the token estimate."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from ..core import (
 )
 from ._retry_after import retry_after_seconds
 from ._retry_errors import status_code_of
+from ._token_window import Reservation, TokenWindow
 
-__all__ = ["LimitStats", "Gate", "LimitsConfig", "estimate_tokens", "is_number"]
+__all__ = ["LimitStats", "Gate", "LimitsConfig", "Ticket", "estimate_tokens", "is_number"]
 
 _HEADROOM = 0.98  # pace at 98% of a limit: jitter between here and the provider stays under it
 
@@ -40,10 +41,18 @@ class LimitStats:
     paused_until: float  # time.monotonic() before which no call starts (retry-after)
 
 
-def _pacer(limit: float, period: float, burst: float) -> AsyncLimiter:
-    # A leaky bucket of capacity `burst` draining at `rate` admits fewer than burst + rate * period
-    # in any window of `period`: at most `limit` for burst 1 (requests) or limit / 60 (tokens).
-    return AsyncLimiter(burst, burst / (_HEADROOM * limit / period))
+def _pacer(limit: float, period: float) -> AsyncLimiter:
+    # A leaky bucket of capacity 1 draining at `rate` admits fewer than 1 + rate * period starts
+    # in any window of `period`: at most `limit`.
+    return AsyncLimiter(1, 1 / (_HEADROOM * limit / period))
+
+
+@dataclass
+class Ticket:
+    """A call that passed the gate: when it started, and its tokens (with a token limit)."""
+
+    started_at: float
+    tokens: Reservation | None
 
 
 class Gate:
@@ -53,23 +62,18 @@ class Gate:
         self.loop = asyncio.get_running_loop()
         self.slots = anyio.CapacityLimiter(config.max_concurrency)
         rpm, tpm = config.requests_per_minute, config.tokens_per_minute
-        self.requests = None if rpm is None else _pacer(rpm, config.period, 1)
-        self.tokens = None if tpm is None else _pacer(tpm, config.period, max(1.0, tpm / 60))
-        self.token_debt = 0
+        self.requests = None if rpm is None else _pacer(rpm, config.period)
+        self.tokens = None if tpm is None else TokenWindow(_HEADROOM * tpm, config.period)
         self.paused_until = 0.0
         self.cut_at = -math.inf
         self.successes = self.in_flight = self.peak = self.started = self.rate_limited = 0
 
-    async def enter(self, borrower: object, tokens: int) -> float:
+    async def enter(self, borrower: object, tokens: int) -> Ticket:
         await self.slots.acquire_on_behalf_of(borrower)
+        reservation = None
         try:
             if self.tokens:
-                remaining: float = tokens + self.token_debt
-                self.token_debt = 0
-                while remaining > 0:  # a call larger than the burst is charged in bursts
-                    step = min(remaining, self.tokens.max_rate)
-                    await self.tokens.acquire(step)
-                    remaining -= step
+                reservation = await self.tokens.reserve(tokens)
             while True:  # the paced start must fall outside a pause, or the calls it held would burst
                 while (wait := self.paused_until - time.monotonic()) > 0:
                     await anyio.sleep(wait)
@@ -78,16 +82,23 @@ class Gate:
                 if self.paused_until <= time.monotonic():
                     break
         except BaseException:
+            if self.tokens and reservation is not None:
+                self.tokens.cancel(reservation)
             self.slots.release_on_behalf_of(borrower)
             raise
+        if self.tokens and reservation is not None:
+            self.tokens.started(reservation)
         self.in_flight += 1
         self.started += 1
         self.peak = max(self.peak, self.in_flight)
-        return time.monotonic()
+        return Ticket(time.monotonic(), reservation)
 
-    def leave(self, borrower: object, started_at: float, error: BaseException | None, config: LimitsConfig) -> None:
+    def leave(self, borrower: object, ticket: Ticket, error: BaseException | None, config: LimitsConfig) -> None:
         self.in_flight -= 1
         self.slots.release_on_behalf_of(borrower)
+        if self.tokens and ticket.tokens is not None:
+            self.tokens.settle(ticket.tokens, None)  # no usage known (an error): the reservation stands
+        started_at = ticket.started_at
         if error is not None and status_code_of(error) == 429:
             self.rate_limited += 1
             headers = getattr(getattr(error, "response", None), "headers", None) or {}
@@ -104,10 +115,10 @@ class Gate:
                 self.slots.total_tokens = int(self.slots.total_tokens) + 1
                 self.successes = 0
 
-    def charge(self, estimate: int, usage: UsageDetails | None) -> None:
+    def charge(self, ticket: Ticket, usage: UsageDetails | None) -> None:
         used = usage and (usage.total_tokens or (usage.input_tokens or 0) + (usage.output_tokens or 0))
-        if self.tokens and used and used > estimate:
-            self.token_debt += used - estimate
+        if self.tokens and ticket.tokens is not None:
+            self.tokens.settle(ticket.tokens, used or None)
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,27 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core import Attempt, ChatResponse, OutputError
 from ._otel_names import RETRIES_KEY, STRUCTURED_OUTPUT_KEY
+from ._retry_errors import status_code_of
 from .cache import CACHE_HIT_KEY
 from .fallback import FALLBACK_KEY
 
-__all__ = ["Event", "attempt_events", "error_events", "error_text", "redact", "redacted", "response_events", "summary"]
+__all__ = [
+    "Event",
+    "attempt_events",
+    "error_code",
+    "error_events",
+    "error_fields",
+    "error_text",
+    "redact",
+    "redacted",
+    "response_events",
+    "summary",
+]
 
 Event = tuple[int, str, dict[str, Any]]
 
@@ -28,6 +40,9 @@ _SECRETS = (
     (re.compile(r"(?i)\b(bearer\s+)[a-z0-9._~+/=-]+"), r"\1***"),
     (re.compile(r"\b(sk-(?:ant-)?)[A-Za-z0-9_-]{6,}"), r"\1***"),
 )
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
 def redact(text: str) -> str:
@@ -48,12 +63,31 @@ def redacted(value: Any) -> Any:
 
 
 def error_text(error: BaseException | None, content: bool) -> str | None:
-    """`Type: message`; only the type for an `OutputError` unless `content` (its message quotes the output)."""
+    """`Type: message` with `content`, else only the type: a provider's message may quote the
+    request, an `OutputError`'s quotes the model's output."""
     if error is None:
         return None
-    if isinstance(error, OutputError) and not content:
+    if not content:
         return type(error).__name__
     return f"{type(error).__name__}: {error}"[:500]
+
+
+def error_fields(error: BaseException, content: bool) -> dict[str, Any]:
+    """`error`, `status` and `code` of a record about a failure."""
+    return {"error": error_text(error, content), "status": status_code_of(error), "code": error_code(error)}
+
+
+def error_code(error: BaseException) -> str | None:
+    """The provider's error code (`error.code`, else `error.type` of the body), when it is an identifier."""
+    body = getattr(error, "body", None)
+    nested = body.get("error") if isinstance(body, Mapping) else None
+    for source in (nested, body):
+        if isinstance(source, Mapping):
+            for key in ("code", "type"):
+                code = source.get(key)
+                if isinstance(code, str) and _IDENTIFIER.fullmatch(code) and code != "error":
+                    return code
+    return None
 
 
 def attempt_events(attempts: Sequence[Attempt], content: bool) -> list[Event]:
@@ -73,8 +107,10 @@ def response_events(response: ChatResponse[Any], content: bool) -> list[Event]:
     events += attempt_events(response.attempts, content)
     fallback = properties.get(FALLBACK_KEY) or {}
     for failed in fallback.get("failed") or []:
-        passed_over = {"client": failed.get("index"), "failed_model": failed.get("model"), "error": failed.get("error")}
-        events.append((logging.WARNING, "failover", {**passed_over, "answered_by": fallback.get("index")}))
+        error = failed.get("error") if content else failed.get("error_type")
+        passed_over = {"client": failed.get("index"), "failed_model": failed.get("model"), "error": error}
+        status = {"status": failed.get("status_code")}
+        events.append((logging.WARNING, "failover", {**passed_over, **status, "answered_by": fallback.get("index")}))
     return events
 
 
@@ -82,7 +118,7 @@ def error_events(error: BaseException, content: bool) -> list[Event]:
     """The failovers and structured-output attempts an error carries."""
     earlier = getattr(error, "fallback_errors", None) or []
     events: list[Event] = [
-        (logging.WARNING, "failover", {"client": index, "error": error_text(failed, content)})
+        (logging.WARNING, "failover", {"client": index, **error_fields(failed, content)})
         for index, failed in enumerate(earlier)
     ]
     return events + (attempt_events(error.attempts, content) if isinstance(error, OutputError) else [])

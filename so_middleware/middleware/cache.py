@@ -4,12 +4,20 @@
     client = with_cache(adapter, store=disk_store(".cache/llm"))  # on disk: pip install 'so-middleware[cache]'
 
 **Key:** a SHA-256 of a canonical JSON of the request: the messages (roles, contents, names), every
-option, the output type's JSON schema, and each feature's class, plain-data attributes (strings,
-numbers, lists and dicts of them; `None` and objects are left out) and output schema (a
-`StructuredOutput`'s type, mode and settings). Raw bytes count by their hash. A feature nothing can
-be read from still keys by its class, never breaks the call. Entries are namespaced by the wrapped
-client's `provider_name` and `model`, so layers over different models can share one store.
-`key=(messages, options, output_type) -> str | None` replaces the request part; `None` skips the cache.
+option (nothing cut, however deep), the output type, and each feature's class, plain-data
+attributes (strings, numbers, lists and dicts of them, types; `None` and other objects are left
+out) and output type (a `StructuredOutput`'s type, mode and settings). Raw bytes count by their
+hash. A feature nothing can be read from still keys by its class, never breaks the call. Entries
+are namespaced by the wrapped client's `provider_name` and `model`, so layers over different
+models can share one store.
+A type keys by what it validates, not by its name or JSON schema alone: its pydantic core schema,
+each validator function described by its code, defaults, closure values and the module constants
+it reads, as they were when the type was first keyed (state it reads elsewhere, such as a
+database, is not seen: add it with `key=`). What
+cannot be described stably (a class pickle cannot find by name, an object pickle refuses) keys by
+identity: it can miss, never answer another request. A request nested too deeply to describe is
+not cached. `key=(messages, options, output_type) -> str | None` replaces the request part; `None`
+skips the cache.
 
 **Sampling:** calls with `temperature` > 0 are cached too: a cache is asked for to get the same
 answer again. To keep sampled calls live, say so:
@@ -20,12 +28,14 @@ and a response that cannot be stored (a value the disk store cannot pickle: logg
 are not. The SDK's raw objects (`raw_representation`) are left out. A hit is a fresh copy with
 `additional_properties["so_middleware.cache_hit"] = True`.
 
-**Streams** replay a hit: the same updates, then the same final response. A hit stored by a
-non-streaming call streams as one update holding the whole answer. A stream's updates and final
-response are stored once the stream has ended.
+**Streams** replay a hit: the same updates (each with the `partial_value` it had when it was
+streamed: a snapshot, where the live stream's is a view that keeps growing), then the same final
+response. A hit stored by a non-streaming call streams as one update holding the whole answer. A
+stream's updates and final response are stored once the stream has ended.
 
 **Stores:** anything with `get(key)` and `set(key, value)`: `MemoryStore` (a bounded LRU, the
-default), `disk_store(directory)` (a `diskcache.Cache`, whose calls run in a worker thread).
+default), `disk_store(directory)` (a `diskcache.Cache`, whose calls run in a worker thread; the
+directory it creates is `0700`, the files it creates `0600`).
 **Order:** below `with_structured_output` each model call of a run (re-asks too) is cached and the
 answer is validated again; above it, the validated response is cached whole.
 """
@@ -72,6 +82,17 @@ def _stored(response: ChatResponse[Any], updates: Sequence[ChatResponseUpdate[An
     clean.additional_properties = dict(response.additional_properties)
     kept = None if updates is None else [dataclasses.replace(u, raw_representation=None) for u in updates]
     return {"response": clean, "updates": kept}
+
+
+def _snapshot(update: ChatResponseUpdate[Any], done: dict[int, Any]) -> ChatResponseUpdate[Any]:
+    """`update` as it is now: its `partial_value` is a live view that later updates keep changing.
+
+    `done` holds the items completed so far (never changed again): snapshots share them, so a
+    long list is not copied whole at every update."""
+    done.update((id(item), item) for item in update.completed_items)
+    if update.partial_value is None:
+        return update
+    return dataclasses.replace(update, partial_value=copy.deepcopy(update.partial_value, dict(done)))
 
 
 def _replayed(response: ChatResponse[Any]) -> list[ChatResponseUpdate[Any]]:
@@ -191,9 +212,10 @@ class _CachedStream:
             return
         inner = self._call()
         seen: list[ChatResponseUpdate[Any]] = []
+        done: dict[int, Any] = {}
         try:
             async for update in inner:
-                seen.append(update)
+                seen.append(_snapshot(update, done))
                 yield update
             self._final = await inner.get_final_response()
         finally:

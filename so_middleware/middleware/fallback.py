@@ -13,7 +13,7 @@ and an error is raised as it is.
 
 **Visible:** the response says who answered, in `additional_properties["so_middleware.fallback"]`:
 `{"index": 1, "model": "claude-haiku-4-5", "provider": "anthropic", "failed": [{"index": 0, "model":
-..., "provider": ..., "error": "RateLimitError: ..."}]}`. When every client fails, the last error is
+..., "provider": ..., "error": "RateLimitError: ...", "error_type": "RateLimitError", "status_code": 429}]}`. When every client fails, the last error is
 raised unchanged, with `error.fallback_errors` listing the earlier clients' errors, in order (and a
 note naming each on Python 3.11+).
 
@@ -46,6 +46,7 @@ from ..core import (
     UserError,
     as_chat_client,
 )
+from ._retry_errors import status_code_of
 from .retries import is_transient
 
 __all__ = ["FALLBACK_KEY", "FallbackChatClient", "with_fallback"]
@@ -140,7 +141,7 @@ class _Run:
         self.failed.append((index, client, error))
 
     def annotate(self, response: ChatResponse[Any], index: int) -> ChatResponse[Any]:
-        failed = [{**_describe(i, c), "error": f"{type(e).__name__}: {e}"[:500]} for i, c, e in self.failed]
+        failed = [{**_describe(i, c), **_error(e)} for i, c, e in self.failed]
         answered = _describe(index, self.clients[index])
         response.additional_properties[FALLBACK_KEY] = {**answered, "failed": failed}
         return response
@@ -198,6 +199,12 @@ class _Run:
             raise RuntimeError("the stream has not been opened")
         index, stream = self.answering
         return self.annotate(await stream.get_final_response(), index)
+
+
+def _error(error: Exception) -> dict[str, Any]:
+    """The error as text, and its type and status alone (a log without content shows only those)."""
+    text = f"{type(error).__name__}: {error}"[:500]
+    return {"error": text, "error_type": type(error).__name__, "status_code": status_code_of(error)}
 
 
 def _attach(error: Exception, failed: list[tuple[int, ChatClient, Exception]]) -> None:

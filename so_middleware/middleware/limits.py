@@ -6,12 +6,16 @@
 **Concurrency:** an `anyio.CapacityLimiter` of `max_concurrency` slots; a call holds one from its
 start until its response arrives (a stream: until it ends or is closed).
 
-**Rates:** `aiolimiter.AsyncLimiter` leaky buckets pace the starts, once a call holds a slot.
-Requests are spaced evenly at 98% of `requests_per_minute` (a burst of one), so no window
+**Rates:** requests are paced by an `aiolimiter.AsyncLimiter` leaky bucket, once a call holds a
+slot: starts are spaced evenly at 98% of `requests_per_minute` (a burst of one), so no window
 `[t, t + 60 s)` ever holds more starts than the limit, and a little network jitter does not
-push the provider's own count over. Tokens are paced the same way with a burst of a second's
-worth. A call is charged an estimate before it starts (prompt characters / 4, plus `max_tokens`
-or `completion_tokens`); what its response used beyond the estimate is charged to the next calls.
+push the provider's own count over. Tokens are kept in a window of the calls started in the last
+minute, under 98% of `tokens_per_minute`: a call reserves an estimate before it starts (prompt
+characters / 4, plus `max_tokens` or `completion_tokens`, plus the largest excess of usage over
+estimate seen so far) and waits until it fits; when its response reports usage, its entry becomes
+the larger of the two, and the calls waiting see it at once. Until the first response has
+reported usage, one call at a time goes. **Tolerance:** a window can hold more only by what calls
+in flight together use beyond their reservations (an answer much longer than any before).
 
 **429s:** a rate-limited answer (HTTP 429) halves the concurrency, down to `min_concurrency`
 (once per episode: 429s of calls that started before the cut do not cut again), and its
@@ -106,39 +110,42 @@ class LimitsChatClient(DelegatingChatClient):
 
     async def _respond(self, messages: MessageInput, options: OptionsInput, output_type: Any, estimate: int) -> Any:
         gate, borrower = self._gate(), object()
-        started_at = await gate.enter(borrower, estimate)
+        ticket = await gate.enter(borrower, estimate)
         error: BaseException | None = None
         try:
             response = await self.__wrapped__.get_response(messages, options=options, output_type=output_type)
-            gate.charge(estimate, response.usage)
+            gate.charge(ticket, response.usage)
             return response
         except BaseException as raised:
             error = raised
             raise
         finally:
-            gate.leave(borrower, started_at, error, self._self_config)
+            gate.leave(borrower, ticket, error, self._self_config)
 
     async def _stream(
         self, messages: MessageInput, options: OptionsInput, output_type: Any, estimate: int, opened: list[ChatStream]
     ) -> AsyncIterator[Any]:
         gate, borrower = self._gate(), object()
-        started_at = await gate.enter(borrower, estimate)
+        ticket = await gate.enter(borrower, estimate)
         error: BaseException | None = None
-        inner: ChatStream = self.__wrapped__.get_response(
-            messages, options=options, output_type=output_type, stream=True
-        )
-        opened.append(inner)
-        try:
+        try:  # from here every way out gives the slot back: an error raised by get_response itself too
+            inner: ChatStream = self.__wrapped__.get_response(
+                messages, options=options, output_type=output_type, stream=True
+            )
+            opened.append(inner)
             async for update in inner:
                 yield update
-            gate.charge(estimate, (await inner.get_final_response()).usage)
+            gate.charge(ticket, (await inner.get_final_response()).usage)
         except BaseException as raised:
             error = raised
             raise
         finally:
-            with anyio.CancelScope(shield=True):
-                await inner.aclose()
-            gate.leave(borrower, started_at, error, self._self_config)
+            try:
+                if opened:
+                    with anyio.CancelScope(shield=True):
+                        await opened[0].aclose()
+            finally:
+                gate.leave(borrower, ticket, error, self._self_config)
 
 
 async def _final_response(opened: list[ChatStream]) -> ChatResponse[Any]:

@@ -10,15 +10,16 @@
 | `chat` | `level` (default `INFO`) | a call answered: model (and `response_model` when the answer names another), duration, finish reason, tokens, time to first chunk, cache hit, structured-output strategy and attempts |
 | `retry` | `WARNING` | each retry the retry layer records on the response (`so_middleware.retries`) |
 | `reask`, `strategy fallback` | `WARNING` | each structured-output attempt that was re-asked, or moved to the next strategy (read from `response.attempts`, or from an `OutputError`'s attempts) |
-| `failover` | `WARNING` | each client `with_fallback` passed over (`so_middleware.fallback`, or an error's `fallback_errors`) |
-| `chat failed` | `ERROR` | the call raised: the error's type, message, HTTP status |
+| `failover` | `WARNING` | each client `with_fallback` passed over (`so_middleware.fallback`, or an error's `fallback_errors`): the error's type, HTTP status and provider code |
+| `chat failed` | `ERROR` | the call raised: the error's type, HTTP status (`status`) and provider error code (`code`, e.g. `rate_limit_exceeded`) |
 | `chat closed` / `chat cancelled` | `level` | a stream closed before its end, a call cancelled |
 
 Every record also carries its fields as `record.so_middleware` (a dict with `event`), for structured
 log handlers.
 
-**Content:** no message text, answer text or model output (an `OutputError`'s message quotes it)
-unless `include_content=True`. Credentials never: userinfo in URLs, `key=`/`token=`-style query
+**Content:** no message text, answer text or model output unless `include_content=True`; so an
+error is logged by its type, HTTP status and provider code only, never its message (a provider's
+message may quote the request, an `OutputError`'s the model's output), as telemetry records it. Credentials never: userinfo in URLs, `key=`/`token=`-style query
 parameters, bearer tokens and `sk-...` keys are replaced with `***` in everything logged.
 
 **Order:** outermost, one `chat` record per logical call sees retries, re-asks and failovers; under
@@ -48,8 +49,7 @@ from ..core import (
     UserError,
     as_messages,
 )
-from ._log_records import error_events, error_text, redact, redacted, response_events, summary
-from ._retry_errors import status_code_of
+from ._log_records import error_events, error_fields, redact, redacted, response_events, summary
 
 __all__ = ["LoggingChatClient", "redact", "with_logging"]
 
@@ -173,10 +173,8 @@ class _CallLog:
             return
         for level, event, fields in error_events(error, self.content):
             self.log(level, event, **self.fields, **fields)
-        status, text = status_code_of(error), error_text(error, self.content)
-        self.log(
-            logging.ERROR, "chat failed", **self.fields, duration=self.duration(), **extra, status=status, error=text
-        )
+        failure = error_fields(error, self.content)
+        self.log(logging.ERROR, "chat failed", **self.fields, duration=self.duration(), **extra, **failure)
 
 
 def _model(client: Any, options: OptionsInput) -> str | None:
