@@ -4,13 +4,12 @@ runs far longer than the answers so far (a small model that never closes its lis
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
-
-import anyio
 
 from ._run import BatchRun
 from ._summary import BatchSummary
@@ -30,17 +29,19 @@ async def follow(
 
     async def ticker() -> None:
         while True:
-            await anyio.sleep(tick)
+            await asyncio.sleep(tick)
             oldest = run.oldest_in_flight()
             show(run.summary, oldest)
             slow.check(oldest)
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(ticker)
+    # A bare task, not a task group: a Ctrl-C in the loop stays a KeyboardInterrupt, not a group of one.
+    ticking = asyncio.ensure_future(ticker())
+    try:
         async for result in run:
             slow.finished(result.seconds)
             show(run.summary, run.oldest_in_flight())
-        group.cancel_scope.cancel()
+    finally:
+        ticking.cancel()
     show(None, None)
 
 
