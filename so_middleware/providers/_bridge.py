@@ -92,7 +92,8 @@ def _close_quietly(result: Any) -> None:
 def capped_timeout(sdk_client: Any, seconds: float | None) -> httpx2.Timeout | None:
     """The SDK client's timeouts, each capped just past `seconds` (None: keep the client's), so
     every socket operation ends, and with it every worker thread; the caller's own bound (the
-    idle timeout, a deadline) fires first."""
+    idle timeout, a deadline) fires first, unless the SDK client's own timeout is shorter: the
+    smaller bound wins, read timeout included."""
     if seconds is None:
         return None
     configured = getattr(sdk_client, "timeout", None)
@@ -102,7 +103,9 @@ def capped_timeout(sdk_client: Any, seconds: float | None) -> httpx2.Timeout | N
     def capped(value: float | None) -> float:
         return cap if value is None else min(value, cap)
 
-    return httpx2.Timeout(connect=capped(base.connect), read=cap, write=capped(base.write), pool=capped(base.pool))
+    return httpx2.Timeout(
+        connect=capped(base.connect), read=capped(base.read), write=capped(base.write), pool=capped(base.pool)
+    )
 
 
 _READ_SLACK = 1.0
