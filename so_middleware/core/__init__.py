@@ -50,6 +50,7 @@ from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
+from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
@@ -117,7 +118,10 @@ __all__ = [
     "cancel_run",
     "chain",
     "chat_format_to_responses",
+    "check_sendable",
     "find_feature",
+    "lone_surrogate_in",
+    "mend_surrogates",
     "register_provider",
     "redact_url",
     "register_text_parser",

@@ -32,6 +32,7 @@ from ..core import (
     TextContent,
     UsageDetails,
     UserError,
+    mend_surrogates,
 )
 from ..core._formats import copy_json
 from ._call import Call
@@ -147,7 +148,7 @@ class Run:
             return self._plan(self.messages)
         if isinstance(verdict, Invalid) and self.reasks < self.feature.max_retries:
             self.reasks += 1
-            return self._plan(plan.strategy.reask(plan, verdict.answer, verdict.error))
+            return self._plan(mend_surrogates(plan.strategy.reask(plan, verdict.answer, verdict.error)))
         raise self._fail(verdict, response, plan)
 
     async def final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
