@@ -40,7 +40,7 @@ from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
 from ._otel_names import RETRIES_KEY
 from ._retry_scope import RetryScope
-from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict, ignored_error, outcome_of
+from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict, outcome_of
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
@@ -169,11 +169,9 @@ class Run:
             return Stopped(answer, RefusalError(f"the model refused: {reason}", refusal=response.refusal or ""))
         if response.finish_reason == FinishReason.CONTENT_FILTER:
             return Stopped(answer, ContentFilterError("the answer was withheld by the provider's content filter"))
+        if response.finish_reason == FinishReason.LENGTH:  # never evidence that the strategy was ignored:
+            return self._cut_off(strategy, answer)  # a server may withhold a cut-off start (llama-server's "```json")
         ignored = self.index + 1 < len(self.strategies) and strategy.ignored(plan, answer)
-        if response.finish_reason == FinishReason.LENGTH:
-            if ignored:  # rambling until the limit because the format was not enforced
-                return Ignored(answer, ignored_error(strategy, answer))
-            return self._cut_off(strategy, answer)
         verdict = self._validate(strategy, answer)
         if isinstance(verdict, Invalid) and ignored:
             return Ignored(answer, verdict.error)
