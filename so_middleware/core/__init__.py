@@ -30,6 +30,7 @@ from ._continuation import ContinuationToken
 from ._deadline import call_deadline, seconds_left
 from ._delegating import DelegatingChatClient, chain
 from ._exceptions import (
+    MAX_RAW_TEXT,
     TRANSIENT_ERROR_CODES,
     ContentFilterError,
     DeadlineExceededError,
@@ -59,6 +60,7 @@ from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
 
 __all__ = [
+    "MAX_RAW_TEXT",
     "TRANSIENT_ERROR_CODES",
     "ENTRY_POINT_GROUP",
     "FEATURES_KEY",

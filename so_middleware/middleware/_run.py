@@ -27,6 +27,7 @@ from ..core import (
     IncompleteOutputError,
     ModelBehaviorError,
     OutputError,
+    ProviderResponseError,
     RefusalError,
     ResponseFormat,
     TextContent,
@@ -108,7 +109,7 @@ class Run:
                     async for update in updates:
                         yield update
             except Exception as error:
-                self._record_broken(plan, call, error)
+                self._record_broken(plan, call.received, error)
                 self._annotate(error)
                 raise
             plan = self._next(plan, call.response)
@@ -125,7 +126,8 @@ class Run:
                     call = functools.partial(self.inner.get_response, plan.messages, options=plan.options)
                     response = await self.retries.respond(call)
             except Exception as error:
-                self._annotate(error)  # a plain call that failed has no partial answer to record
+                self._record_broken(plan, [], error)
+                self._annotate(error)
                 raise
             plan = self._next(plan, response)
         return await self.final_response(())
@@ -214,15 +216,18 @@ class Run:
         if self.learned is not None and isinstance(verdict, Valid):
             self.learned.worked(self.key, name)
 
-    def _record_broken(self, plan: Plan, call: Call, error: Exception) -> None:
-        """A stream that broke after the server answered is an attempt too: its text and usage so far."""
-        received = call.received
-        if not received:
+    def _record_broken(self, plan: Plan, received: list[ChatResponseUpdate[Any]], error: Exception) -> None:
+        """A call that failed after the server answered is an attempt too: the text and usage a
+        stream received so far, or the unusable answer a `ProviderResponseError` kept."""
+        kept = error.attempts[-1] if isinstance(error, ProviderResponseError) and error.attempts else None
+        if received:
+            response = ChatResponse.from_updates(received)
+            text, usage, finish = plan.strategy.answer(plan, response).text, response.usage, response.finish_reason
+        elif kept is not None:
+            text, usage, finish = kept.text, kept.usage, None
+        else:
             return
-        response = ChatResponse.from_updates(received)
-        text, name = plan.strategy.answer(plan, response).text, plan.strategy.name
-        usage, finish = response.usage, response.finish_reason
-        self.attempts.append(Attempt(len(self.attempts), text, error, usage, name, finish, plan.strict))
+        self.attempts.append(Attempt(len(self.attempts), text, error, usage, plan.strategy.name, finish, plan.strict))
 
     def _usage(self) -> UsageDetails | None:
         return UsageDetails.total(a.usage for a in self.attempts)

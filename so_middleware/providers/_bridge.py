@@ -15,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import warnings
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio.to_thread
 import httpx2
 
-from ..core import ProviderResponseError, SOMiddlewareError, StreamInterruptedError
+from ..core import MAX_RAW_TEXT, ProviderResponseError, SOMiddlewareError, StreamInterruptedError, UsageDetails
 
 __all__ = [
     "IdleTimeout",
@@ -33,6 +34,8 @@ __all__ = [
     "iterate_sdk_stream",
     "reported_failure",
     "capped_timeout",
+    "kept_body",
+    "kept_usage",
     "unreadable",
 ]
 
@@ -186,6 +189,37 @@ def unreadable(what: str, error: BaseException | None = None) -> ProviderRespons
     exc = ProviderResponseError(f"the server's answer could not be read: {what}{reason}")
     exc.__cause__ = error
     return exc
+
+
+def kept_body(value: Any) -> str:
+    """The text of an answer that could not be used, for its error to keep (at most
+    `MAX_RAW_TEXT` characters): the document a JSON or UTF-8 decoding error holds, a body the SDK
+    returned as text, or an SDK object as the JSON it was read from."""
+    if isinstance(value, str):
+        return value[:MAX_RAW_TEXT]
+    if isinstance(value, UnicodeDecodeError):
+        return bytes(value.object[: MAX_RAW_TEXT * 4]).decode("utf-8", "replace")[:MAX_RAW_TEXT]
+    if isinstance(value, ValueError) and isinstance(getattr(value, "doc", None), str):  # JSONDecodeError
+        return str(getattr(value, "doc", ""))[:MAX_RAW_TEXT]
+    dump = getattr(value, "model_dump_json", None)
+    if not callable(dump):
+        return ""
+    with warnings.catch_warnings(), contextlib.suppress(Exception):  # a shape the model does not expect
+        warnings.simplefilter("ignore")
+        return str(dump(exclude_unset=True))[:MAX_RAW_TEXT]
+    return ""
+
+
+def kept_usage(result: Any) -> UsageDetails | None:
+    """The token counts an unusable answer reported, when it has readable ones (any SDK's names)."""
+    usage = getattr(result, "usage", None)
+
+    def count(*names: str) -> int | None:
+        values = (getattr(usage, name, None) for name in names)
+        return next((v for v in values if isinstance(v, int) and not isinstance(v, bool)), None)
+
+    used = count("input_tokens", "prompt_tokens"), count("output_tokens", "completion_tokens")
+    return None if used == (None, None) else UsageDetails(*used, count("total_tokens"))
 
 
 def reported_failure(error: BaseException) -> ProviderResponseError | None:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...core import ChatResponse, ChatResponseUpdate, ContinuationToken, FinishReason
+from ...core import ChatResponse, ChatResponseUpdate, ContinuationToken, FinishReason, ProviderResponseError
 from ._responses_stream import StreamReader
 from ._responses_wire import failure_of, response_to_chat
 
@@ -28,6 +28,7 @@ __all__ = [
     "PENDING_STATUSES",
     "RESUMED_KEY",
     "ResumableReader",
+    "answer_to_chat",
     "background_to_chat",
     "ended_run_error",
     "final_of_resumed",
@@ -55,6 +56,18 @@ def background_to_chat(
         additional_properties={"status": status},
         continuation_token=token if token is not None else ContinuationToken(response_id),
     )
+
+
+def answer_to_chat(response: Any, *, prefill: str = "") -> ChatResponse[Any]:
+    """Map the answer to a request that started no background run: a pending status there is the
+    server's fault (a plain request is answered when it is done), not the caller's."""
+    status = getattr(response, "status", None)
+    if status in PENDING_STATUSES:
+        raise ProviderResponseError(
+            f"the server answered a request that started no background run with status {status!r}: "
+            "the answer is unfinished; its body is on this error's .attempts"
+        )
+    return response_to_chat(response, prefill=prefill)
 
 
 @dataclass
