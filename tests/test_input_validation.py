@@ -189,8 +189,11 @@ SURROGATES = pytest.mark.parametrize(
         (tool_turn(f"sunny {LONE}"), {}, "message 2 (tool)"),
         (tool_turn({"sky": [f"sunny {LONE}"]}), {}, "message 2 (tool)"),
         ([ChatMessage("user", "Hi", author_name=f"ada{LONE}")], {}, "message 0 (user)"),
+        ("Hi", {"stop": [f"end{LONE}"]}, "option 'stop'"),
+        ("Hi", {"tools": [FunctionTool("f", {"type": "object"}, f"Finds {LONE}")]}, "option 'tools'"),
+        ("Hi", {"extra_body": {"user": f"ada{LONE}"}}, "option 'extra_body'"),
     ],
-    ids=["user", "system", "instructions", "tool-result", "nested-tool-result", "author-name"],
+    ids=["user", "system", "instructions", "tool-result", "nested-tool-result", "author-name", "stop", "tool", "extra"],
 )
 
 

@@ -130,7 +130,7 @@ class BaseChatClient(SyncCalls):
         chat_options = with_continuation(options, continuation_token)
         if chat_options.background or chat_options.continuation_token is not None:
             check_background(self, chat_options)
-        check_sendable(chat_messages, chat_options.instructions, required=chat_options.continuation_token is None)
+        check_sendable(chat_messages, chat_options)
         _reject_unhandled_features(chat_options)
         if self.discovery_pending:
             if stream:

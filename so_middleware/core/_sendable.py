@@ -16,25 +16,33 @@ from typing import Any
 from ._contents import TextContent
 from ._exceptions import UserError
 from ._messages import ChatMessage
+from ._options import ChatOptions
 
 __all__ = ["check_sendable", "lone_surrogate_in", "mend_surrogates"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SENT_OPTIONS = ("instructions", "tools", "stop", "extra_body")
 _MAX_DEPTH = 64  # deeper values (a tool result) are the encoder's to refuse
 
 
-def check_sendable(messages: Sequence[ChatMessage], instructions: str | None = None, *, required: bool = True) -> None:
-    """Raise `UserError` for no messages (when `required`: a continuation needs none), a blank
-    user message, or a lone surrogate in any message (text, tool calls and results, names) or in
-    the instructions.
+def check_sendable(messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> None:
+    """Raise `UserError` for no messages (unless `options` continue a run: that needs none), a
+    blank user message, or a lone surrogate in any message (text, tool calls and results, names)
+    or in the options sent with them (instructions, tools, stop sequences, `extra_body`).
 
     Example: `check_sendable([ChatMessage("user", "  ")])` raises `UserError`.
     """
+    options = options or ChatOptions()
+    for name in _SENT_OPTIONS:
+        found = lone_surrogate_in(getattr(options, name))
+        if found is not None:
+            raise UserError(
+                _surrogate_message(f"option {name!r}" if name != "instructions" else "the instructions", found)
+            )
+    required = options.continuation_token is None
     if required and all(_is_blank(message) for message in messages):
         shown = f"{len(messages)} blank message(s)" if messages else "none"
         raise UserError(f"no messages to send ({shown}): pass a str or a list of messages")
-    if isinstance(instructions, str) and _SURROGATE.search(instructions):
-        raise UserError(_surrogate_message("the instructions", instructions))
     for index, message in enumerate(messages):
         where = f"message {index} ({message.role})"
         if message.role == "user" and _is_blank(message):

@@ -96,7 +96,7 @@ class StructuredOutputChatClient(DelegatingChatClient):
         if feature is None:
             return self.__wrapped__.get_response(messages, options=options, stream=stream)  # type: ignore[no-any-return]
         chat_messages = as_messages(messages)  # refused before the first call: it would be paid for
-        check_sendable(chat_messages, chat_options.instructions, required=chat_options.continuation_token is None)
+        check_sendable(chat_messages, chat_options)
         run = Run(self.__wrapped__, feature, chat_messages, chat_options, self._self_learned)
         if stream:
             return ResponseStream(run.steps(), run.final_response)
