@@ -421,6 +421,19 @@ async def test_an_unusable_plain_answer_keeps_its_body_as_an_attempt(
     assert kept not in str(error)  # kept, not quoted in the message (it may hold anything)
 
 
+@ADAPTERS
+@SYNC_OR_ASYNC
+async def test_a_page_answering_a_stream_is_kept_as_an_attempt(adapter: str, is_async: bool) -> None:
+    page = b"<html><h1>Welcome to the captive portal</h1></html>"
+    client = make(adapter, body(page, "text/html"), is_async=is_async)
+    with pytest.raises(ProviderResponseError, match="not an event stream") as caught:
+        await call(client, True)
+    assert caught.value.raw_text == page.decode() and len(caught.value.attempts) == 1
+    with pytest.raises(ProviderResponseError) as structured:
+        await call(with_structured_output(client), True, output_type=Person)
+    assert [a.text for a in structured.value.attempts] == [page.decode()]
+
+
 async def test_an_answer_without_choice_0_keeps_its_body_and_usage() -> None:
     payload = completion({"index": 1, "message": {"role": "assistant", "content": "second"}})
     client = make("chat", lambda request: httpx2.Response(200, json=payload))

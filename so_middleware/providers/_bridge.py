@@ -35,6 +35,7 @@ __all__ = [
     "reported_failure",
     "capped_timeout",
     "kept_body",
+    "kept_head",
     "kept_usage",
     "unreadable",
 ]
@@ -208,6 +209,28 @@ def kept_body(value: Any) -> str:
         warnings.simplefilter("ignore")
         return str(dump(exclude_unset=True))[:MAX_RAW_TEXT]
     return ""
+
+
+async def kept_head(is_async: bool, stream: Any, *, within: float) -> str:
+    """The start of an unread SDK stream's body (at most `MAX_RAW_TEXT` bytes, read for at most
+    `within` seconds), as text for an error to keep; "" when it cannot be read."""
+    response, chunks = getattr(stream, "response", None), bytearray()
+
+    def read_sync() -> None:
+        for chunk in response.iter_bytes():  # type: ignore[union-attr]
+            chunks.extend(chunk)
+            if len(chunks) >= MAX_RAW_TEXT:
+                return
+
+    with anyio.move_on_after(within), contextlib.suppress(Exception):
+        if not is_async:
+            await _in_thread(read_sync)  # an abandoned read ends when the stream is closed
+        else:
+            async for chunk in response.aiter_bytes():  # type: ignore[union-attr]
+                chunks.extend(chunk)
+                if len(chunks) >= MAX_RAW_TEXT:
+                    break
+    return bytes(chunks[:MAX_RAW_TEXT]).decode("utf-8", "replace")
 
 
 def kept_usage(result: Any) -> UsageDetails | None:

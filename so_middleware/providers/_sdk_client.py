@@ -44,6 +44,7 @@ from ._bridge import (
     is_stream_break,
     iterate_sdk_stream,
     kept_body,
+    kept_head,
     kept_usage,
     reported_failure,
     unreadable,
@@ -227,8 +228,10 @@ class SDKChatClient(BaseChatClient):
             raise interrupted(IdleTimeout(f"no answer from the server within {idle:g} s"), "", 0) from error
         content_type = str(getattr(getattr(stream, "response", None), "headers", {}).get("content-type") or "")
         if content_type and "event-stream" not in content_type:
+            head = await kept_head(self.is_async, stream, within=idle or DEFAULT_IDLE_TIMEOUT)
             await close_sdk_stream(self.is_async, stream)
-            raise unreadable(f"a streaming request was answered with {content_type.split(';')[0]}, not an event stream")
+            what = f"a streaming request was answered with {content_type.split(';')[0]}, not an event stream"
+            raise unreadable(what).with_answer(head)
         return stream
 
     def idle_timeout_for(self, options: ChatOptions) -> float | None:
