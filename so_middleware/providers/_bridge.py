@@ -214,10 +214,11 @@ def kept_body(value: Any) -> str:
 async def kept_head(is_async: bool, stream: Any, *, within: float) -> str:
     """The start of an unread SDK stream's body (at most `MAX_RAW_TEXT` bytes, read for at most
     `within` seconds), as text for an error to keep; "" when it cannot be read."""
-    response, chunks = getattr(stream, "response", None), bytearray()
+    response: Any = getattr(stream, "response", None)
+    chunks = bytearray()
 
     def read_sync() -> None:
-        for chunk in response.iter_bytes():  # type: ignore[union-attr]
+        for chunk in response.iter_bytes():
             chunks.extend(chunk)
             if len(chunks) >= MAX_RAW_TEXT:
                 return
@@ -226,7 +227,7 @@ async def kept_head(is_async: bool, stream: Any, *, within: float) -> str:
         if not is_async:
             await _in_thread(read_sync)  # an abandoned read ends when the stream is closed
         else:
-            async for chunk in response.aiter_bytes():  # type: ignore[union-attr]
+            async for chunk in response.aiter_bytes():
                 chunks.extend(chunk)
                 if len(chunks) >= MAX_RAW_TEXT:
                     break
