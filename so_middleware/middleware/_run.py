@@ -36,6 +36,7 @@ from ..core import (
     mend_surrogates,
 )
 from ..core._formats import copy_json
+from ._annotate import keep_attempts
 from ._call import Call
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
@@ -110,7 +111,7 @@ class Run:
                         yield update
             except Exception as error:
                 self._record_broken(plan, call.received, error)
-                self._annotate(error)
+                keep_attempts(error, self.attempts)
                 raise
             plan = self._next(plan, call.response)
 
@@ -127,7 +128,7 @@ class Run:
                     response = await self.retries.respond(call)
             except Exception as error:
                 self._record_broken(plan, [], error)
-                self._annotate(error)
+                keep_attempts(error, self.attempts)
                 raise
             plan = self._next(plan, response)
         return await self.final_response(())
@@ -267,24 +268,6 @@ class Run:
         response.additional_properties[INFO_KEY] = self._info(plan, outcome_of(error))
         response.attempts = list(self.attempts)
         return error
-
-    def _annotate(self, error: Exception) -> None:
-        """An error that ends the run (an SDK error, a broken stream) keeps the attempts made so
-        far: its type is left alone; `.attempts` and `.usage` are added, and a note says so."""
-        if isinstance(error, OutputError):
-            return
-        with contextlib.suppress(AttributeError, TypeError):
-            error.attempts = list(self.attempts)  # type: ignore[attr-defined]
-            error.usage = self._usage()  # type: ignore[attr-defined]
-        if self.attempts:
-            strategies = ", ".join(str(a.strategy) for a in self.attempts)
-            note = (
-                f"structured output: the run ended after {len(self.attempts)} earlier attempt(s) ({strategies}); "
-                "their raw text and usage are on this error's .attempts and .usage"
-            )
-            notes = getattr(error, "__notes__", None)  # `add_note` (3.11+) appends here
-            with contextlib.suppress(AttributeError, TypeError):
-                setattr(error, "__notes__", [*(notes or []), note])  # noqa: B010
 
 
 def _own_copy(fmt: ResponseFormat | None) -> ResponseFormat | None:
