@@ -16,6 +16,7 @@ from so_middleware import (
     FinishReason,
     IncompleteOutputError,
     ModelBehaviorError,
+    UsageDetails,
     UserError,
 )
 from so_middleware.middleware.strategies import STRATEGIES, Plan, Strategy, Target, register
@@ -145,6 +146,26 @@ async def test_a_cut_off_answer_is_never_evidence_that_the_strategy_was_ignored(
     assert dict(client.learned) == {}
     response = await get(client, stream, "x", output_type=Person)  # the next call starts at native again
     assert [a.strategy for a in response.attempts] == ["native"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("text", ["John Smith is a 3", ""], ids=["prose", "nothing"])
+async def test_an_answer_that_used_every_allowed_token_is_cut_off_whatever_its_finish_reason(
+    stream: bool, text: str
+) -> None:
+    """llama-server's Responses route reports a cut-off answer as `completed`: every allowed token
+    used and no valid value is a cut-off too. Before: judged "native ignored" and learned."""
+    caps = NO_TOOLS.replace(json_object=False)
+    cut = Reply(text, finish_reason=FinishReason.STOP, usage=UsageDetails(30, 6, 36), chunk_size=3)
+    fake = FakeChatClient([cut, VALID], capabilities=caps)
+    client = with_structured_output(fake)
+    with pytest.raises(IncompleteOutputError) as caught:
+        await get(client, stream, "x", output_type=Person, options={"max_tokens": 6})
+    assert len(fake.calls) == 1 and [a.text for a in caught.value.attempts] == [text]
+    assert dict(client.learned) == {}
+    fits = FakeChatClient([Reply(VALID, usage=UsageDetails(30, 6, 36))], capabilities=caps)
+    response = await get(with_structured_output(fits), stream, "x", output_type=Person, options={"max_tokens": 6})
+    assert response.value == Person(name="Ada", age=36)  # a valid answer that fits exactly is the answer
 
 
 async def test_forced_mode_never_falls_back() -> None:

@@ -64,13 +64,16 @@ async def test_generic_adapter_learns_the_strategy_that_works(
 
 @pytest.mark.local_server
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("route", ["chat", "responses"])
 async def test_a_cut_off_answer_from_the_real_model_teaches_nothing(
-    local_server: LocalModelServer, local_sdk: Any, stream: bool
+    local_server: LocalModelServer, local_sdk: Any, route: str, stream: bool
 ) -> None:
     """Before: with max_tokens=6 the streamed grammar-enforced answer came back empty (llama-server
     withholds the cut-off start), was judged "native ignored", a second call was paid and every
-    later call skipped native. A cut-off answer is IncompleteOutputError, whatever it holds."""
-    client = with_structured_output(OpenAIChatClient(local_sdk("async-openai"), local_server.model))
+    later call skipped native (on the Responses route, which reports the cut-off as `completed`,
+    the plain call was re-asked twice). A cut-off answer is IncompleteOutputError, whatever it holds."""
+    cls = OpenAIChatClient if route == "chat" else OpenAIResponsesClient
+    client = with_structured_output(cls(local_sdk("async-openai"), local_server.model))
     options = {"max_tokens": 6, "temperature": 0}
     with pytest.raises(IncompleteOutputError) as caught:
         if stream:

@@ -172,10 +172,13 @@ class Run:
             return Stopped(answer, RefusalError(f"the model refused: {reason}", refusal=response.refusal or ""))
         if response.finish_reason == FinishReason.CONTENT_FILTER:
             return Stopped(answer, ContentFilterError("the answer was withheld by the provider's content filter"))
-        if response.finish_reason == FinishReason.LENGTH:  # never evidence that the strategy was ignored:
-            return self._cut_off(strategy, answer)  # a server may withhold a cut-off start (llama-server's "```json")
+        # A cut-off answer is never evidence that the strategy was ignored: a server may withhold
+        # its start (llama-server's "```json"), or report it `completed` with every token used.
+        cut_off = response.finish_reason == FinishReason.LENGTH
+        verdict = None if cut_off else self._validate(strategy, answer)
+        if verdict is None or (isinstance(verdict, Invalid) and _used_up(plan.options.max_tokens, response.usage)):
+            return self._cut_off(strategy, answer)
         ignored = self.index + 1 < len(self.strategies) and strategy.ignored(plan, answer)
-        verdict = self._validate(strategy, answer)
         if isinstance(verdict, Invalid) and ignored:
             return Ignored(answer, verdict.error)
         return verdict
@@ -275,6 +278,11 @@ def _own_copy(fmt: ResponseFormat | None) -> ResponseFormat | None:
     if fmt is None or fmt.schema is None:
         return fmt
     return dataclasses.replace(fmt, schema=copy_json(dict(fmt.schema)))
+
+
+def _used_up(max_tokens: int | None, usage: UsageDetails | None) -> bool:
+    """Every allowed output token was used: the answer was cut off, whatever the finish reason says."""
+    return max_tokens is not None and usage is not None and (usage.output_tokens or 0) >= max_tokens
 
 
 def _brief(text: str, limit: int = 500) -> str:
