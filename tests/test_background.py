@@ -157,6 +157,20 @@ async def test_a_token_id_that_could_name_another_resource_is_refused(response_i
     assert server.requests == []
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_a_run_id_from_the_server_that_no_token_can_hold_is_the_servers_fault(stream: bool) -> None:
+    """Before: a UserError (blaming the caller) for the id the server gave its run."""
+    created = response("queued", id="../admin")
+    event = {"type": "response.created", "sequence_number": 0, "response": created}
+    answer = f"event: response.created\ndata: {json.dumps(event)}\n\n".encode()
+    client = client_over(Server(answer if stream else created))
+    with pytest.raises(ProviderResponseError, match="no continuation token can hold"):
+        if stream:
+            await client.get_response("hi", options={"background": True}, stream=True).get_final_response()
+        else:
+            await client.get_response("hi", options={"background": True})
+
+
 @pytest.mark.parametrize(
     "trace", [5, ["00-a-b-01"], {"a": 1}, "not a traceparent"], ids=["int", "list", "dict", "text"]
 )
