@@ -17,12 +17,16 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from pydantic import BaseModel
 
 from so_middleware import (
     FinishReason,
+    ModelBehaviorError,
     ProviderResponseError,
     StreamInterruptedError,
+    UsageDetails,
     with_retries,
+    with_structured_output,
 )
 from so_middleware.anthropic import ANTHROPIC_API, AnthropicChatClient
 from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
@@ -33,6 +37,10 @@ Handler = Callable[[httpx2.Request], httpx2.Response]
 ADAPTERS = pytest.mark.parametrize("adapter", ["chat", "responses", "messages"])
 SYNC_OR_ASYNC = pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 STREAM = pytest.mark.parametrize("streaming", [False, True], ids=["plain", "stream"])
+
+
+class Person(BaseModel):
+    name: str
 
 
 @pytest.fixture
@@ -383,3 +391,121 @@ async def test_a_stream_that_never_sends_choice_0_ends_without_a_finish_reason()
     with pytest.raises(StreamInterruptedError, match="ended without a finish reason") as caught:
         await call(make("chat", stream_of(only_choice_1)), True)
     assert caught.value.partial_text == ""
+
+
+# ------------------------------------------------------------ an unusable answer is kept
+
+
+@ADAPTERS
+@SYNC_OR_ASYNC
+@pytest.mark.parametrize(
+    ("payload", "content_type", "kept"),
+    [
+        (b"<html><h1>Welcome to the captive portal</h1></html>", "text/html", "captive portal"),
+        (b'{"id": "c1", "choices": [{"index": 0, "mess', "application/json", '"choices": [{"index": 0, "mess'),
+        (b'{"id": "\xff\xfe not utf-8"}', "application/json", "not utf-8"),
+        (b'{"choices": "no", "output": 5, "content": 7}', "application/json", '"no"'),
+    ],
+    ids=["html", "truncated-json", "invalid-utf8", "wrong-shape"],
+)
+async def test_an_unusable_plain_answer_keeps_its_body_as_an_attempt(
+    adapter: str, is_async: bool, payload: bytes, content_type: str, kept: str
+) -> None:
+    """Before: `.attempts` was empty and the body was kept nowhere."""
+    client = make(adapter, body(payload, content_type), is_async=is_async)
+    with pytest.raises(ProviderResponseError) as caught:
+        await client.get_response("hi")
+    error = caught.value
+    assert [attempt.text for attempt in error.attempts] == [error.raw_text]
+    assert kept in error.raw_text and error.attempts[0].error is error
+    assert kept not in str(error)  # kept, not quoted in the message (it may hold anything)
+
+
+@ADAPTERS
+@SYNC_OR_ASYNC
+async def test_a_page_answering_a_stream_is_kept_as_an_attempt(adapter: str, is_async: bool) -> None:
+    page = b"<html><h1>Welcome to the captive portal</h1></html>"
+    client = make(adapter, body(page, "text/html"), is_async=is_async)
+    with pytest.raises(ProviderResponseError, match="not an event stream") as caught:
+        await call(client, True)
+    assert caught.value.raw_text == page.decode() and len(caught.value.attempts) == 1
+    with pytest.raises(ProviderResponseError) as structured:
+        await call(with_structured_output(client), True, output_type=Person)
+    assert [a.text for a in structured.value.attempts] == [page.decode()]
+
+
+async def test_an_answer_without_choice_0_keeps_its_body_and_usage() -> None:
+    payload = completion({"index": 1, "message": {"role": "assistant", "content": "second"}})
+    client = make("chat", lambda request: httpx2.Response(200, json=payload))
+    with pytest.raises(ProviderResponseError, match="without a choice of index 0") as caught:
+        await client.get_response("hi")
+    assert "second" in caught.value.raw_text
+    assert caught.value.usage == caught.value.attempts[0].usage == UsageDetails(5, 2, 7)
+
+
+async def test_a_huge_unusable_body_is_kept_up_to_64_kib() -> None:
+    page = b"<html>" + b"x" * 200_000 + b"</html>"
+    client = make("chat", body(page, "text/html"))
+    with pytest.raises(ProviderResponseError) as caught:
+        await client.get_response("hi")
+    assert caught.value.raw_text == page.decode()[: 64 * 1024]
+
+
+@pytest.mark.parametrize("status", ["in_progress", "queued"])
+async def test_a_plain_request_answered_as_unfinished_is_the_servers_fault(status: str) -> None:
+    """Before: a `LONG_RUNNING` response came back for a request that asked for no background run,
+    and `.value` raised UserError (blaming the caller)."""
+    unfinished = {**RESPONSE, "status": status, "output": [], "usage": None}
+    seen: list[httpx2.Request] = []
+    client = make("responses", lambda request: seen.append(request) or httpx2.Response(200, json=unfinished))
+    with pytest.raises(ProviderResponseError, match=f"started no background run with status '{status}'") as caught:
+        await client.get_response("hi")
+    assert f'"status":"{status}"' in caught.value.raw_text and len(caught.value.attempts) == 1
+    with pytest.raises(ProviderResponseError) as structured:
+        await with_structured_output(client).get_response("hi", output_type=int)
+    assert [a.strategy for a in structured.value.attempts] == ["native"]
+    assert f'"status":"{status}"' in structured.value.attempts[0].text
+    background = await client.get_response("hi", options={"background": True})  # asked for: a run to poll
+    assert background.finish_reason == FinishReason.LONG_RUNNING and len(seen) == 3
+
+
+async def test_a_structured_run_keeps_an_unusable_answer_after_its_earlier_attempts() -> None:
+    handler, seen = script(
+        lambda request: httpx2.Response(200, json=completion(content="not JSON at all")),
+        body(b"<html>Bad gateway</html>", "text/html"),
+    )
+    client = with_structured_output(make("chat", handler), mode="prompted")
+    with pytest.raises(ProviderResponseError) as caught:
+        await client.get_response("hi", output_type=int)
+    error: Any = caught.value
+    assert [a.text for a in error.attempts] == ["not JSON at all", "<html>Bad gateway</html>"]
+    assert error.attempts[1].error is error and error.attempts[1].strategy == "prompted"
+    assert len(seen) == 2
+
+
+# ------------------------------------------------------------ lone surrogates in an answer
+
+
+@STREAM
+@pytest.mark.parametrize("adapter", ["chat", "messages"])
+async def test_a_lone_surrogate_in_an_answer_is_an_invalid_attempt_not_a_crash(adapter: str, streaming: bool) -> None:
+    """Before: the re-ask sent the answer back and the SDK raised UnicodeEncodeError writing it.
+    Each answer is kept as the model wrote it; a re-ask sends U+FFFD in its place."""
+    answer = '{"name": "Ada \ud83d"}'  # json.dumps writes it as the escape \\ud83d: valid JSON
+    if adapter == "chat":
+        plain = completion(content=answer)
+        streamed = sse(chunk({"role": "assistant", "content": answer}), chunk({}, "stop"), "[DONE]")
+    else:
+        plain = {**MESSAGE, "content": [{"type": "text", "text": answer}]}
+        streamed = sse(START, BLOCK, anthropic_text(answer), *ANTHROPIC_END)
+    if streaming:
+        handler, seen = script(stream_of(streamed))
+    else:
+        handler, seen = script(body(json.dumps(plain).encode(), "application/json"))
+    client = with_structured_output(make(adapter, handler), mode="prompted", max_retries=1)
+    with pytest.raises(ModelBehaviorError) as caught:
+        await call(client, streaming, output_type=Person)
+    assert [a.text for a in caught.value.attempts] == [answer, answer]
+    reask = json.loads(seen[1].content)
+    assert "Ada \ufffd" in json.dumps(reask, ensure_ascii=False)
+    str(caught.value).encode()  # the message is valid text

@@ -70,16 +70,20 @@ def serve() -> Iterator[Callable[[Fault], FaultServer]]:
         server.stop()
 
 
-def adapter_for(kind: str, server: FaultServer, *, is_async: bool = False, **options: Any) -> Any:
+def adapter_for(
+    kind: str, server: FaultServer, *, is_async: bool = False, sdk_options: dict[str, Any] | None = None, **options: Any
+) -> Any:
     """An adapter over a real SDK client on the fault server (SDK retries off: one request each;
-    no discovery probes: the fault server answers the chat routes only)."""
+    no discovery probes: the fault server answers the chat routes only); `sdk_options` go to the
+    SDK client's constructor."""
     options.setdefault("discover", False)
+    made = {"api_key": "test", "max_retries": 0, **(sdk_options or {})}
     if kind == "messages":
         sdk: Any = (anthropic.AsyncAnthropic if is_async else anthropic.Anthropic)(
-            base_url=server.base_url.removesuffix("/v1"), api_key="test", max_retries=0
+            base_url=server.base_url.removesuffix("/v1"), **made
         )
         return AnthropicChatClient(sdk, "m", **options)
-    sdk = (openai.AsyncOpenAI if is_async else openai.OpenAI)(base_url=server.base_url, api_key="test", max_retries=0)
+    sdk = (openai.AsyncOpenAI if is_async else openai.OpenAI)(base_url=server.base_url, **made)
     return (OpenAIChatClient if kind == "chat" else OpenAIResponsesClient)(sdk, "m", **options)
 
 
@@ -164,6 +168,40 @@ async def test_no_first_byte_within_the_idle_timeout_ends_in_stream_interrupted(
     assert time.monotonic() - started < BOUND
     assert caught.value.updates == 0 and caught.value.partial_text == ""
     assert await settled(server)  # the abandoned thread's own read timeout ends it
+
+
+@ADAPTERS
+@SYNC_OR_ASYNC
+@pytest.mark.parametrize("where", ["constructor", "with_options"])
+async def test_the_sdk_clients_own_shorter_timeout_bounds_a_silent_stream(
+    adapter: str, is_async: bool, where: str, serve: Callable[[Fault], FaultServer]
+) -> None:
+    """Before: each read's timeout became the idle timeout + 1 (121 s by default), whatever the
+    SDK client's own (2 s here): the smaller bound must win."""
+    server = serve(stall(FIRST[adapter], hold=HOLD))
+    client = adapter_for(
+        adapter, server, is_async=is_async, sdk_options={"timeout": 2.0} if where == "constructor" else {}
+    )
+    if where == "with_options":  # the SDK's way to set a timeout for some calls only
+        client = type(client)(client.sdk_client.with_options(timeout=2.0), "m", discover=False)
+    assert client.idle_timeout == 120.0
+    with anyio.fail_after(BOUND), pytest.raises(StreamInterruptedError, match="Timeout") as caught:
+        await client.get_response("hi", stream=True).get_final_response()
+    assert caught.value.partial_text == "Hel"
+    assert await settled(server)
+
+
+@ADAPTERS
+async def test_the_sdk_clients_own_shorter_timeout_bounds_a_plain_call_under_a_deadline(
+    adapter: str, serve: Callable[[Fault], FaultServer]
+) -> None:
+    """Before: a retry deadline (60 s) replaced the SDK client's 2 s read timeout by 61 s."""
+    server = serve(stall(before_headers=True, hold=HOLD))
+    inner = adapter_for(adapter, server, is_async=True, sdk_options={"timeout": 2.0})
+    client = with_retries(inner, deadline=60.0, max_attempts=1)
+    with anyio.fail_after(BOUND), pytest.raises((openai.APITimeoutError, anthropic.APITimeoutError)):
+        await client.get_response("hi")
+    assert await settled(server)
 
 
 @pytest.mark.parametrize("value", [0, -1, "5", float("nan"), True])

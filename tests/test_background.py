@@ -11,6 +11,7 @@ tests/gateway/test_gateway_background_client.py.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,7 @@ import anyio
 import httpx2
 import openai
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 from pydantic import BaseModel
 
 from so_middleware import (
@@ -37,6 +39,7 @@ from so_middleware import (
     with_options,
     with_retries,
     with_structured_output,
+    with_telemetry,
 )
 from so_middleware.openai import OPENAI_API, OpenAIChatClient, OpenAIResponsesClient
 
@@ -115,6 +118,69 @@ def test_token_round_trips_through_its_string() -> None:
 def test_a_damaged_token_is_a_user_error(bad: Any) -> None:
     with pytest.raises(UserError, match=r"continuation.token"):
         ContinuationToken.coerce(bad)
+
+
+def token_text(fields: dict[str, Any]) -> str:
+    """A token string as `str(token)` writes it, with any fields (the format is public: base64 JSON)."""
+    return "somw1." + base64.urlsafe_b64encode(json.dumps(fields).encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "response_id",
+    [".", "..", "a/b", "../responses", "a\\b", "a\x00b", "a\nb", "a\ud83d", "a?b", "a#b", "%2e%2e"],
+    ids=[
+        "dot",
+        "dotdot",
+        "slash",
+        "parent",
+        "backslash",
+        "nul",
+        "newline",
+        "surrogate",
+        "query",
+        "fragment",
+        "percent",
+    ],
+)
+async def test_a_token_id_that_could_name_another_resource_is_refused(response_id: str) -> None:
+    """Before: "." and ".." went into `/responses/{id}` (another URL), a lone surrogate raised
+    UnicodeEncodeError from the SDK."""
+    server = Server(response("completed", "hi"))
+    client = client_over(server)
+    with pytest.raises(UserError, match="response id"):
+        ContinuationToken(response_id)
+    with pytest.raises(UserError, match="response id"):
+        ContinuationToken.parse(token_text({"id": response_id}))
+    for stream in (False, True):
+        with pytest.raises(UserError, match="response id"):
+            await client.get_response(continuation_token=token_text({"id": response_id}), stream=stream)
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_a_run_id_from_the_server_that_no_token_can_hold_is_the_servers_fault(stream: bool) -> None:
+    """Before: a UserError (blaming the caller) for the id the server gave its run."""
+    created = response("queued", id="../admin")
+    event = {"type": "response.created", "sequence_number": 0, "response": created}
+    answer = f"event: response.created\ndata: {json.dumps(event)}\n\n".encode()
+    client = client_over(Server(answer if stream else created))
+    with pytest.raises(ProviderResponseError, match="no continuation token can hold"):
+        if stream:
+            await client.get_response("hi", options={"background": True}, stream=True).get_final_response()
+        else:
+            await client.get_response("hi", options={"background": True})
+
+
+@pytest.mark.parametrize(
+    "trace", [5, ["00-a-b-01"], {"a": 1}, "not a traceparent"], ids=["int", "list", "dict", "text"]
+)
+async def test_a_token_trace_that_is_not_a_traceparent_is_refused_naming_the_field(trace: Any) -> None:
+    """Before: `trace: 5` under with_telemetry raised AttributeError ('int' has no 'split')."""
+    server = Server(response("completed", "hi"))
+    client = with_telemetry(client_over(server), tracer_provider=TracerProvider())
+    with pytest.raises(UserError, match="trace"):
+        await client.get_response(continuation_token=token_text({"id": "resp_bg", "trace": trace}))
+    assert server.requests == []
 
 
 # ---------------------------------------------------------------- create, poll, statuses

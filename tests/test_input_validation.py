@@ -18,6 +18,8 @@ from pydantic import BaseModel
 
 from so_middleware import (
     ChatMessage,
+    FunctionCallContent,
+    FunctionResultContent,
     FunctionTool,
     StructuredOutput,
     TextContent,
@@ -120,6 +122,103 @@ async def test_other_message_dicts_are_refused_clearly(message: dict[str, Any]) 
 @ADAPTERS
 async def test_no_messages_is_refused(adapter: str, messages: Any) -> None:
     await refused(Recorded(adapter), messages, match="no messages to send")
+
+
+BLANK = pytest.mark.parametrize(
+    "messages",
+    [["", "   "], [ChatMessage("user", "  \n")], ["Who is Ada?", " "], [ChatMessage("user")]],
+    ids=["all-blank", "blank-message", "one-blank-of-two", "no-contents"],
+)
+
+
+@BLANK
+@ADAPTERS
+async def test_a_blank_user_message_in_a_list_is_refused(adapter: str, messages: Any) -> None:
+    """Before: a list holding a blank user message was sent (only a blank str was refused)."""
+    await refused(Recorded(adapter), messages, match=r"no messages to send|message \d \(user\) is blank")
+
+
+@pytest.mark.parametrize("messages", ["", "   ", *BLANK.args[1]], ids=["empty-str", "blank-str", *BLANK.kwargs["ids"]])
+async def test_blank_messages_are_refused_by_the_structured_output_layer_before_any_call(messages: Any) -> None:
+    """Before: the layer's own instructions made the request non-empty; it was sent and paid for,
+    and the model invented a Person."""
+    recorded = Recorded("chat")
+    client = with_structured_output(recorded.client)
+    with pytest.raises(UserError, match=r"no messages to send|is blank"):
+        await client.get_response(messages, output_type=Person)
+    with pytest.raises(UserError, match=r"no messages to send|is blank"):
+        client.get_response(messages, output_type=Person, stream=True)
+    assert recorded.requests == []
+
+
+@pytest.mark.parametrize(
+    "messages", [{"Who is Ada?", "She wrote programs."}, frozenset({"a", "b"})], ids=["set", "frozenset"]
+)
+@pytest.mark.parametrize("structured", [False, True], ids=["adapter", "structured"])
+async def test_an_unordered_collection_of_messages_is_refused(messages: Any, structured: bool) -> None:
+    """Before: a set was sent in whatever order it iterates."""
+    recorded = Recorded("chat")
+    client: Any = with_structured_output(recorded.client) if structured else recorded.client
+    kwargs = {"output_type": Person} if structured else {}
+    with pytest.raises(UserError, match="must be in order"):
+        await client.get_response(messages, **kwargs)
+    with pytest.raises(UserError, match="must be in order"):
+        client.get_response(messages, stream=True, **kwargs)
+    assert recorded.requests == []
+    await client.get_response(("Who is Ada?", "She wrote programs."))  # a tuple is in order
+    assert [m["content"] for m in recorded.sent_messages()[-2:]] == ["Who is Ada?", "She wrote programs."]
+
+
+LONE = "\ud83d"  # half of an emoji: not valid Unicode text, no UTF-8 encoding exists
+
+
+def tool_turn(result: Any) -> list[Any]:
+    return [
+        "What is the weather?",
+        ChatMessage("assistant", [FunctionCallContent("c1", "weather", "{}")]),
+        ChatMessage("tool", [FunctionResultContent("c1", result)]),
+    ]
+
+
+SURROGATES = pytest.mark.parametrize(
+    ("messages", "options", "where"),
+    [
+        (f"Hi {LONE}", {}, "message 0 (user)"),
+        ([ChatMessage("system", f"Be {LONE}"), "Hi"], {}, "message 0 (system)"),
+        (["Hi"], {"instructions": f"Be brief {LONE}"}, "the instructions"),
+        (tool_turn(f"sunny {LONE}"), {}, "message 2 (tool)"),
+        (tool_turn({"sky": [f"sunny {LONE}"]}), {}, "message 2 (tool)"),
+        ([ChatMessage("user", "Hi", author_name=f"ada{LONE}")], {}, "message 0 (user)"),
+        ("Hi", {"stop": [f"end{LONE}"]}, "option 'stop'"),
+        ("Hi", {"tools": [FunctionTool("f", {"type": "object"}, f"Finds {LONE}")]}, "option 'tools'"),
+        ("Hi", {"extra_body": {"user": f"ada{LONE}"}}, "option 'extra_body'"),
+    ],
+    ids=["user", "system", "instructions", "tool-result", "nested-tool-result", "author-name", "stop", "tool", "extra"],
+)
+
+
+@SURROGATES
+@ADAPTERS
+async def test_a_lone_surrogate_in_the_input_is_refused_before_the_call(
+    adapter: str, messages: Any, options: Any, where: str
+) -> None:
+    """Before: the SDK raised UnicodeEncodeError while writing the request body."""
+    error = await refused(Recorded(adapter), messages, options=options, match="lone UTF-16 surrogate")
+    assert str(error).startswith(where) and "\\ud83d" in str(error)
+    str(error).encode()  # the message itself is valid text
+
+
+@SURROGATES
+async def test_a_lone_surrogate_is_refused_by_the_structured_output_layer_before_any_call(
+    messages: Any, options: Any, where: str
+) -> None:
+    recorded = Recorded("chat")
+    client = with_structured_output(recorded.client)
+    with pytest.raises(UserError, match="lone UTF-16 surrogate"):
+        await client.get_response(messages, options=options, output_type=Person)
+    with pytest.raises(UserError, match="lone UTF-16 surrogate"):
+        client.get_response(messages, options=options, output_type=Person, stream=True)
+    assert recorded.requests == []
 
 
 @pytest.mark.parametrize(

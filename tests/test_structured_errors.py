@@ -59,7 +59,7 @@ async def test_an_sdk_error_during_a_reask_keeps_the_earlier_attempts(stream: bo
     assert [a.text for a in error.attempts] == ['{"name": "Ada"}']
     assert isinstance(error.attempts[0].error, ModelBehaviorError)
     assert error.usage == UsageDetails(10, 5, 15)
-    assert any("1 earlier attempt" in note and ".attempts" in note for note in error.__notes__)
+    assert any("ended with 1 attempt" in note and ".attempts" in note for note in error.__notes__)
 
 
 async def test_a_stream_broken_during_a_reask_keeps_the_earlier_attempts() -> None:

@@ -10,7 +10,15 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field
 
-from so_middleware import Capabilities, ChatResponse, FinishReason, ModelBehaviorError, UserError
+from so_middleware import (
+    Capabilities,
+    ChatResponse,
+    FinishReason,
+    IncompleteOutputError,
+    ModelBehaviorError,
+    UsageDetails,
+    UserError,
+)
 from so_middleware.middleware.strategies import STRATEGIES, Plan, Strategy, Target, register
 from so_middleware.middleware.structured_output import StructuredOutput, with_structured_output
 from so_middleware.testing import FakeChatClient, Reply
@@ -120,11 +128,44 @@ async def test_no_tool_call_after_a_forced_tool_choice_is_ignored_even_when_text
     assert [a.strategy for a in response.attempts] == ["tool", "json_object"]
 
 
-async def test_rambling_to_the_limit_under_an_ignored_format_falls_back() -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("text", ["To find the age we", "", "```json\n"], ids=["prose", "nothing", "fence"])
+async def test_a_cut_off_answer_is_never_evidence_that_the_strategy_was_ignored(stream: bool, text: str) -> None:
+    """Before: a cut-off answer that did not start like JSON (prose; or nothing, as llama-server
+    streams when it withholds a cut-off "```json") was judged "native ignored": a second call was
+    paid, and the layer skipped grammar-enforced native for every later call."""
     caps = NO_TOOLS.replace(json_object=False)
-    fake = FakeChatClient([Reply("To find the age we", finish_reason=FinishReason.LENGTH), VALID], capabilities=caps)
-    response = await with_structured_output(fake).get_response("x", output_type=Person)
-    assert [a.strategy for a in response.attempts] == ["native", "prompted"]
+    fake = FakeChatClient([Reply(text, finish_reason=FinishReason.LENGTH, chunk_size=3), VALID], capabilities=caps)
+    client = with_structured_output(fake)
+    with pytest.raises(IncompleteOutputError) as caught:
+        await get(client, stream, "x", output_type=Person)
+    attempt = caught.value.attempts[0]
+    assert len(fake.calls) == 1 and len(caught.value.attempts) == 1
+    assert (attempt.strategy, attempt.text, attempt.finish_reason) == ("native", text, FinishReason.LENGTH)
+    assert caught.value.usage is not None and caught.value.usage.output_tokens == 5
+    assert dict(client.learned) == {}
+    response = await get(client, stream, "x", output_type=Person)  # the next call starts at native again
+    assert [a.strategy for a in response.attempts] == ["native"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("text", ["John Smith is a 3", ""], ids=["prose", "nothing"])
+async def test_an_answer_that_used_every_allowed_token_is_cut_off_whatever_its_finish_reason(
+    stream: bool, text: str
+) -> None:
+    """llama-server's Responses route reports a cut-off answer as `completed`: every allowed token
+    used and no valid value is a cut-off too. Before: judged "native ignored" and learned."""
+    caps = NO_TOOLS.replace(json_object=False)
+    cut = Reply(text, finish_reason=FinishReason.STOP, usage=UsageDetails(30, 6, 36), chunk_size=3)
+    fake = FakeChatClient([cut, VALID], capabilities=caps)
+    client = with_structured_output(fake)
+    with pytest.raises(IncompleteOutputError) as caught:
+        await get(client, stream, "x", output_type=Person, options={"max_tokens": 6})
+    assert len(fake.calls) == 1 and [a.text for a in caught.value.attempts] == [text]
+    assert dict(client.learned) == {}
+    fits = FakeChatClient([Reply(VALID, usage=UsageDetails(30, 6, 36))], capabilities=caps)
+    response = await get(with_structured_output(fits), stream, "x", output_type=Person, options={"max_tokens": 6})
+    assert response.value == Person(name="Ada", age=36)  # a valid answer that fits exactly is the answer
 
 
 async def test_forced_mode_never_falls_back() -> None:

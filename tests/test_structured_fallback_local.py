@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from so_middleware import with_structured_output
+from so_middleware import IncompleteOutputError, with_structured_output
 from so_middleware.anthropic import AnthropicChatClient
 from so_middleware.local import LocalModelServer
-from so_middleware.openai import OpenAIResponsesClient
+from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
 
 pytestmark = pytest.mark.anyio
 
@@ -60,3 +60,27 @@ async def test_generic_adapter_learns_the_strategy_that_works(
     second = await ask()
     assert second.value == Person(name="John Smith", age=35)
     assert [a.strategy for a in second.attempts] == [lesson.worked]
+
+
+@pytest.mark.local_server
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("route", ["chat", "responses"])
+async def test_a_cut_off_answer_from_the_real_model_teaches_nothing(
+    local_server: LocalModelServer, local_sdk: Any, route: str, stream: bool
+) -> None:
+    """Before: with max_tokens=6 the streamed grammar-enforced answer came back empty (llama-server
+    withholds the cut-off start), was judged "native ignored", a second call was paid and every
+    later call skipped native (on the Responses route, which reports the cut-off as `completed`,
+    the plain call was re-asked twice). A cut-off answer is IncompleteOutputError, whatever it holds."""
+    cls = OpenAIChatClient if route == "chat" else OpenAIResponsesClient
+    client = with_structured_output(cls(local_sdk("async-openai"), local_server.model))
+    options = {"max_tokens": 6, "temperature": 0}
+    with pytest.raises(IncompleteOutputError) as caught:
+        if stream:
+            await client.get_response(
+                "John Smith is 35 years old.", output_type=Person, options=options, stream=True
+            ).get_final_response()
+        else:
+            await client.get_response("John Smith is 35 years old.", output_type=Person, options=options)
+    assert len(caught.value.attempts) == 1
+    assert dict(client.learned) == {}

@@ -30,6 +30,7 @@ from ._continuation import ContinuationToken
 from ._deadline import call_deadline, seconds_left
 from ._delegating import DelegatingChatClient, chain
 from ._exceptions import (
+    MAX_RAW_TEXT,
     TRANSIENT_ERROR_CODES,
     ContentFilterError,
     DeadlineExceededError,
@@ -50,6 +51,7 @@ from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
+from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
@@ -58,6 +60,7 @@ from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
 
 __all__ = [
+    "MAX_RAW_TEXT",
     "TRANSIENT_ERROR_CODES",
     "ENTRY_POINT_GROUP",
     "FEATURES_KEY",
@@ -117,7 +120,10 @@ __all__ = [
     "cancel_run",
     "chain",
     "chat_format_to_responses",
+    "check_sendable",
     "find_feature",
+    "lone_surrogate_in",
+    "mend_surrogates",
     "register_provider",
     "redact_url",
     "register_text_parser",

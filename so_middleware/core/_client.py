@@ -23,6 +23,7 @@ from ._protocol import (
 )
 from ._registry import adapter_factory
 from ._responses import ChatResponse, ChatResponseUpdate
+from ._sendable import check_sendable
 from ._stream import ResponseStream
 
 __all__ = [
@@ -129,9 +130,7 @@ class BaseChatClient(SyncCalls):
         chat_options = with_continuation(options, continuation_token)
         if chat_options.background or chat_options.continuation_token is not None:
             check_background(self, chat_options)
-        blank = not chat_messages or (isinstance(messages, str) and not messages.strip())
-        if blank and chat_options.continuation_token is None:
-            raise UserError(f"no messages to send (messages={messages!r:.20}): pass a str or a list of messages")
+        check_sendable(chat_messages, chat_options)
         _reject_unhandled_features(chat_options)
         if self.discovery_pending:
             if stream:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,6 +22,8 @@ from ._exceptions import UserError
 __all__ = ["ContinuationToken"]
 
 _PREFIX = "somw1."
+_UNSAFE_ID = re.compile(r"[/\\?#%\x00-\x1f\x7f\ud800-\udfff]")
+_UNSAFE_TRACE = re.compile("[^0-9a-zA-Z-]")  # a traceparent is hex digits and dashes
 
 
 @dataclass(frozen=True)
@@ -45,9 +48,19 @@ class ContinuationToken:
     def __post_init__(self) -> None:
         if not isinstance(self.response_id, str) or not self.response_id:
             raise UserError(f"a continuation token needs a non-empty response id, not {self.response_id!r:.60}")
+        # The id goes into URL paths (`/responses/{id}`) and store keys: "..", a separator or a
+        # control character would name another resource; a lone surrogate cannot be encoded.
+        if self.response_id in (".", "..") or _UNSAFE_ID.search(self.response_id):
+            raise UserError(
+                f"a continuation token's response id must be plain text without '/', '\\', '?', '#', '%', "
+                f"control characters or lone surrogates, and not '.' or '..'; got {self.response_id!r:.60}"
+            )
         number = self.sequence_number
         if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < -1):
             raise UserError(f"a continuation token's sequence_number must be an int >= -1, not {number!r:.60}")
+        trace = self.trace
+        if trace is not None and (not isinstance(trace, str) or _UNSAFE_TRACE.search(trace)):
+            raise UserError(f"a continuation token's trace must be a W3C traceparent string, not {trace!r:.60}")
 
     def __str__(self) -> str:
         fields: dict[str, Any] = {"id": self.response_id}

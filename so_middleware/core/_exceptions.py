@@ -29,6 +29,7 @@ from ._attempts import Attempt
 from ._usage import UsageDetails
 
 __all__ = [
+    "MAX_RAW_TEXT",
     "TRANSIENT_ERROR_CODES",
     "ContentFilterError",
     "DeadlineExceededError",
@@ -94,7 +95,9 @@ class ProviderResponseError(SOMiddlewareError):
     `transient` is True when `code` names a failure that may pass (`overloaded_error`,
     `server_error`, ...) or a reported failure gave none: `with_retries` retries those.
     `partial_text` is the text a stream delivered first; the SDK error, when there was one, is
-    chained as `__cause__`.
+    chained as `__cause__`. An answer that was received but cannot be used (a plain call) is kept:
+    `raw_text` holds its body (the first `MAX_RAW_TEXT` characters), `usage` what it reported, and
+    `attempts` one `Attempt` with both (a structured-output run puts it after its earlier ones).
 
     Example:
         try:
@@ -119,6 +122,21 @@ class ProviderResponseError(SOMiddlewareError):
         self.transient = reported and (code is None or code in TRANSIENT_ERROR_CODES)
         self.partial_text = partial_text
         self.updates = updates
+        self.raw_text = ""
+        self.usage: UsageDetails | None = None
+        self.attempts: list[Attempt] = []
+
+    def with_answer(self, raw_text: str, usage: UsageDetails | None = None) -> ProviderResponseError:
+        """Keep the answer this error is about: its body (cut to `MAX_RAW_TEXT` characters) and
+        usage, as this error's one attempt; an answer kept before stays (returns self)."""
+        if not self.attempts:
+            self.raw_text = raw_text[:MAX_RAW_TEXT]
+            self.usage = usage
+            self.attempts = [Attempt(0, self.raw_text, self, usage)]
+        return self
+
+
+MAX_RAW_TEXT = 64 * 1024  # characters of an unusable answer's body an error keeps
 
 
 class DeadlineExceededError(SOMiddlewareError, TimeoutError):

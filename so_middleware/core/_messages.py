@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -91,6 +92,8 @@ def as_messages(messages: MessageInput | None) -> list[ChatMessage]:
         return []
     if isinstance(messages, (str, ChatMessage, Mapping)):
         messages = [messages]
+    if isinstance(messages, AbstractSet):  # a conversation has an order; a set would send any
+        raise UserError(f"messages must be in order: a list or tuple of messages, not a {type(messages).__name__}")
     if not isinstance(messages, Iterable):
         raise UserError(f"messages must be a str, a ChatMessage or a sequence of them, not {type(messages).__name__}")
     result: list[ChatMessage] = []

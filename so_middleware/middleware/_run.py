@@ -27,19 +27,22 @@ from ..core import (
     IncompleteOutputError,
     ModelBehaviorError,
     OutputError,
+    ProviderResponseError,
     RefusalError,
     ResponseFormat,
     TextContent,
     UsageDetails,
     UserError,
+    mend_surrogates,
 )
 from ..core._formats import copy_json
+from ._annotate import keep_attempts
 from ._call import Call
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
 from ._otel_names import RETRIES_KEY
 from ._retry_scope import RetryScope
-from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict, ignored_error, outcome_of
+from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict, outcome_of
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
@@ -107,8 +110,8 @@ class Run:
                     async for update in updates:
                         yield update
             except Exception as error:
-                self._record_broken(plan, call, error)
-                self._annotate(error)
+                self._record_broken(plan, call.received, error)
+                keep_attempts(error, self.attempts)
                 raise
             plan = self._next(plan, call.response)
 
@@ -124,7 +127,8 @@ class Run:
                     call = functools.partial(self.inner.get_response, plan.messages, options=plan.options)
                     response = await self.retries.respond(call)
             except Exception as error:
-                self._annotate(error)  # a plain call that failed has no partial answer to record
+                self._record_broken(plan, [], error)
+                keep_attempts(error, self.attempts)
                 raise
             plan = self._next(plan, response)
         return await self.final_response(())
@@ -147,7 +151,7 @@ class Run:
             return self._plan(self.messages)
         if isinstance(verdict, Invalid) and self.reasks < self.feature.max_retries:
             self.reasks += 1
-            return self._plan(plan.strategy.reask(plan, verdict.answer, verdict.error))
+            return self._plan(mend_surrogates(plan.strategy.reask(plan, verdict.answer, verdict.error)))
         raise self._fail(verdict, response, plan)
 
     async def final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
@@ -168,12 +172,13 @@ class Run:
             return Stopped(answer, RefusalError(f"the model refused: {reason}", refusal=response.refusal or ""))
         if response.finish_reason == FinishReason.CONTENT_FILTER:
             return Stopped(answer, ContentFilterError("the answer was withheld by the provider's content filter"))
-        ignored = self.index + 1 < len(self.strategies) and strategy.ignored(plan, answer)
-        if response.finish_reason == FinishReason.LENGTH:
-            if ignored:  # rambling until the limit because the format was not enforced
-                return Ignored(answer, ignored_error(strategy, answer))
+        # A cut-off answer is never evidence that the strategy was ignored: a server may withhold
+        # its start (llama-server's "```json"), or report it `completed` with every token used.
+        cut_off = response.finish_reason == FinishReason.LENGTH
+        verdict = None if cut_off else self._validate(strategy, answer)
+        if verdict is None or (isinstance(verdict, Invalid) and _used_up(plan.options.max_tokens, response.usage)):
             return self._cut_off(strategy, answer)
-        verdict = self._validate(strategy, answer)
+        ignored = self.index + 1 < len(self.strategies) and strategy.ignored(plan, answer)
         if isinstance(verdict, Invalid) and ignored:
             return Ignored(answer, verdict.error)
         return verdict
@@ -215,15 +220,18 @@ class Run:
         if self.learned is not None and isinstance(verdict, Valid):
             self.learned.worked(self.key, name)
 
-    def _record_broken(self, plan: Plan, call: Call, error: Exception) -> None:
-        """A stream that broke after the server answered is an attempt too: its text and usage so far."""
-        received = call.received
-        if not received:
+    def _record_broken(self, plan: Plan, received: list[ChatResponseUpdate[Any]], error: Exception) -> None:
+        """A call that failed after the server answered is an attempt too: the text and usage a
+        stream received so far, or the unusable answer a `ProviderResponseError` kept."""
+        kept = error.attempts[-1] if isinstance(error, ProviderResponseError) and error.attempts else None
+        if received:
+            response = ChatResponse.from_updates(received)
+            text, usage, finish = plan.strategy.answer(plan, response).text, response.usage, response.finish_reason
+        elif kept is not None:
+            text, usage, finish = kept.text, kept.usage, None
+        else:
             return
-        response = ChatResponse.from_updates(received)
-        text, name = plan.strategy.answer(plan, response).text, plan.strategy.name
-        usage, finish = response.usage, response.finish_reason
-        self.attempts.append(Attempt(len(self.attempts), text, error, usage, name, finish, plan.strict))
+        self.attempts.append(Attempt(len(self.attempts), text, error, usage, plan.strategy.name, finish, plan.strict))
 
     def _usage(self) -> UsageDetails | None:
         return UsageDetails.total(a.usage for a in self.attempts)
@@ -264,30 +272,17 @@ class Run:
         response.attempts = list(self.attempts)
         return error
 
-    def _annotate(self, error: Exception) -> None:
-        """An error that ends the run (an SDK error, a broken stream) keeps the attempts made so
-        far: its type is left alone; `.attempts` and `.usage` are added, and a note says so."""
-        if isinstance(error, OutputError):
-            return
-        with contextlib.suppress(AttributeError, TypeError):
-            error.attempts = list(self.attempts)  # type: ignore[attr-defined]
-            error.usage = self._usage()  # type: ignore[attr-defined]
-        if self.attempts:
-            strategies = ", ".join(str(a.strategy) for a in self.attempts)
-            note = (
-                f"structured output: the run ended after {len(self.attempts)} earlier attempt(s) ({strategies}); "
-                "their raw text and usage are on this error's .attempts and .usage"
-            )
-            notes = getattr(error, "__notes__", None)  # `add_note` (3.11+) appends here
-            with contextlib.suppress(AttributeError, TypeError):
-                setattr(error, "__notes__", [*(notes or []), note])  # noqa: B010
-
 
 def _own_copy(fmt: ResponseFormat | None) -> ResponseFormat | None:
     """`fmt` with a schema of its own: a plan's format shares the cached schema (see `Native.plan`)."""
     if fmt is None or fmt.schema is None:
         return fmt
     return dataclasses.replace(fmt, schema=copy_json(dict(fmt.schema)))
+
+
+def _used_up(max_tokens: int | None, usage: UsageDetails | None) -> bool:
+    """Every allowed output token was used: the answer was cut off, whatever the finish reason says."""
+    return max_tokens is not None and usage is not None and (usage.output_tokens or 0) >= max_tokens
 
 
 def _brief(text: str, limit: int = 500) -> str:

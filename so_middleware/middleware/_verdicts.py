@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import ContentFilterError, IncompleteOutputError, ModelBehaviorError, OutputError, RefusalError
-from .strategies import Answer, Strategy
+from .strategies import Answer
 
-__all__ = ["Ignored", "Invalid", "Stopped", "Valid", "Verdict", "ignored_error", "outcome_of"]
+__all__ = ["Ignored", "Invalid", "Stopped", "Valid", "Verdict", "outcome_of"]
 
 
 @dataclass(frozen=True)
@@ -42,14 +42,6 @@ class Stopped:
 
 
 Verdict = Valid | Invalid | Ignored | Stopped
-
-
-def ignored_error(strategy: Strategy, answer: Answer) -> ModelBehaviorError:
-    """The error of an answer that shows the backend ignored `strategy`."""
-    return ModelBehaviorError(
-        f"the backend ignored the {strategy.name} strategy: the answer is not the asked-for JSON",
-        raw_text=answer.text[:1000],
-    )
 
 
 def outcome_of(error: OutputError) -> str:

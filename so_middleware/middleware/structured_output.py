@@ -38,6 +38,7 @@ from ..core import (
     UserError,
     as_chat_client,
     as_messages,
+    check_sendable,
 )
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
@@ -94,7 +95,9 @@ class StructuredOutputChatClient(DelegatingChatClient):
         feature = self._feature_for(chat_options, output_type)
         if feature is None:
             return self.__wrapped__.get_response(messages, options=options, stream=stream)  # type: ignore[no-any-return]
-        run = Run(self.__wrapped__, feature, as_messages(messages), chat_options, self._self_learned)
+        chat_messages = as_messages(messages)  # refused before the first call: it would be paid for
+        check_sendable(chat_messages, chat_options)
+        run = Run(self.__wrapped__, feature, chat_messages, chat_options, self._self_learned)
         if stream:
             return ResponseStream(run.steps(), run.final_response)
         return run.respond()

@@ -15,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import warnings
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio.to_thread
 import httpx2
 
-from ..core import ProviderResponseError, SOMiddlewareError, StreamInterruptedError
+from ..core import MAX_RAW_TEXT, ProviderResponseError, SOMiddlewareError, StreamInterruptedError, UsageDetails
 
 __all__ = [
     "IdleTimeout",
@@ -33,6 +34,9 @@ __all__ = [
     "iterate_sdk_stream",
     "reported_failure",
     "capped_timeout",
+    "kept_body",
+    "kept_head",
+    "kept_usage",
     "unreadable",
 ]
 
@@ -92,7 +96,8 @@ def _close_quietly(result: Any) -> None:
 def capped_timeout(sdk_client: Any, seconds: float | None) -> httpx2.Timeout | None:
     """The SDK client's timeouts, each capped just past `seconds` (None: keep the client's), so
     every socket operation ends, and with it every worker thread; the caller's own bound (the
-    idle timeout, a deadline) fires first."""
+    idle timeout, a deadline) fires first, unless the SDK client's own timeout is shorter: the
+    smaller bound wins, read timeout included."""
     if seconds is None:
         return None
     configured = getattr(sdk_client, "timeout", None)
@@ -102,7 +107,9 @@ def capped_timeout(sdk_client: Any, seconds: float | None) -> httpx2.Timeout | N
     def capped(value: float | None) -> float:
         return cap if value is None else min(value, cap)
 
-    return httpx2.Timeout(connect=capped(base.connect), read=cap, write=capped(base.write), pool=capped(base.pool))
+    return httpx2.Timeout(
+        connect=capped(base.connect), read=capped(base.read), write=capped(base.write), pool=capped(base.pool)
+    )
 
 
 _READ_SLACK = 1.0
@@ -183,6 +190,60 @@ def unreadable(what: str, error: BaseException | None = None) -> ProviderRespons
     exc = ProviderResponseError(f"the server's answer could not be read: {what}{reason}")
     exc.__cause__ = error
     return exc
+
+
+def kept_body(value: Any) -> str:
+    """The text of an answer that could not be used, for its error to keep (at most
+    `MAX_RAW_TEXT` characters): the document a JSON or UTF-8 decoding error holds, a body the SDK
+    returned as text, or an SDK object as the JSON it was read from."""
+    if isinstance(value, str):
+        return value[:MAX_RAW_TEXT]
+    if isinstance(value, UnicodeDecodeError):
+        return bytes(value.object[: MAX_RAW_TEXT * 4]).decode("utf-8", "replace")[:MAX_RAW_TEXT]
+    if isinstance(value, ValueError) and isinstance(getattr(value, "doc", None), str):  # JSONDecodeError
+        return str(getattr(value, "doc", ""))[:MAX_RAW_TEXT]
+    dump = getattr(value, "model_dump_json", None)
+    if not callable(dump):
+        return ""
+    with warnings.catch_warnings(), contextlib.suppress(Exception):  # a shape the model does not expect
+        warnings.simplefilter("ignore")
+        return str(dump(exclude_unset=True))[:MAX_RAW_TEXT]
+    return ""
+
+
+async def kept_head(is_async: bool, stream: Any, *, within: float) -> str:
+    """The start of an unread SDK stream's body (at most `MAX_RAW_TEXT` bytes, read for at most
+    `within` seconds), as text for an error to keep; "" when it cannot be read."""
+    response: Any = getattr(stream, "response", None)
+    chunks = bytearray()
+
+    def read_sync() -> None:
+        for chunk in response.iter_bytes():
+            chunks.extend(chunk)
+            if len(chunks) >= MAX_RAW_TEXT:
+                return
+
+    with anyio.move_on_after(within), contextlib.suppress(Exception):
+        if not is_async:
+            await _in_thread(read_sync)  # an abandoned read ends when the stream is closed
+        else:
+            async for chunk in response.aiter_bytes():
+                chunks.extend(chunk)
+                if len(chunks) >= MAX_RAW_TEXT:
+                    break
+    return bytes(chunks[:MAX_RAW_TEXT]).decode("utf-8", "replace")
+
+
+def kept_usage(result: Any) -> UsageDetails | None:
+    """The token counts an unusable answer reported, when it has readable ones (any SDK's names)."""
+    usage = getattr(result, "usage", None)
+
+    def count(*names: str) -> int | None:
+        values = (getattr(usage, name, None) for name in names)
+        return next((v for v in values if isinstance(v, int) and not isinstance(v, bool)), None)
+
+    used = count("input_tokens", "prompt_tokens"), count("output_tokens", "completion_tokens")
+    return None if used == (None, None) else UsageDetails(*used, count("total_tokens"))
 
 
 def reported_failure(error: BaseException) -> ProviderResponseError | None:

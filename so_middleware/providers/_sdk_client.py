@@ -2,8 +2,8 @@
 
 The SDK client, sync or async; the model; the capability profile; the SDK client of one call
 (with the SDK's own retries as the call asks); handing the SDK client out through `get_service`;
-the echoed prefill; and
-the boundary where SDK results and failures become so_middleware's: `fetch` for a plain call,
+the echoed prefill; and the boundary where SDK results and failures become so_middleware's:
+`fetch` for a plain call (an unusable answer's body and usage are kept on its error),
 `open_stream` + `read_events` for a stream.
 
 Errors at the boundary: an answer that cannot be read (not JSON, not UTF-8, nested too deeply, of
@@ -14,6 +14,7 @@ connection, no event within the idle timeout, no terminal event) raises `StreamI
 
 from __future__ import annotations
 
+import operator
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -42,6 +43,9 @@ from ._bridge import (
     interrupted,
     is_stream_break,
     iterate_sdk_stream,
+    kept_body,
+    kept_head,
+    kept_usage,
     reported_failure,
     unreadable,
 )
@@ -175,15 +179,20 @@ class SDKChatClient(BaseChatClient):
         except UNREADABLE as error:
             if isinstance(error, SOMiddlewareError) or not _raised_reading(error):
                 raise
-            raise unreadable("the body is not valid JSON text", error) from error
+            raise unreadable("the body is not valid JSON text", error).with_answer(kept_body(error)) from error
         if not isinstance(result, expected):
-            raise unreadable(f"expected {expected.__name__}, got {type(result).__name__} ({_size(result)})")
+            problem = f"expected {expected.__name__}, got {type(result).__name__} ({_size(result)})"
+            raise unreadable(problem).with_answer(kept_body(result))
         try:
             return to_chat(result)  # type: ignore[no-any-return]
+        except ProviderResponseError as error:  # a failure the answer reports: it was paid for
+            error.with_answer(kept_body(result), kept_usage(result))
+            raise
         except SOMiddlewareError:
             raise
         except (*UNREADABLE, AttributeError, TypeError, KeyError, IndexError) as error:
-            raise unreadable(f"a {expected.__name__} of an unexpected shape", error) from error
+            failure = unreadable(f"a {expected.__name__} of an unexpected shape", error)
+            raise failure.with_answer(kept_body(result), kept_usage(result)) from error
 
     async def open_stream(self, function: Callable[..., Any], request: dict[str, Any], options: ChatOptions) -> Any:
         """Open a stream with the SDK method `function` (bound, e.g. `sdk.chat.completions.create`)
@@ -199,10 +208,10 @@ class SDKChatClient(BaseChatClient):
             request = {**request, "timeout": timeout}
         dialect = type(self.sdk_client).__module__.split(".")[0]
         raw: Callable[..., Any] = function
-        unread: Callable[[Any], Any] = _stream_response  # the SDK's stream object, never iterated
+        unread: Callable[[Any], Any] = operator.attrgetter("response")  # the SDK's stream object, never iterated
         if not isinstance(function, SDKPost):
             raw = getattr(function.__self__.with_raw_response, function.__name__)  # type: ignore[attr-defined]
-            unread = _http_response
+            unread = operator.attrgetter("http_response")
 
         async def opened_async(**kwargs: Any) -> EventStream:
             return EventStream(unread(await raw(**kwargs)), is_async=True, dialect=dialect)
@@ -219,8 +228,10 @@ class SDKChatClient(BaseChatClient):
             raise interrupted(IdleTimeout(f"no answer from the server within {idle:g} s"), "", 0) from error
         content_type = str(getattr(getattr(stream, "response", None), "headers", {}).get("content-type") or "")
         if content_type and "event-stream" not in content_type:
+            head = await kept_head(self.is_async, stream, within=idle or DEFAULT_IDLE_TIMEOUT)
             await close_sdk_stream(self.is_async, stream)
-            raise unreadable(f"a streaming request was answered with {content_type.split(';')[0]}, not an event stream")
+            what = f"a streaming request was answered with {content_type.split(';')[0]}, not an event stream"
+            raise unreadable(what).with_answer(head)
         return stream
 
     def idle_timeout_for(self, options: ChatOptions) -> float | None:
@@ -266,14 +277,6 @@ class SDKChatClient(BaseChatClient):
                 raise interrupted(EOFError(f"the event stream ended without {ending}"), "".join(reader.text), updates)
         finally:
             await close_sdk_stream(self.is_async, stream)
-
-
-def _stream_response(stream: Any) -> Any:
-    return stream.response
-
-
-def _http_response(raw: Any) -> Any:
-    return raw.http_response
 
 
 def _seconds_or_none(name: str, value: Any) -> float | None:

@@ -43,6 +43,20 @@ _UNHASHABLE = (
     collections.abc.MutableMapping,
     collections.abc.MutableSet,
 )
+# Values that JSON cannot carry, or that pydantic validates into one-shot iterators: no answer
+# makes a usable value of these (`type[int]` would fail every attempt, and be re-asked).
+_NOT_FROM_JSON = {
+    type: "a class",
+    collections.abc.Callable: "a callable",
+    collections.abc.Iterator: "a one-shot iterator",
+    collections.abc.Iterable: "a one-shot iterator",
+    collections.abc.Generator: "a generator",
+    collections.abc.AsyncIterator: "an async iterator",
+    collections.abc.AsyncIterable: "an async iterator",
+    collections.abc.AsyncGenerator: "an async generator",
+    collections.abc.Awaitable: "an awaitable",
+    collections.abc.Coroutine: "a coroutine",
+}
 _MAX_TYPE_NODES = 10_000
 _WIRE_NAME_INVALID = re.compile(r"[^a-zA-Z0-9_-]+")
 _WIRE_NAME_MAX = 64
@@ -64,6 +78,11 @@ def check_supported(output_type: Any) -> None:
         raise UserError(
             f"Output type {readable_name(output_type)!r} is not supported: it accepts any value, "
             "so there is no schema to ask a model for. Use a concrete type."
+        )
+    if isinstance(output_type, typing.TypeVar) and output_type.__bound__ is None and not output_type.__constraints__:
+        raise UserError(
+            f"Output type {output_type.__name__!r} is a bare TypeVar: it accepts any value, so there is no "
+            "schema to ask a model for. Pass the concrete type (e.g. Box[int], not Box[T])."
         )
     if isinstance(output_type, str | typing.ForwardRef):
         raise UserError(f"Output type {output_type!r} is a forward reference; pass the type itself, not its name.")
@@ -115,7 +134,8 @@ def _inner_types(item: Any, path: str) -> list[tuple[Any, str]]:
 
 
 def check_satisfiable(output_type: Any) -> None:
-    """Refuse a type no JSON answer can satisfy: a set whose items cannot be hashed (`set[list[int]]`)."""
+    """Refuse a type no JSON answer can satisfy: a set whose items cannot be hashed (`set[list[int]]`),
+    a class, a callable or an iterator (`type[int]`, `Callable[[], int]`, `Iterator[int]`)."""
     stack: list[tuple[Any, str]] = [(output_type, "")]
     seen: set[int] = set()
     while stack and len(seen) < _MAX_TYPE_NODES:
@@ -123,6 +143,7 @@ def check_satisfiable(output_type: Any) -> None:
         if id(item) in seen:
             continue
         seen.add(id(item))
+        _check_from_json(output_type, item, path)
         if typing.get_origin(item) in _SETS and typing.get_args(item) and not _is_hashable(typing.get_args(item)[0]):
             where = f"field {path!r} is" if path else "it is"
             raise UserError(
@@ -131,6 +152,18 @@ def check_satisfiable(output_type: Any) -> None:
                 "so no answer can become the set. Use a list, or a frozen (hashable) item type."
             )
         stack.extend(_inner_types(item, path))
+
+
+def _check_from_json(output_type: Any, item: Any, path: str) -> None:
+    shape = typing.get_origin(item) or item  # typing.Type[int] and type[int] alike: `type`
+    if not isinstance(shape, typing.Hashable) or shape not in _NOT_FROM_JSON:
+        return
+    where = f"field {path!r} is" if path else "it is"
+    raise UserError(
+        f"Output type {readable_name(output_type)!r} cannot come from a model's answer: {where} "
+        f"{readable_name(item)}, {_NOT_FROM_JSON[shape]}, which no JSON value becomes. "
+        "Use a JSON-shaped type (a model, a dataclass, list[...], a str naming the class)."
+    )
 
 
 def cache_key(output_type: Any) -> Hashable:

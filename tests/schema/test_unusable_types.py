@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import math
 import re
+import typing
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from so_middleware import StructuredOutput, UserError
+from so_middleware import StructuredOutput, UserError, with_structured_output
 from so_middleware.schema import OutputSchema
+from so_middleware.testing import FakeChatClient
 
 
 class Empty(Enum):
@@ -115,3 +118,72 @@ def test_schema_values_that_are_not_json_are_refused(raw: dict[str, Any], expect
 def test_a_property_named_enum_is_not_an_enum() -> None:
     schema = OutputSchema({"type": "object", "properties": {"enum": {"type": "string"}}, "required": ["enum"]})
     assert schema.validate_json('{"enum": "x"}') == {"enum": "x"}
+
+
+T = TypeVar("T")
+Bounded = TypeVar("Bounded", bound=int)
+
+
+class HoldsAClass(BaseModel):
+    kind: type[int]
+
+
+class HoldsACallback(BaseModel):
+    on_done: Callable[[], None]
+
+
+@pytest.mark.parametrize(
+    ("output_type", "expected"),
+    [
+        (type[int], "it is type[int], a class"),
+        (typing.Type[int], "it is type[int], a class"),  # noqa: UP006
+        (type, "it is type, a class"),
+        (Callable[[int], str], "a callable"),
+        (typing.Callable[[], int], "a callable"),
+        (Iterator[int], "a one-shot iterator"),
+        (Iterable[int], "a one-shot iterator"),
+        (Generator[int, None, None], "a generator"),
+        (AsyncIterator[int], "an async iterator"),
+        (list[type[int]], "it is type[int], a class"),
+        (HoldsAClass, "field 'kind' is type[int], a class"),
+        (HoldsACallback, "field 'on_done' is "),
+        (T, "bare TypeVar"),
+    ],
+    ids=[
+        "type-of-int",
+        "typing-Type",
+        "bare-type",
+        "callable",
+        "typing-callable",
+        "iterator",
+        "iterable",
+        "generator",
+        "async-iterator",
+        "list-of-classes",
+        "field-class",
+        "field-callable",
+        "bare-typevar",
+    ],
+)
+def test_types_no_answer_can_become_are_refused_at_construction(output_type: Any, expected: str) -> None:
+    """Before: `type[int]` made 9 calls (every strategy, every re-ask), each answer invalid."""
+    with pytest.raises(UserError, match=re.escape(expected)):
+        StructuredOutput(output_type)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_an_unusable_output_type_is_refused_before_any_call(stream: bool) -> None:
+    fake = FakeChatClient(['{"response": "int"}'] * 9)
+    client = with_structured_output(fake)
+    with pytest.raises(UserError, match="cannot come from a model's answer"):
+        if stream:
+            await client.get_response("Which type?", output_type=type[int], stream=True).get_final_response()
+        else:
+            await client.get_response("Which type?", output_type=type[int])
+    assert fake.calls == []
+
+
+@pytest.mark.parametrize("output_type", [Bounded, Sequence[int], Mapping[str, int], list[int]])
+def test_json_shaped_types_and_bound_typevars_are_fine(output_type: Any) -> None:
+    assert StructuredOutput(output_type).output_schema is not None

@@ -20,7 +20,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...core import ChatResponse, ChatResponseUpdate, ContinuationToken, FinishReason
+from ...core import (
+    ChatResponse,
+    ChatResponseUpdate,
+    ContinuationToken,
+    FinishReason,
+    ProviderResponseError,
+    UserError,
+)
 from ._responses_stream import StreamReader
 from ._responses_wire import failure_of, response_to_chat
 
@@ -28,6 +35,7 @@ __all__ = [
     "PENDING_STATUSES",
     "RESUMED_KEY",
     "ResumableReader",
+    "answer_to_chat",
     "background_to_chat",
     "ended_run_error",
     "final_of_resumed",
@@ -53,8 +61,20 @@ def background_to_chat(
         model_id=getattr(response, "model", None),
         raw_representation=response,
         additional_properties={"status": status},
-        continuation_token=token if token is not None else ContinuationToken(response_id),
+        continuation_token=token if token is not None else _token_for(response_id),
     )
+
+
+def answer_to_chat(response: Any, *, prefill: str = "") -> ChatResponse[Any]:
+    """Map the answer to a request that started no background run: a pending status there is the
+    server's fault (a plain request is answered when it is done), not the caller's."""
+    status = getattr(response, "status", None)
+    if status in PENDING_STATUSES:
+        raise ProviderResponseError(
+            f"the server answered a request that started no background run with status {status!r}: "
+            "the answer is unfinished; its body is on this error's .attempts"
+        )
+    return response_to_chat(response, prefill=prefill)
 
 
 @dataclass
@@ -89,7 +109,7 @@ class ResumableReader:
         update = self.inner.read(event)
         response = _field(event, "response")
         if self.token is None and isinstance(_field(response, "id"), str):
-            self.token = ContinuationToken(_field(response, "id"))  # response.created / queued
+            self.token = _token_for(_field(response, "id"))  # response.created / queued
         if update is None or self.token is None:
             return update
         update.response_id = update.response_id or self.token.response_id
@@ -98,6 +118,17 @@ class ResumableReader:
         elif self.resumed:
             update.additional_properties[RESUMED_KEY] = response_to_chat(response)
         return update
+
+
+def _token_for(response_id: Any) -> ContinuationToken:
+    """A token for the id the server gave its run; an id no token can hold ("", "..", a path) is
+    the server's fault, not the caller's."""
+    try:
+        return ContinuationToken(response_id)
+    except UserError as error:
+        raise ProviderResponseError(
+            f"the server named its background run with an id no continuation token can hold: {response_id!r:.60}"
+        ) from error
 
 
 def _field(value: Any, name: str) -> Any:

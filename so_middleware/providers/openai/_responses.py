@@ -32,7 +32,7 @@ from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
-from ._background import ResumableReader, background_to_chat, ended_run_error, final_of_resumed
+from ._background import ResumableReader, answer_to_chat, background_to_chat, ended_run_error, final_of_resumed
 from ._profiles import profile_for, server_profile
 from ._responses_stream import StreamReader
 from ._responses_wire import build_request
@@ -102,12 +102,8 @@ class OpenAIResponsesClient(SDKChatClient):
             return await self.fetch(sdk.responses.retrieve, request, Response, lambda r: background_to_chat(r, token))
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
-        return await self.fetch(
-            self._create(options),
-            request,
-            Response,
-            lambda response: background_to_chat(response, prefill=prefill),
-        )
+        to_chat = background_to_chat if options.starts_background_run else answer_to_chat
+        return await self.fetch(self._create(options), request, Response, lambda r: to_chat(r, prefill=prefill))
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions

@@ -1,0 +1,118 @@
+"""`check_sendable`: what a conversation must be before it is sent (and paid for).
+
+A blank user message (`""`, `"   "`) makes the model invent an answer to nothing; a lone UTF-16
+surrogate (`"\\ud83d"`, half of an emoji cut in two) cannot be encoded as UTF-8, so the SDK would
+fail while writing the request body, or the server reject it. Both are the caller's mistakes and
+are refused with a `UserError` naming the message, before any HTTP request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._contents import TextContent
+from ._exceptions import UserError
+from ._messages import ChatMessage
+from ._options import ChatOptions
+
+__all__ = ["check_sendable", "lone_surrogate_in", "mend_surrogates"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SENT_OPTIONS = ("instructions", "tools", "stop", "extra_body")
+_MAX_DEPTH = 64  # deeper values (a tool result) are the encoder's to refuse
+
+
+def check_sendable(messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> None:
+    """Raise `UserError` for no messages (unless `options` continue a run: that needs none), a
+    blank user message, or a lone surrogate in any message (text, tool calls and results, names)
+    or in the options sent with them (instructions, tools, stop sequences, `extra_body`).
+
+    Example: `check_sendable([ChatMessage("user", "  ")])` raises `UserError`.
+    """
+    options = options or ChatOptions()
+    for name in _SENT_OPTIONS:
+        found = lone_surrogate_in(getattr(options, name))
+        if found is not None:
+            raise UserError(
+                _surrogate_message(f"option {name!r}" if name != "instructions" else "the instructions", found)
+            )
+    required = options.continuation_token is None
+    if required and all(_is_blank(message) for message in messages):
+        shown = f"{len(messages)} blank message(s)" if messages else "none"
+        raise UserError(f"no messages to send ({shown}): pass a str or a list of messages")
+    for index, message in enumerate(messages):
+        where = f"message {index} ({message.role})"
+        if message.role == "user" and _is_blank(message):
+            raise UserError(f"{where} is blank: there is nothing to answer; send a message with text or data")
+        found = lone_surrogate_in([message.author_name, *message.contents])
+        if found is not None:
+            raise UserError(_surrogate_message(where, found))
+
+
+def lone_surrogate_in(value: Any, depth: int = 0) -> str | None:
+    """The first str in `value` (a str, or one inside lists, dicts and dataclasses) that holds a
+    lone surrogate; None when there is none."""
+    if isinstance(value, str):
+        return value if _SURROGATE.search(value) else None
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(value, Mapping):
+        items: Any = [*value.keys(), *value.values()]
+    elif isinstance(value, (list, tuple)):
+        items = value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    else:
+        return None
+    for item in items:
+        found = lone_surrogate_in(item, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def mend_surrogates(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """`messages` with every lone surrogate replaced by U+FFFD, for text the library sends back
+    itself (a model's answer in a re-ask): the model wrote it, the caller cannot fix it. Messages
+    that change are new ones; the given ones are never changed.
+
+    Example: `mend_surrogates([ChatMessage("assistant", "a\ud83d")])[0].text == "a\ufffd"`.
+    """
+    return [_mended(m) if lone_surrogate_in([m.author_name, *m.contents]) else m for m in messages]
+
+
+def _mended(message: ChatMessage) -> ChatMessage:
+    contents = [_mend(content, 0) for content in message.contents]
+    name = _mend(message.author_name, 0)
+    return ChatMessage(message.role, contents, author_name=name, raw_representation=message.raw_representation)
+
+
+def _mend(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if depth > _MAX_DEPTH:
+        return value
+    if isinstance(value, Mapping):
+        return {_mend(key, depth + 1): _mend(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_mend(item, depth + 1) for item in value) if type(value) in (list, tuple) else value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _mend(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value) if f.init}
+        return dataclasses.replace(value, **changes)
+    return value
+
+
+def _is_blank(message: ChatMessage) -> bool:
+    return all(isinstance(c, TextContent) and not c.text.strip() for c in message.contents)
+
+
+def _surrogate_message(where: str, text: str) -> str:
+    at = _SURROGATE.search(text)
+    position = at.start() if at else 0
+    return (
+        f"{where} holds a lone UTF-16 surrogate {text[position]!r} at character {position}, which is not "
+        "valid Unicode text (often half of an emoji cut in two); fix or drop it before sending"
+    )
