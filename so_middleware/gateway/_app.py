@@ -125,7 +125,10 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
 
 
 async def _on_error(request: Request, error: Exception) -> Response:
-    return to_error_response(error)
+    response = to_error_response(error)
+    if response.status_code in (408, 413):  # the rest of the body stays unread: the connection is done
+        response.headers["connection"] = "close"
+    return response
 
 
 # Expected errors by type (answered quietly); anything else is a logged 500.
@@ -166,9 +169,10 @@ class _Guard:
         return token if matched else None
 
     def _too_large(self) -> Response:
-        return error_response(
-            413, f"The request body is larger than {self.max_body_bytes} bytes.", code="body_too_large"
-        )
+        message = f"The request body is larger than {self.max_body_bytes} bytes."
+        response = error_response(413, message, code="body_too_large")
+        response.headers["connection"] = "close"  # its body is not read
+        return response
 
     def _limited(self, receive: Receive) -> Receive:
         seen, done = 0, False
