@@ -36,7 +36,8 @@ __all__ = ["GatewayConfig", "create_app"]
 
 @dataclass(frozen=True)
 class GatewayConfig:
-    """What the gateway serves and how.
+    """What the gateway serves and how. `max_connections` and `header_timeout` are the server's:
+    `so-middleware gateway` applies them, `uvicorn.run(app, **server_options(config))` too.
 
     Example:
         app = create_app(GatewayConfig(backend_url="http://127.0.0.1:8080/v1"))

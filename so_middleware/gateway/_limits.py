@@ -69,6 +69,9 @@ class LimitedH11Protocol(H11Protocol):
 
 
 def server_options(config: GatewayConfig) -> dict[str, Any]:
-    """uvicorn options that apply `config`'s connection limits (`uvicorn.Config(app, **options)`)."""
+    """uvicorn options that apply `config`'s connection limits.
+
+    Example: `uvicorn.run(create_app(config), port=8000, **server_options(config))`.
+    """
     limits = {"max_connections": config.max_connections, "header_timeout": config.header_timeout}
     return {"http": type("LimitedH11Protocol", (LimitedH11Protocol,), limits)}

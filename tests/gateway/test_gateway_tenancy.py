@@ -70,8 +70,12 @@ def test_another_key_gets_404_on_every_route(fake_gateway: Any, store: str | Non
         for response_id in (stored.id, running.id):
             foreign = _raw(gateway, method, path.format(response_id), KEY_B)
             assert (foreign.status_code, foreign.text) == (404, unknown.text.replace(missing, response_id))
-    continued = _raw(gateway, "POST", "/responses", KEY_B, {"model": "m", "input": "hi", "previous_response_id": missing})
-    foreign = _raw(gateway, "POST", "/responses", KEY_B, {"model": "m", "input": "hi", "previous_response_id": stored.id})
+    continued = _raw(
+        gateway, "POST", "/responses", KEY_B, {"model": "m", "input": "hi", "previous_response_id": missing}
+    )
+    foreign = _raw(
+        gateway, "POST", "/responses", KEY_B, {"model": "m", "input": "hi", "previous_response_id": stored.id}
+    )
     assert (foreign.status_code, foreign.text) == (404, continued.text.replace(missing, stored.id))
 
     # nothing B did touched A's responses: A reads, lists, continues, resumes, cancels and deletes them
@@ -135,7 +139,9 @@ def test_a_sqlite_store_made_before_owners_still_opens(tmp_path: Path) -> None:
 
     async def create_old_table() -> None:
         with sqlite3.connect(path) as db:  # the schema of the previous release
-            db.execute("CREATE TABLE responses (id TEXT PRIMARY KEY, response TEXT NOT NULL, input_items TEXT NOT NULL)")
+            db.execute(
+                "CREATE TABLE responses (id TEXT PRIMARY KEY, response TEXT NOT NULL, input_items TEXT NOT NULL)"
+            )
             db.execute("INSERT INTO responses VALUES (?, ?, ?)", ("resp_old", json.dumps(
                 {"id": "resp_old", "status": "completed"}), "[]"))  # fmt: skip
         db.close()
