@@ -18,7 +18,7 @@ _MASK = "***"
 # Shapes of secrets a backend may quote whatever its key: OpenAI-style keys, bearer tokens, URL passwords.
 _KEY_SHAPED = re.compile(r"(?<![A-Za-z0-9])(sk|pk|rk)-[A-Za-z0-9_*-]{3,}")
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+")
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]*@")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@\"']*):[^/\s@\"']*@")
 _SHORTEST_SECRET = 4  # a shorter "key" (e.g. "x") would mask every letter of the message, not a secret
 
 

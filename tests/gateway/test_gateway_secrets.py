@@ -109,6 +109,8 @@ def test_redact_masks_given_secrets_and_key_shapes() -> None:
     assert redact("key abcd1234 and abcd1234x", ["abcd1234"]) == "key *** and ***x"
     assert redact("Bearer eyJhbGci.x.y, sk-ant-api03-xyz") == "Bearer ***, sk-***"
     assert redact("a plain message with a task-list and x", ["x"]) == "a plain message with a task-list and x"
+    # applied to a compact JSON body, it never reaches across a quote (the body stays JSON)
+    assert redact('{"a":"http://h:8080","b":"me@x"}') == '{"a":"http://h:8080","b":"me@x"}'
 
 
 def _mode(path: Path) -> int:
