@@ -54,7 +54,7 @@ class GatewayConfig:
     backend_timeout: float = 600.0
     tracer_provider: Any = None
     meter_provider: Any = None
-    max_connections: int = 400  # open client connections; beyond: 503 and closed (served by the CLI or AppServer)
+    max_connections: int = 400  # open client connections; one more is answered 503 and closed
     header_timeout: float = 10.0  # seconds to send a request's headers, from connecting or the previous answer
     body_timeout: float = 60.0  # seconds to send a request's body, once its headers are in (then 408)
 
@@ -63,7 +63,9 @@ class GatewayConfig:
         if isinstance(self.api_keys, (str, bytes)):  # tuple("key") would make each letter a key
             raise UserError("api_keys must be a list of keys, not one string")
         for number, key in enumerate(self.api_keys, 1):
-            if not isinstance(key, str) or not key.strip():
+            if not isinstance(key, str):
+                raise UserError(f"API key {number} of {len(self.api_keys)} is a {type(key).__name__}, not a string")
+            if not key.strip():
                 raise UserError(f"API key {number} of {len(self.api_keys)} is empty: it would let anyone in")
             if key != key.strip():  # HTTP strips a header's surrounding spaces: this key could never match
                 raise UserError(f"API key {number} of {len(self.api_keys)} starts or ends with whitespace")

@@ -31,6 +31,7 @@ BACKEND_KEY = "backend-key-0123456789"
         (("k1", "   "), "API key 2 of 2 is empty"),
         ((" k1",), "whitespace"),
         ("secret", "not one string"),
+        ((b"k1",), "is a bytes, not a string"),
     ],
 )
 def test_empty_or_malformed_keys_are_refused(keys: Any, message: str) -> None:
