@@ -1,8 +1,8 @@
 """Connection limits uvicorn does not have: a cap on open connections and a deadline for a request's
 headers. Without them, a thousand idle or half-sent requests (slowloris) hold a file descriptor
 each until accept fails with EMFILE and nobody is served. The body's deadline is the app's
-(`body_timeout`, in `_app`): it is sent after the headers, to the app. The protocol is uvicorn's h11
-one (its default without httptools), whichever uvicorn would pick."""
+(`body_timeout`, in `_app`): it is sent after the headers, to the app. The protocol is always
+uvicorn's h11 one (uvicorn's own choice when httptools is not installed)."""
 
 from __future__ import annotations
 
