@@ -34,16 +34,16 @@ def _read_until_closed(sock: socket.socket) -> bytes:
 
 
 def test_idle_half_open_requests_are_capped_then_closed(fake_gateway: Any) -> None:
-    _, gateway = fake_gateway(max_connections=4, header_timeout=1.0)
+    _, gateway = fake_gateway(max_connections=4, header_timeout=2.0)
     stalled = [_connect(gateway, PARTIAL_HEADERS) for _ in range(12)]  # 3 times the cap, all half-sent
     one_more = _connect(gateway)
     busy = _read_until_closed(one_more)  # answered at once, not held: its socket is free again
     assert busy.startswith(b"HTTP/1.1 503 ") and b'"code": "too_many_connections"' in busy
-    # the half-sent requests are all closed (those past the cap at once, the others at their header
-    # deadline) without an answer to a request they never finished
-    assert [answer for answer in map(_read_until_closed, stalled) if not answer.startswith(b"HTTP/1.1 503 ")] == [
-        b""
-    ] * 4
+    # the half-sent requests are all closed: those past the cap at once (503, or a reset when the
+    # kernel drops the answer for the unread request bytes), the others at their header deadline
+    answers = [_read_until_closed(sock) for sock in stalled]
+    assert all(answer == b"" or answer.startswith(b"HTTP/1.1 503 ") for answer in answers), answers
+    assert answers.count(b"") >= 4  # the 4 held ones, closed without an answer to a request never finished
     client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0, timeout=30)
     assert client.responses.create(model="m", input="hi").status == "completed"  # served again
     client.close()
@@ -72,7 +72,7 @@ def test_a_stalled_body_is_answered_408(fake_gateway: Any) -> None:
 
 
 def test_a_request_slower_than_the_header_timeout_is_not_cut(fake_gateway: Any) -> None:
-    backend, gateway = fake_gateway(header_timeout=0.3)
+    backend, gateway = fake_gateway(header_timeout=0.5)
     backend.chunk_delay, backend.pieces = 0.2, 5  # the answer streams for about a second
     client = openai.OpenAI(base_url=gateway.base_url, api_key="none", max_retries=0, timeout=30)
     for _ in range(2):  # on one keep-alive connection: the second request's headers come in time again
