@@ -7,10 +7,11 @@ from llama.cpp, vLLM, Ollama or any Chat Completions server. Needs
 
 Example:
     import uvicorn
-    from so_middleware.gateway import GatewayConfig, create_app
+    from so_middleware.gateway import GatewayConfig, create_app, server_options
 
-    app = create_app(GatewayConfig(backend_url="http://127.0.0.1:8080/v1"))
-    uvicorn.run(app, host="127.0.0.1", port=8000)
+    config = GatewayConfig(backend_url="http://127.0.0.1:8080/v1")
+    # server_options: the connection cap and header deadline, which uvicorn itself does not have
+    uvicorn.run(create_app(config), host="127.0.0.1", port=8000, **server_options(config))
 """
 
 try:
@@ -21,6 +22,7 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess wit
     raise ImportError("so_middleware.gateway needs its extra: pip install 'so-middleware[gateway]'") from error
 
 from ._app import GatewayConfig, create_app
+from ._limits import server_options
 from ._open_store import open_store
 from ._request import chat_response_format
 from ._store import ResponseStore, SQLiteStore, StoredResponse
@@ -33,4 +35,5 @@ __all__ = [
     "chat_response_format",
     "create_app",
     "open_store",
+    "server_options",
 ]

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import openai
 from openai import AsyncOpenAI
 from starlette.applications import Starlette
@@ -27,14 +28,16 @@ from so_middleware.openai import OPENAI_COMPATIBLE, OpenAIChatClient
 from ._errors import BadRequest, error_response, to_error_response
 from ._open_store import open_store
 from ._routes import Gateway
-from ._store import ResponseStore
+from ._secrets import RedactingClient, owner_of, url_password
+from ._store import ResponseStore, check_store_path
 
 __all__ = ["GatewayConfig", "create_app"]
 
 
 @dataclass(frozen=True)
 class GatewayConfig:
-    """What the gateway serves and how.
+    """What the gateway serves and how. `max_connections` and `header_timeout` are the server's:
+    `so-middleware gateway` applies them, `uvicorn.run(app, **server_options(config))` too.
 
     Example:
         app = create_app(GatewayConfig(backend_url="http://127.0.0.1:8080/v1"))
@@ -51,12 +54,35 @@ class GatewayConfig:
     backend_timeout: float = 600.0
     tracer_provider: Any = None
     meter_provider: Any = None
+    max_connections: int = 400  # open client connections; one more is answered 503 and closed
+    header_timeout: float = 10.0  # seconds to send a request's headers, from connecting or the previous answer
+    body_timeout: float = 60.0  # seconds to send a request's body, once its headers are in (then 408)
+
+    def __post_init__(self) -> None:
+        """Refuse, at construction, what would open the gateway or refuse every request."""
+        if isinstance(self.api_keys, (str, bytes)):  # tuple("key") would make each letter a key
+            raise UserError("api_keys must be a list of keys, not one string")
+        for number, key in enumerate(self.api_keys, 1):
+            if not isinstance(key, str):
+                raise UserError(f"API key {number} of {len(self.api_keys)} is a {type(key).__name__}, not a string")
+            if not key.strip():
+                raise UserError(f"API key {number} of {len(self.api_keys)} is empty: it would let anyone in")
+            if key != key.strip():  # HTTP strips a header's surrounding spaces: this key could never match
+                raise UserError(f"API key {number} of {len(self.api_keys)} starts or ends with whitespace")
+        for name in ("max_body_bytes", "max_connections", "max_attempts", "header_timeout", "body_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise UserError(f"{name} must be a positive number, got {value!r}")
+        if self.store and not self.store.startswith(("postgres://", "postgresql://")):
+            check_store_path(self.store)
 
 
 def backend_client(config: GatewayConfig) -> tuple[AsyncOpenAI, ChatClient]:
     """The SDK client on the backend and the chain the gateway calls."""
+    # what the backend may quote back in an error is masked before anything reads it
+    secrets = [secret for secret in (config.backend_api_key, url_password(config.backend_url)) if secret]
     sdk = AsyncOpenAI(base_url=config.backend_url, api_key=config.backend_api_key or "none",
-                      timeout=config.backend_timeout)  # fmt: skip
+                      timeout=config.backend_timeout, http_client=RedactingClient(secrets))  # fmt: skip
     # Formats are forwarded, never judged: the adapter must not drop one it thinks unsupported.
     chain: Any = with_retries(OpenAIChatClient(sdk, capabilities=OPENAI_COMPATIBLE), max_attempts=config.max_attempts)
     chain = with_telemetry(chain, tracer_provider=config.tracer_provider, meter_provider=config.meter_provider)
@@ -95,13 +121,17 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
         Route("/v1/responses/{id}/input_items", gateway.input_items, methods=["GET"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=_HANDLERS)
-    app.add_middleware(_Guard, api_keys=tuple(config.api_keys), max_body_bytes=config.max_body_bytes)
+    app.add_middleware(_Guard, api_keys=tuple(config.api_keys), max_body_bytes=config.max_body_bytes,
+                       body_timeout=config.body_timeout)  # fmt: skip
     app.state.gateway = gateway
     return app
 
 
 async def _on_error(request: Request, error: Exception) -> Response:
-    return to_error_response(error)
+    response = to_error_response(error)
+    if response.status_code in (408, 413):  # the rest of the body stays unread: the connection is done
+        response.headers["connection"] = "close"
+    return response
 
 
 # Expected errors by type (answered quietly); anything else is a logged 500.
@@ -109,42 +139,58 @@ _HANDLERS: Any = {BadRequest: _on_error, openai.APIError: _on_error, UserError: 
 
 
 class _Guard:
-    """API keys (compared in constant time; 401) and the request body size limit (413)."""
+    """API keys (compared in constant time; 401), who is asking (the key's hash: `scope["state"]["owner"]`),
+    the request body size limit (413) and the time to send the body (408)."""
 
-    def __init__(self, app: ASGIApp, api_keys: tuple[str, ...], max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, api_keys: tuple[str, ...], max_body_bytes: int, body_timeout: float) -> None:
         self.app, self.api_keys, self.max_body_bytes = app, tuple(k.encode() for k in api_keys), max_body_bytes
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] == "/health":
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        if self.api_keys and not self._authorized(headers.get(b"authorization", b"")):
+        token = self._token(headers.get(b"authorization", b""))
+        if self.api_keys and token is None:
             response = error_response(401, "Incorrect or missing API key.", code="invalid_api_key")
             await response(scope, receive, send)
             return
+        # the responses one key stores are that key's: the others get 404 (a single key or none: everyone's)
+        scope.setdefault("state", {})["owner"] = owner_of(token) if token is not None else ""
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             await self._too_large()(scope, receive, send)
             return
         await self.app(scope, self._limited(receive), send)
 
-    def _authorized(self, header: bytes) -> bool:
+    def _token(self, header: bytes) -> bytes | None:
+        """The bearer token when it is one of the keys (None without keys)."""
         token = header[7:] if header[:7].lower() == b"bearer " else b""
         # every key is compared, so the time taken does not tell which one nearly matched
-        return sum(hmac.compare_digest(token, key) for key in self.api_keys) > 0
+        matched = sum(hmac.compare_digest(token, key) for key in self.api_keys) > 0
+        return token if matched else None
 
     def _too_large(self) -> Response:
-        return error_response(
-            413, f"The request body is larger than {self.max_body_bytes} bytes.", code="body_too_large"
-        )
+        message = f"The request body is larger than {self.max_body_bytes} bytes."
+        response = error_response(413, message, code="body_too_large")
+        response.headers["connection"] = "close"  # its body is not read
+        return response
 
     def _limited(self, receive: Receive) -> Receive:
-        seen = 0
+        seen, done = 0, False
+        deadline = anyio.current_time() + self.body_timeout
 
         async def limited() -> Any:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, done
+            if done:  # the body is in: what follows is the wait for a disconnect, as long as the answer
+                return await receive()
+            with anyio.move_on_after(deadline - anyio.current_time()) as timer:
+                message = await receive()
+            if timer.cancelled_caught:  # a client that stalls mid-body (slowloris) holds the connection no longer
+                raise BadRequest(f"The request body did not arrive within {self.body_timeout:g} seconds.", None,
+                                 408, "request_timeout")  # fmt: skip
+            done = message["type"] != "http.request" or not message.get("more_body", False)
             seen += len(message.get("body", b""))
             if seen > self.max_body_bytes:
                 raise BadRequest(

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+from so_middleware import UserError
 
 __all__ = ["main"]
 
@@ -35,15 +38,55 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", help="a Chat Completions base URL (default: start the embedded local model)")
     p.add_argument("--backend-api-key", default=os.environ.get(ENV_BACKEND_KEY), help=f"or ${ENV_BACKEND_KEY}")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=_port, default=8000)
     p.add_argument("--api-key", action="append", default=None,
                    help=f"a key clients must send (repeatable; or ${ENV_API_KEYS}, comma-separated)")  # fmt: skip
     p.add_argument("--store", help="a SQLite file or a postgresql:// URL (default: SQLite in memory)")
     p.add_argument("--model", help="the model for requests that name none")
-    p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024)
+    p.add_argument("--max-body-bytes", type=_positive(int), default=16 * 1024 * 1024)
+    p.add_argument("--max-connections", type=_positive(int), default=400,
+                   help="open client connections; one more gets 503 (default: %(default)s)")  # fmt: skip
+    p.add_argument("--header-timeout", type=_positive(float), default=10.0,
+                   help="seconds a client has to send a request's headers (default: %(default)s)")  # fmt: skip
+    p.add_argument("--body-timeout", type=_positive(float), default=60.0,
+                   help="seconds a client has to send a request's body; then 408 (default: %(default)s)")  # fmt: skip
     p.add_argument("--validate", action="store_true",
                    help="validate json_schema output and re-ask on failure (beyond the passthrough spec)")  # fmt: skip
     return p
+
+
+def _port(text: str) -> int:
+    port = int(text) if text.strip().isdigit() else -1
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535, got {text!r}")
+    return port
+
+
+def _positive(kind: type[int] | type[float]) -> Any:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"a number greater than 0 is needed, got {text!r}")
+        return value
+
+    return parse
+
+
+def _api_keys(args: argparse.Namespace) -> tuple[str, ...]:
+    """The keys from --api-key, else from the environment (each stripped; an empty one is an error)."""
+    if args.api_key is not None:
+        return tuple(key.strip() for key in args.api_key)  # an empty one is refused by GatewayConfig
+    listed = os.environ.get(ENV_API_KEYS)
+    if listed is None:
+        return ()
+    keys = tuple(key.strip() for key in listed.split(","))
+    if not all(keys):
+        raise UserError(f"${ENV_API_KEYS} has an empty key ({listed!r} has {len(keys)} entries): it would let "
+                        "anyone in; unset it to run without keys")  # fmt: skip
+    return keys
 
 
 @contextlib.contextmanager
@@ -58,9 +101,19 @@ def _backend(args: argparse.Namespace) -> Iterator[tuple[str, str | None]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the gateway until Ctrl-C or SIGTERM."""
-    args = parser().parse_args(argv)
-    keys = args.api_key or [k for k in os.environ.get(ENV_API_KEYS, "").split(",") if k.strip()]
+    """Run the gateway until Ctrl-C or SIGTERM (exit 2, before anything starts, on a wrong option)."""
+    options = parser()
+    args = options.parse_args(argv)
+    from ._app import GatewayConfig, create_app
+
+    try:  # checked before the embedded model starts; the backend URL is known after
+        config = GatewayConfig(backend_url=args.backend or "", backend_api_key=args.backend_api_key,
+                               api_keys=_api_keys(args), store=args.store, default_model=args.model,
+                               validate=args.validate, max_body_bytes=args.max_body_bytes,
+                               max_connections=args.max_connections, header_timeout=args.header_timeout,
+                               body_timeout=args.body_timeout)  # fmt: skip
+    except UserError as error:
+        options.error(str(error))
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -73,19 +126,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _backend(args) as (backend_url, model):
             import uvicorn
 
-            from ._app import GatewayConfig, create_app
+            from ._limits import server_options
+            from ._secrets import safe_url
 
-            config = GatewayConfig(backend_url=backend_url, backend_api_key=args.backend_api_key, api_keys=tuple(keys),
-                                   store=args.store, default_model=model, validate=args.validate,
-                                   max_body_bytes=args.max_body_bytes)  # fmt: skip
+            config = dataclasses.replace(config, backend_url=backend_url, default_model=model)
             server = uvicorn.Server(uvicorn.Config(create_app(config), host=args.host, port=args.port,
-                                                   log_level="warning", timeout_graceful_shutdown=5))  # fmt: skip
+                                                   log_level="warning", timeout_graceful_shutdown=5,
+                                                   **server_options(config)))  # fmt: skip
             print(f"Responses API base_url: http://{args.host}:{args.port}/v1", flush=True)
-            print(f"backend:                {backend_url}", flush=True)
+            print(f"backend:                {safe_url(backend_url)}", flush=True)
             _progress("serving; press Ctrl-C to stop")
             server.run()
             if not server.started:
-                _progress(f"the gateway could not listen on {args.host}:{args.port}")
+                _progress(f"the gateway did not start on {args.host}:{args.port} (the error is above)")
                 return 1
     except KeyboardInterrupt:
         pass

@@ -47,9 +47,10 @@ class Gateway:
     async def create(self, request: Request) -> Response:
         """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""
         parsed = parse_request(read_json(await request.body()), default_model=self.config.default_model)
+        owner = _owner(request)
         history: list[dict[str, Any]] = []
         if parsed.previous_response_id:
-            previous = await self.store.get(parsed.previous_response_id)
+            previous = await self.store.get(parsed.previous_response_id, owner)
             if previous is None:
                 raise BadRequest(f"Previous response with id '{parsed.previous_response_id}' not found.",
                                  "previous_response_id", 404)  # fmt: skip
@@ -57,7 +58,7 @@ class Gateway:
         history = history + parsed.input_items
         status = "queued" if parsed.background else "in_progress"
         run = Run(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), to_messages(history),
-                  history, self.store, self.config.validate)  # fmt: skip
+                  history, self.store, self.config.validate, owner)  # fmt: skip
         events = server_span(self.config.tracer_provider, "POST /v1/responses").wrap(run.events())
         if parsed.background:
             await run.save()
@@ -73,8 +74,8 @@ class Gateway:
 
     async def retrieve(self, request: Request) -> Response:
         """`GET /v1/responses/{id}` (with `?stream=true&starting_after=N`, the run's events from N on)."""
-        response_id = request.path_params["id"]
-        run = self.runs.get(response_id)
+        response_id, owner = request.path_params["id"], _owner(request)
+        run = self._run(response_id, owner)
         if request.query_params.get("stream") in ("true", "1"):
             after = _int_param(request.query_params.get("starting_after", "-1"), "starting_after")
             if run is None:
@@ -82,31 +83,31 @@ class Gateway:
             return _sse(run.follow(after))
         if run is not None:
             return JSONResponse(run.response)
-        stored = await self.store.get(response_id)
+        stored = await self.store.get(response_id, owner)
         if stored is None:
             return _not_found(response_id)
         return JSONResponse(stored.response)
 
     async def delete(self, request: Request) -> Response:
         """`DELETE /v1/responses/{id}`."""
-        response_id = request.path_params["id"]
-        run = self.runs.get(response_id)
+        response_id, owner = request.path_params["id"], _owner(request)
+        run = self._run(response_id, owner)
         if run is not None:
             await run.cancel()
             self.runs.forget(response_id)
-        if not await self.store.delete(response_id):
+        if not await self.store.delete(response_id, owner):
             return _not_found(response_id)
         return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
 
     async def cancel(self, request: Request) -> Response:
         """`POST /v1/responses/{id}/cancel`: stops a background run (a finished one is returned as is;
         a response not created with `background: true` cannot be cancelled: 400)."""
-        response_id = request.path_params["id"]
-        run = self.runs.get(response_id)
+        response_id, owner = request.path_params["id"], _owner(request)
+        run = self._run(response_id, owner)
         if run is not None:
             await run.cancel()
             return JSONResponse(run.response)
-        stored = await self.store.get(response_id)
+        stored = await self.store.get(response_id, owner)
         if stored is None:
             return _not_found(response_id)
         if not stored.response.get("background"):  # as the API: only background responses can be cancelled
@@ -120,7 +121,7 @@ class Gateway:
     async def input_items(self, request: Request) -> Response:
         """`GET /v1/responses/{id}/input_items`: the items the model saw, newest first by default."""
         response_id = request.path_params["id"]
-        stored = await self.store.get(response_id)
+        stored = await self.store.get(response_id, _owner(request))
         if stored is None:
             return _not_found(response_id)
         items = [{"id": item.get("id") or f"{response_id}_in_{i}", **item} for i, item in enumerate(stored.input_items)]
@@ -132,6 +133,16 @@ class Gateway:
             "object": "list", "data": page, "has_more": len(items) > len(page),
             "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None,
         })  # fmt: skip
+
+    def _run(self, response_id: str, owner: str) -> Run | None:
+        """The live run with this id, unless another key made it (then, as for any stranger, none)."""
+        run = self.runs.get(response_id)
+        return run if run is not None and run.owner == owner else None
+
+
+def _owner(request: Request) -> str:
+    """Who is asking: the hash of the key the guard accepted ("" on a gateway without keys)."""
+    return str(request.scope["state"]["owner"])
 
 
 def _sse(

@@ -37,9 +37,11 @@ class Run:
         history: list[dict[str, Any]],
         store: ResponseStore,
         validate: bool = False,
+        owner: str | None = None,
     ) -> None:
         self.client, self.request, self.messages, self.history = client, request, messages, history
         self.store, self.validate = store, validate
+        self.owner = owner  # who made it (a hash of the client's key): only they see it
         self.writer = ResponseWriter(response)
         self._changed = asyncio.Condition()
         self.task: asyncio.Task[None] | None = None
@@ -124,7 +126,7 @@ class Run:
     async def save(self) -> None:
         """Store the response as it stands (when the request asked for it)."""
         if self.request.store or self.request.background:
-            await self.store.put(self.response, self.history)
+            await self.store.put(self.response, self.history, self.owner)
 
     def start(self, events: AsyncIterator[dict[str, Any]]) -> None:
         """Drain `events` (this run's, maybe wrapped in a span) in a task of its own."""

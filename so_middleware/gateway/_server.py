@@ -10,6 +10,8 @@ from typing import Any
 
 import uvicorn
 
+from ._limits import server_options
+
 __all__ = ["AppServer", "free_port"]
 
 
@@ -18,6 +20,12 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
+
+
+def _limits_of(app: Any) -> dict[str, Any]:
+    """A gateway app is served with its config's connection limits."""
+    gateway = getattr(getattr(app, "state", None), "gateway", None)
+    return server_options(gateway.config) if gateway is not None else {}
 
 
 class AppServer:
@@ -30,7 +38,7 @@ class AppServer:
 
     def __init__(self, app: Any, host: str = "127.0.0.1", port: int | None = None, **uvicorn_options: Any) -> None:
         self.host, self.port = host, port or free_port(host)
-        options = {"log_level": "warning", "timeout_graceful_shutdown": 5, **uvicorn_options}
+        options = {"log_level": "warning", "timeout_graceful_shutdown": 5, **_limits_of(app), **uvicorn_options}
         self.server = uvicorn.Server(uvicorn.Config(app, host=self.host, port=self.port, **options))
         self._thread: threading.Thread | None = None
 

@@ -9,6 +9,7 @@ deployment with several gateway processes shares.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -16,7 +17,9 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 
-__all__ = ["ResponseStore", "SQLiteStore", "StoredResponse"]
+from so_middleware import UserError
+
+__all__ = ["ResponseStore", "SQLiteStore", "StoredResponse", "check_store_path"]
 
 
 @dataclass(frozen=True)
@@ -43,14 +46,15 @@ class ResponseStore(Protocol):
     async def close(self) -> None:
         """Release connections."""
 
-    async def put(self, response: dict[str, Any], input_items: list[dict[str, Any]]) -> None:
-        """Insert or replace the response with this id."""
+    async def put(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str | None = None) -> None:
+        """Insert or replace the response with this id; `owner` (a hash of the client's key) is who may
+        see it, None anyone."""
 
-    async def get(self, response_id: str) -> StoredResponse | None:
-        """The stored response, or None."""
+    async def get(self, response_id: str, owner: str | None = None) -> StoredResponse | None:
+        """The stored response, or None; with an `owner`, None for another owner's response."""
 
-    async def delete(self, response_id: str) -> bool:
-        """Remove it; False when there was none."""
+    async def delete(self, response_id: str, owner: str | None = None) -> bool:
+        """Remove it; False when there was none (with an `owner`: none of this owner's)."""
         ...
 
 
@@ -62,16 +66,28 @@ class SQLiteStore:
     """
 
     def __init__(self, path: str = ":memory:") -> None:
+        check_store_path(path)  # here, so a wrong --store is refused before the gateway serves
         self.path = path
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
 
     async def open(self) -> None:
-        """Open the database file and create the table."""
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        await self._run(
-            "CREATE TABLE IF NOT EXISTS responses (id TEXT PRIMARY KEY, response TEXT NOT NULL, input_items TEXT NOT NULL)"
-        )
+        """Open the database file (created 0600: stored conversations are nobody else's) and create the
+        table, or add the `owner` column to a table made before owners were recorded."""
+        if self.path != ":memory:":
+            _create_private(self.path)
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            await self._run(
+                "CREATE TABLE IF NOT EXISTS responses "
+                "(id TEXT PRIMARY KEY, response TEXT NOT NULL, input_items TEXT NOT NULL, owner TEXT)"
+            )
+            columns = [row[1] for row in await self._run("PRAGMA table_info(responses)")]
+            if "owner" not in columns:  # rows stored before owners were: NULL, anyone's (as they were)
+                await self._run("ALTER TABLE responses ADD COLUMN owner TEXT")
+        except sqlite3.DatabaseError as error:
+            await self.close()
+            raise UserError(f"cannot use {self.path!r} as the response store: {error}") from error
 
     async def close(self) -> None:
         """Close the database."""
@@ -79,21 +95,23 @@ class SQLiteStore:
             self._db.close()
             self._db = None
 
-    async def put(self, response: dict[str, Any], input_items: list[dict[str, Any]]) -> None:
+    async def put(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str | None = None) -> None:
         """Insert or replace."""
         await self._run(
-            "INSERT OR REPLACE INTO responses (id, response, input_items) VALUES (?, ?, ?)",
-            response["id"], json.dumps(response), json.dumps(input_items),
+            "INSERT OR REPLACE INTO responses (id, response, input_items, owner) VALUES (?, ?, ?, ?)",
+            response["id"], json.dumps(response), json.dumps(input_items), owner,
         )  # fmt: skip
 
-    async def get(self, response_id: str) -> StoredResponse | None:
+    async def get(self, response_id: str, owner: str | None = None) -> StoredResponse | None:
         """The stored response, or None."""
-        rows = await self._run("SELECT response, input_items FROM responses WHERE id = ?", response_id)
+        where, args = _where(response_id, owner)
+        rows = await self._run(f"SELECT response, input_items FROM responses WHERE {where}", *args)
         return StoredResponse(json.loads(rows[0][0]), json.loads(rows[0][1])) if rows else None
 
-    async def delete(self, response_id: str) -> bool:
+    async def delete(self, response_id: str, owner: str | None = None) -> bool:
         """Remove it; False when there was none."""
-        rows = await self._run("DELETE FROM responses WHERE id = ? RETURNING id", response_id)
+        where, args = _where(response_id, owner)
+        rows = await self._run(f"DELETE FROM responses WHERE {where} RETURNING id", *args)
         return bool(rows)
 
     async def _run(self, sql: str, *args: Any) -> list[Any]:
@@ -104,3 +122,31 @@ class SQLiteStore:
                 return self._db.execute(sql, args).fetchall()
 
         return await anyio.to_thread.run_sync(execute)
+
+
+def _where(response_id: str, owner: str | None) -> tuple[str, tuple[str, ...]]:
+    """The id, and the owner's responses only (and those stored without an owner) when one is given."""
+    if owner is None:
+        return "id = ?", (response_id,)
+    return "id = ? AND (owner = ? OR owner IS NULL)", (response_id, owner)
+
+
+def check_store_path(path: str) -> None:
+    """Refuse, naming it, a SQLite path whose directory does not exist or that is a directory."""
+    if path == ":memory:":
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UserError(f"the response store {path!r} cannot be created: its directory {directory!r} does not exist")
+    if os.path.isdir(path):
+        raise UserError(f"the response store {path!r} is a directory, not a SQLite file")
+
+
+def _create_private(path: str) -> None:
+    """Create the file 0600 if it is missing (SQLite gives its -journal, -wal and -shm files the same
+    mode); an existing file keeps its mode, and no directory is made or changed."""
+    check_store_path(path)
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    except OSError as error:
+        raise UserError(f"cannot open the response store {path!r}: {error.strerror or error}") from error

@@ -124,6 +124,38 @@ def test_defaults_are_loopback_port_8000_and_16_mib() -> None:
     assert (args.host, args.port, args.max_body_bytes) == ("127.0.0.1", 8000, 16 * 1024 * 1024)
     assert GatewayConfig(backend_url="x").max_body_bytes == 16 * 1024 * 1024
     assert args.backend is None and args.store is None and args.validate is False
+    # the connection limits the README documents: 400 connections, 10 s for headers, 60 s for a body
+    assert (args.max_connections, args.header_timeout, args.body_timeout) == (400, 10.0, 60.0)
+    config = GatewayConfig(backend_url="x")
+    assert (config.max_connections, config.header_timeout, config.body_timeout) == (400, 10.0, 60.0)
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        (["--port", "99999"], {}, "99999"),
+        (["--port", "0"], {}, "from 1 to 65535"),
+        (["--store", "/missing/dir/responses.db"], {}, "/missing/dir/responses.db"),
+        (["--max-body-bytes", "-1"], {}, "--max-body-bytes"),
+        (["--max-body-bytes", "0"], {}, "--max-body-bytes"),
+        (["--max-connections", "0"], {}, "--max-connections"),
+        (["--header-timeout", "0"], {}, "--header-timeout"),
+        (["--body-timeout", "nan"], {}, "--body-timeout"),
+        (["--api-key", ""], {}, "API key 1 of 1 is empty"),
+        (["--api-key", "k1", "--api-key", "  "], {}, "API key 2 of 2 is empty"),
+        ([], {"SO_MIDDLEWARE_GATEWAY_API_KEYS": "k1,,k2"}, "SO_MIDDLEWARE_GATEWAY_API_KEYS has an empty key"),
+        ([], {"SO_MIDDLEWARE_GATEWAY_API_KEYS": ""}, "SO_MIDDLEWARE_GATEWAY_API_KEYS has an empty key"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else None,
+)
+def test_a_wrong_option_is_exit_2_naming_it_before_anything_starts(
+    args: list[str], env: dict[str, str], named: str
+) -> None:
+    command = [sys.executable, "-m", "so_middleware.cli", "gateway", "--backend", "http://127.0.0.1:9/v1", *args]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env={**os.environ, **env}, timeout=60)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert named in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""  # it never said it was serving
 
 
 def test_without_the_extra_the_import_error_names_it() -> None:

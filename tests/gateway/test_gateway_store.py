@@ -166,3 +166,20 @@ def test_two_gateway_processes_share_postgres(postgres_url: str, fake_backend: A
             process.send_signal(signal.SIGTERM)
             process.communicate(timeout=30)
     assert [process.returncode for process, _ in processes] == [0, 0]
+
+
+def test_a_store_path_that_cannot_be_a_sqlite_file_is_a_user_error_naming_it(tmp_path: Path) -> None:
+    from so_middleware import UserError
+    from so_middleware.gateway import GatewayConfig
+
+    missing = str(tmp_path / "missing" / "responses.db")
+    with pytest.raises(UserError, match=r"missing/responses\.db.*does not exist"):
+        SQLiteStore(missing)
+    with pytest.raises(UserError, match="does not exist"):
+        GatewayConfig(backend_url="http://127.0.0.1:9/v1", store=missing)
+    with pytest.raises(UserError, match="is a directory"):
+        SQLiteStore(str(tmp_path))
+    not_sqlite = tmp_path / "notes.txt"
+    not_sqlite.write_text("not a database, " * 100)
+    with pytest.raises(UserError, match=r"notes\.txt"):
+        anyio.run(SQLiteStore(str(not_sqlite)).open)
