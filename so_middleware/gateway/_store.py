@@ -8,15 +8,21 @@ deployment with several gateway processes shares.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
-import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import anyio.to_thread
+from typing import Any, Protocol, TypeVar
 
 __all__ = ["ResponseStore", "SQLiteStore", "StoredResponse"]
+
+_T = TypeVar("_T")
+# A run still `queued`/`in_progress` in the file when it opens was left by a gateway that stopped
+# without finishing it (a crash, a kill): nothing runs it any more, so it fails instead of waiting forever.
+_FAIL_ABANDONED = """UPDATE responses SET response = json_set(response, '$.status', 'failed', '$.error',
+    json('{"code": "server_error", "message": "the gateway stopped before this response finished"}'))
+    WHERE json_valid(response) AND json_extract(response, '$.status') IN ('queued', 'in_progress')"""
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,12 @@ class ResponseStore(Protocol):
 
 
 class SQLiteStore:
-    """Responses in one SQLite file (or in memory with `":memory:"`, for tests).
+    """Responses in one SQLite file (or in memory with `":memory:"`, for tests), owned by one gateway
+    process: on open, runs a previous process left `queued`/`in_progress` are marked `failed`.
+
+    Every statement runs on one worker thread, in the order it was asked for: a write whose caller
+    was cancelled still lands before a later one (a run's final status is its last write), and
+    `close()` waits for every statement asked for before it.
 
     Example:
         store = SQLiteStore("responses.db")
@@ -63,21 +74,27 @@ class SQLiteStore:
 
     def __init__(self, path: str = ":memory:") -> None:
         self.path = path
-        self._lock = threading.Lock()
+        self._worker: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
 
     async def open(self) -> None:
-        """Open the database file and create the table."""
+        """Open the database file, create the table, fail the runs a stopped process left unfinished."""
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="so-middleware-sqlite")
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         await self._run(
             "CREATE TABLE IF NOT EXISTS responses (id TEXT PRIMARY KEY, response TEXT NOT NULL, input_items TEXT NOT NULL)"
         )
+        await self._run(_FAIL_ABANDONED)
 
     async def close(self) -> None:
-        """Close the database."""
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        """Close the database once every statement asked for before has run."""
+        worker, db = self._worker, self._db
+        if worker is None or db is None:
+            return
+        self._worker = None  # later calls fail at once instead of reaching a closed connection
+        await _shielded(worker.submit(db.close))
+        worker.shutdown(wait=False)
+        self._db = None
 
     async def put(self, response: dict[str, Any], input_items: list[dict[str, Any]]) -> None:
         """Insert or replace."""
@@ -97,10 +114,12 @@ class SQLiteStore:
         return bool(rows)
 
     async def _run(self, sql: str, *args: Any) -> list[Any]:
-        def execute() -> list[Any]:
-            if self._db is None:
-                raise RuntimeError("the response store is not open")
-            with self._lock:
-                return self._db.execute(sql, args).fetchall()
+        worker, db = self._worker, self._db
+        if worker is None or db is None:
+            raise RuntimeError("the response store is not open")
+        return await _shielded(worker.submit(lambda: db.execute(sql, args).fetchall()))
 
-        return await anyio.to_thread.run_sync(execute)
+
+async def _shielded(future: Future[_T]) -> _T:
+    """Wait for a statement on the worker; a cancelled caller stops waiting, the statement still runs."""
+    return await asyncio.shield(asyncio.wrap_future(future))
