@@ -4,8 +4,9 @@ so-middleware gateway                                   # embedded local model +
 so-middleware gateway --backend http://127.0.0.1:8000/v1 --port 8080
 so-middleware gateway --backend URL --api-key secret --store responses.db
 
-Ctrl-C or SIGTERM stop the gateway gracefully (in-flight streams get a few seconds, background
-runs end `cancelled`) and then the embedded llama-server: no process is left behind.
+Ctrl-C or SIGTERM stop the gateway gracefully (an open stream gets 3 s to finish, then ends with
+`response.failed`; background runs end `cancelled`) and then the embedded llama-server: no
+process is left behind.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="a SQLite file or a postgresql:// URL (default: SQLite in memory)")
     p.add_argument("--model", help="the model for requests that name none")
     p.add_argument("--max-body-bytes", type=int, default=16 * 1024 * 1024)
+    p.add_argument("--max-background-runs", type=int, default=8,
+                   help="background runs calling the backend at once; more wait queued (default: 8)")  # fmt: skip
+    p.add_argument("--max-queued-runs", type=int, default=64,
+                   help="background runs waiting for a slot; past both, a 429 with retry-after (default: 64)")  # fmt: skip
     p.add_argument("--validate", action="store_true",
                    help="validate json_schema output and re-ask on failure (beyond the passthrough spec)")  # fmt: skip
     return p
@@ -77,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             config = GatewayConfig(backend_url=backend_url, backend_api_key=args.backend_api_key, api_keys=tuple(keys),
                                    store=args.store, default_model=model, validate=args.validate,
-                                   max_body_bytes=args.max_body_bytes)  # fmt: skip
+                                   max_body_bytes=args.max_body_bytes, max_background_runs=args.max_background_runs,
+                                   max_queued_runs=args.max_queued_runs)  # fmt: skip
             server = uvicorn.Server(uvicorn.Config(create_app(config), host=args.host, port=args.port,
                                                    log_level="warning", timeout_graceful_shutdown=5))  # fmt: skip
             print(f"Responses API base_url: http://{args.host}:{args.port}/v1", flush=True)
