@@ -99,3 +99,19 @@ def test_starting_after_must_be_a_sequence_number(fake_gateway: Any) -> None:
     events = list(client.responses.retrieve(started.id, stream=True, starting_after=0))
     assert events[0].sequence_number == 1 and events[-1].type == "response.completed"
     client.close()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_lone_surrogate_in_the_answer_leaves_a_readable_response(fake_gateway: Any, stream: bool) -> None:
+    """A backend may send `"\\ud83d"` (valid JSON, not text): the answer, paid for, is kept with
+    U+FFFD in its place, as a UTF-8 decoder would, and the stored response can be read."""
+    backend, gateway = fake_gateway()
+    backend.text = "Ada \ud83d Lovelace"
+    client = sdk(gateway)
+    if stream:
+        response = list(client.responses.create(model="m", input="hi", stream=True))[-1].response
+    else:
+        response = client.responses.create(model="m", input="hi")
+    assert response.output_text == "Ada \ufffd Lovelace"
+    assert client.responses.retrieve(response.id).output_text == "Ada \ufffd Lovelace"
+    client.close()
