@@ -16,6 +16,7 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -113,7 +114,8 @@ async def _on_error(request: Request, error: Exception) -> Response:
 
 
 # Expected errors by type (answered quietly); anything else is a logged 500.
-_HANDLERS: Any = {BadRequest: _on_error, openai.APIError: _on_error, SOMiddlewareError: _on_error, Exception: _on_error}
+_HANDLERS: Any = {BadRequest: _on_error, HTTPException: _on_error, openai.APIError: _on_error,
+                  SOMiddlewareError: _on_error, Exception: _on_error}  # fmt: skip
 
 
 class _Guard:

@@ -7,9 +7,11 @@ A backend error keeps its status and, when the backend sent an OpenAI-shaped bod
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import openai
+from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
 from so_middleware import DeadlineExceededError, SOMiddlewareError, UserError
@@ -46,7 +48,7 @@ def error_response(
     *,
     param: str | None = None,
     code: str | None = None,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     """An OpenAI-shaped error response."""
     kind = _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
@@ -58,6 +60,8 @@ def to_error_response(error: BaseException) -> JSONResponse:
     """The response for an exception raised while serving a request."""
     if isinstance(error, BadRequest):
         return error_response(error.status, error.message, param=error.param, code=error.code, headers=error.headers)
+    if isinstance(error, HTTPException):  # the router's own: no such route (404), wrong method (405)
+        return error_response(error.status_code, error.detail, headers=error.headers)
     if isinstance(error, openai.APIStatusError):
         body: Any = error.body
         if isinstance(body, dict) and isinstance(body.get("message"), str):

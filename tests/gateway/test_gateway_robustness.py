@@ -115,3 +115,24 @@ def test_a_lone_surrogate_in_the_answer_leaves_a_readable_response(fake_gateway:
     assert response.output_text == "Ada \ufffd Lovelace"
     assert client.responses.retrieve(response.id).output_text == "Ada \ufffd Lovelace"
     client.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"model": "m", "input": [{"role": []}]}, "input[0].role"),  # found by test_gateway_fuzz (was a 500)
+        ({"model": "m", "input": [{"role": {"a": 1}, "content": "x"}]}, "input[0].role"),
+    ],
+)
+def test_an_unhashable_role_is_a_400(fake_gateway: Any, body: dict[str, Any], param: str) -> None:
+    backend, gateway = fake_gateway()
+    reply = _post(gateway.base_url, json.dumps(body).encode())
+    assert reply.status_code == 400 and reply.json()["error"]["param"] == param
+    assert backend.raw_bodies == []
+
+
+@pytest.mark.parametrize(("method", "path", "status"), [("GET", "/v1/nothing", 404), ("PUT", "/v1/responses", 405)])
+def test_the_routers_own_errors_are_in_the_error_shape(fake_gateway: Any, method: str, path: str, status: int) -> None:
+    _, gateway = fake_gateway()  # found by test_gateway_fuzz: these were plain text
+    reply = httpx2.request(method, f"{gateway.root_url}{path}", timeout=10)
+    assert reply.status_code == status and set(reply.json()["error"]) == {"message", "type", "param", "code"}
