@@ -22,13 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from so_middleware import (
-    ChatClient,
-    SOMiddlewareError,
-    with_retries,
-    with_structured_output,
-    with_telemetry,
-)
+from so_middleware import ChatClient, SOMiddlewareError, with_retries, with_structured_output, with_telemetry
 from so_middleware.openai import OPENAI_COMPATIBLE, OpenAIChatClient
 
 from ._errors import BadRequest, error_response, to_error_response
