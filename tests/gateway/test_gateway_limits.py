@@ -32,7 +32,7 @@ def test_background_runs_are_a_bounded_queue(fake_gateway: Any) -> None:
     _wait(lambda: backend.open_streams == 2)
     refused = httpx2.post(f"{gateway.base_url}/responses", json={"model": "m", "input": "hi", "background": True},
                           timeout=10)  # fmt: skip
-    assert refused.status_code == 429 and refused.headers["retry-after"] == str(RETRY_AFTER)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == str(RETRY_AFTER) == "2"  # as documented
     error = refused.json()["error"]
     assert error["code"] == "too_many_background_runs" and error["type"] == "rate_limit_error"
     assert client.responses.retrieve(waiting.id).status == "queued" and len(backend.raw_bodies) == 2
@@ -69,6 +69,10 @@ def test_a_client_that_hangs_up_stops_the_backend_call(fake_gateway: Any) -> Non
 def test_the_documented_defaults() -> None:
     from so_middleware.gateway import GatewayConfig
     from so_middleware.gateway._cli import parser
+    from so_middleware.gateway._request import MAX_DEPTH
+    from so_middleware.gateway._watch import FINISH_WINDOW
+
+    assert (MAX_DEPTH, FINISH_WINDOW) == (64, 3.0)  # the README's "64 levels" and "3 s to finish"
 
     args = parser().parse_args([])
     assert (args.max_background_runs, args.max_queued_runs) == (8, 64)
