@@ -35,8 +35,7 @@ class FakeChatBackend:
     streams_closed_early: int = 0
     streams_finished: int = 0
     html: bool = False  # answer a 200 text/html page (a proxy's or a web server's), as a misrouted URL does
-    open_streams: int = 0
-    most_open_streams: int = 0
+    open_streams: int = 0  # streams being sent now
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -86,7 +85,6 @@ class FakeChatBackend:
 
         finished = False
         self.open_streams += 1
-        self.most_open_streams = max(self.most_open_streams, self.open_streams)
         try:
             yield chunk({"role": "assistant", "content": ""})
             if self.reasoning:
