@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -104,13 +105,20 @@ def _events(lines: Any) -> list[dict[str, Any]]:
     return [json.loads(line[5:]) for line in lines if line.startswith("data:")]
 
 
+def _read_stream(url: str, body: dict[str, Any]) -> list[str]:
+    with httpx2.stream("POST", f"{url}/responses", json=body, timeout=30) as reply:
+        return list(reply.iter_lines())
+
+
 def test_sigterm_ends_open_streams_with_a_terminal_event(tmp_path: Path, fake_backend: Any) -> None:
     backend, backend_server = fake_backend
     backend.chunk_delay, backend.pieces = 0.2, 200  # 40 s: it cannot finish within the grace period
     process, url = _gateway_process(backend_server.base_url, tmp_path / "responses.db")
+    reader = ThreadPoolExecutor(1)
     try:
         background = httpx2.post(f"{url}/responses", json={"model": "m", "input": "hi", "background": True},
                                  timeout=10).json()  # fmt: skip
+        followed = reader.submit(_read_stream, url, {"model": "m", "input": "hi", "background": True, "stream": True})
         with httpx2.stream("POST", f"{url}/responses", json={"model": "m", "input": "hi", "stream": True},
                            timeout=30) as reply:  # fmt: skip
             lines = reply.iter_lines()
@@ -119,16 +127,23 @@ def test_sigterm_ends_open_streams_with_a_terminal_event(tmp_path: Path, fake_ba
                 seen.append(line)
                 if "response.output_text.delta" in line:
                     break
+            deadline = time.monotonic() + 15
+            while backend.open_streams < 3 and time.monotonic() < deadline:  # all three runs are under way
+                time.sleep(0.05)
             process.send_signal(signal.SIGTERM)
             seen.extend(lines)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         process.communicate(timeout=30)
+        reader.shutdown()
+    follower_events = _events(followed.result())  # a background run's stream: an `error` event, run cancelled
+    assert follower_events[-1]["type"] == "error" and follower_events[-1]["code"] == "server_shutting_down"
     events = _events(seen)
     assert events[-1]["type"] == "response.failed"
     assert events[-1]["response"]["error"]["message"] == SHUTTING_DOWN
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert process.returncode == 0
-    statuses = _stored(tmp_path / "responses.db", [background["id"], events[-1]["response"]["id"]])
-    assert statuses == {background["id"]: "cancelled", events[-1]["response"]["id"]: "failed"}
+    followed_id = follower_events[0]["response"]["id"]
+    statuses = _stored(tmp_path / "responses.db", [background["id"], followed_id, events[-1]["response"]["id"]])
+    assert statuses == {background["id"]: "cancelled", followed_id: "cancelled", events[-1]["response"]["id"]: "failed"}
