@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -23,6 +24,7 @@ from ._store import ResponseStore
 
 __all__ = ["RETRY_AFTER", "SHUTTING_DOWN", "Run", "Runs"]
 
+_log = logging.getLogger("so_middleware.gateway")
 TERMINAL = ("completed", "incomplete", "failed", "cancelled")
 RETRY_AFTER = 2  # seconds, the `retry-after` of a 429 when the background queue is full
 SHUTTING_DOWN = "the gateway shut down before this response finished"
@@ -236,4 +238,7 @@ class Runs:
     async def close(self) -> None:
         """Cancel every run still going (graceful shutdown): each ends `cancelled` in the store, and
         its task has ended (so nothing writes to the store after this returns)."""
-        await asyncio.gather(*(run.shut_down() for run in list(self._runs.values())), return_exceptions=True)
+        ended = await asyncio.gather(*(run.shut_down() for run in list(self._runs.values())), return_exceptions=True)
+        for error in ended:
+            if isinstance(error, Exception):  # e.g. the store refused the last write: the others still end
+                _log.warning("a background run could not be ended cleanly: %s: %s", type(error).__name__, error)
