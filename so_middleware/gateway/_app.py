@@ -17,12 +17,13 @@ import anyio
 import openai
 from openai import AsyncOpenAI
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from so_middleware import ChatClient, UserError, with_retries, with_structured_output, with_telemetry
+from so_middleware import ChatClient, SOMiddlewareError, UserError, with_retries, with_structured_output, with_telemetry
 from so_middleware.openai import OPENAI_COMPATIBLE, OpenAIChatClient
 
 from ._errors import BadRequest, error_response, to_error_response
@@ -51,6 +52,8 @@ class GatewayConfig:
     default_model: str | None = None  # used when a request names no model
     validate: bool = False  # re-ask a backend that ignores json_schema (beyond seed 004)
     max_attempts: int = 3  # with_retries, for transient backend failures
+    max_background_runs: int = 8  # background runs calling the backend at once; more wait `queued`
+    max_queued_runs: int = 64  # background runs waiting for a slot; past both, a 429 with retry-after
     backend_timeout: float = 600.0
     tracer_provider: Any = None
     meter_provider: Any = None
@@ -69,7 +72,8 @@ class GatewayConfig:
                 raise UserError(f"API key {number} of {len(self.api_keys)} is empty: it would let anyone in")
             if key != key.strip():  # HTTP strips a header's surrounding spaces: this key could never match
                 raise UserError(f"API key {number} of {len(self.api_keys)} starts or ends with whitespace")
-        for name in ("max_body_bytes", "max_connections", "max_attempts", "header_timeout", "body_timeout"):
+        for name in ("max_body_bytes", "max_connections", "max_attempts", "header_timeout", "body_timeout",
+                     "max_background_runs", "max_queued_runs"):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise UserError(f"{name} must be a positive number, got {value!r}")
@@ -106,8 +110,8 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
         await gateway.store.open()
         try:
             yield
-        finally:  # graceful shutdown: background runs end `cancelled`, connections close
-            await gateway.runs.close()
+        finally:  # graceful shutdown: background runs end `cancelled` (their tasks ended), then the
+            await gateway.runs.close()  # store closes once its pending writes are done
             await gateway.store.close()
             await sdk.close()
 
@@ -135,7 +139,8 @@ async def _on_error(request: Request, error: Exception) -> Response:
 
 
 # Expected errors by type (answered quietly); anything else is a logged 500.
-_HANDLERS: Any = {BadRequest: _on_error, openai.APIError: _on_error, UserError: _on_error, Exception: _on_error}
+_HANDLERS: Any = {BadRequest: _on_error, HTTPException: _on_error, openai.APIError: _on_error,
+                  SOMiddlewareError: _on_error, Exception: _on_error}  # fmt: skip
 
 
 class _Guard:

@@ -4,8 +4,9 @@ so-middleware gateway                                   # embedded local model +
 so-middleware gateway --backend http://127.0.0.1:8000/v1 --port 8080
 so-middleware gateway --backend URL --api-key secret --store responses.db
 
-Ctrl-C or SIGTERM stop the gateway gracefully (in-flight streams get a few seconds, background
-runs end `cancelled`) and then the embedded llama-server: no process is left behind.
+Ctrl-C or SIGTERM stop the gateway gracefully (an open stream gets 3 s to finish, then ends with
+`response.failed`; background runs end `cancelled`) and then the embedded llama-server: no
+process is left behind.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds a client has to send a request's headers (default: %(default)s)")  # fmt: skip
     p.add_argument("--body-timeout", type=_positive(float), default=60.0,
                    help="seconds a client has to send a request's body; then 408 (default: %(default)s)")  # fmt: skip
+    p.add_argument("--max-background-runs", type=_positive(int), default=8,
+                   help="background runs calling the backend at once; more wait queued (default: %(default)s)")  # fmt: skip
+    p.add_argument("--max-queued-runs", type=_positive(int), default=64,
+                   help="background runs waiting for a slot; past both, a 429 with retry-after (default: %(default)s)")  # fmt: skip
     p.add_argument("--validate", action="store_true",
                    help="validate json_schema output and re-ask on failure (beyond the passthrough spec)")  # fmt: skip
     return p
@@ -111,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                api_keys=_api_keys(args), store=args.store, default_model=args.model,
                                validate=args.validate, max_body_bytes=args.max_body_bytes,
                                max_connections=args.max_connections, header_timeout=args.header_timeout,
-                               body_timeout=args.body_timeout)  # fmt: skip
+                               body_timeout=args.body_timeout, max_background_runs=args.max_background_runs,
+                               max_queued_runs=args.max_queued_runs)  # fmt: skip
     except UserError as error:
         options.error(str(error))
 

@@ -7,41 +7,61 @@ A backend error keeps its status and, when the backend sent an OpenAI-shaped bod
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import openai
+from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
-from so_middleware import UserError
+from so_middleware import DeadlineExceededError, SOMiddlewareError, UserError
 
 __all__ = ["BadRequest", "error_response", "to_error_response"]
 
 _log = logging.getLogger("so_middleware.gateway")
 _TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
-          409: "invalid_request_error", 413: "invalid_request_error"}  # fmt: skip
+          409: "invalid_request_error", 413: "invalid_request_error", 429: "rate_limit_error"}  # fmt: skip
 
 
 class BadRequest(Exception):
     """A request the gateway refuses (400): `param` names the offending field."""
 
-    def __init__(self, message: str, param: str | None = None, status: int = 400, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        param: str | None = None,
+        status: int = 400,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
         self.status = status
         self.code = code
+        self.headers = headers
 
 
-def error_response(status: int, message: str, *, param: str | None = None, code: str | None = None) -> JSONResponse:
+def error_response(
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
     """An OpenAI-shaped error response."""
     kind = _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": code}}, status_code=status)
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def to_error_response(error: BaseException) -> JSONResponse:
     """The response for an exception raised while serving a request."""
     if isinstance(error, BadRequest):
-        return error_response(error.status, error.message, param=error.param, code=error.code)
+        return error_response(error.status, error.message, param=error.param, code=error.code, headers=error.headers)
+    if isinstance(error, HTTPException):  # the router's own: no such route (404), wrong method (405)
+        return error_response(error.status_code, error.detail, headers=error.headers)
     if isinstance(error, openai.APIStatusError):
         body: Any = error.body
         if isinstance(body, dict) and isinstance(body.get("message"), str):
@@ -53,5 +73,9 @@ def to_error_response(error: BaseException) -> JSONResponse:
         return error_response(502, f"The backend could not be reached: {error}", code="backend_unreachable")
     if isinstance(error, UserError):
         return error_response(400, str(error))
+    if isinstance(error, DeadlineExceededError):
+        return error_response(504, f"The backend did not answer in time: {error}", code="backend_timeout")
+    if isinstance(error, SOMiddlewareError):  # an answer that could not be read (HTML, a broken stream)
+        return error_response(502, f"The backend's answer could not be used: {error}", code="backend_bad_response")
     _log.exception("unexpected error while serving a request", exc_info=error)
     return error_response(500, f"{type(error).__name__}: {error}")

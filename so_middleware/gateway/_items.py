@@ -23,7 +23,7 @@ def to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
     """One Responses item as a chat message (None for items with no chat equivalent, like reasoning)."""
     kind = item.get("type", "message")
     if kind == "message":
-        role = _ROLES.get(item.get("role"))  # type: ignore[arg-type]
+        role = _ROLES.get(item["role"]) if isinstance(item.get("role"), str) else None
         if role is None:
             raise BadRequest(f"{where}.role must be one of {', '.join(_ROLES)}", f"{where}.role")
         content = item.get("content")

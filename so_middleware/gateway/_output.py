@@ -10,6 +10,7 @@ their output one way (seed 004 FR-009).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from so_middleware import (
@@ -27,6 +28,14 @@ from ._response import new_id, usage_json
 __all__ = ["ResponseWriter"]
 
 _INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a decoded pair is one code point: any left is alone
+
+
+def _writable(value: str) -> str:
+    """`value` as text that can be written: a lone surrogate a backend sent as `"\\ud83d"` (JSON
+    allows it, UTF-8 has no spelling for it) becomes U+FFFD, as a UTF-8 decoder would make it;
+    kept, it would fail the answer after it was paid for and leave a stored response nobody can read."""
+    return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
 
 
 class ResponseWriter:
@@ -85,7 +94,7 @@ class ResponseWriter:
 
     def _text(self, content: TextContent | RefusalContent) -> None:
         kind = "output_text" if isinstance(content, TextContent) else "refusal"
-        delta = content.text if isinstance(content, TextContent) else content.refusal
+        delta = _writable(content.text if isinstance(content, TextContent) else content.refusal)
         if self._item is None or self._item["type"] != "message":
             self._close_item("completed")
             self._open(
@@ -114,23 +123,25 @@ class ResponseWriter:
                         "content": [{"type": "reasoning_text", "text": ""}]})  # fmt: skip
         item = self._item
         assert item is not None
-        item["content"][0]["text"] += content.text
+        delta = _writable(content.text)
+        item["content"][0]["text"] += delta
         self.emit("response.reasoning_text.delta", item_id=item["id"], output_index=self._index(), content_index=0,
-                  delta=content.text)  # fmt: skip
+                  delta=delta)  # fmt: skip
 
     def _call(self, content: FunctionCallContent) -> None:
         item = self._calls.get(content.call_id)
         if item is None:
             self._close_item("completed")
             item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "call_id": content.call_id,
-                    "name": content.name, "arguments": ""}  # fmt: skip
+                    "name": _writable(content.name), "arguments": ""}  # fmt: skip
             self._calls[content.call_id] = item
             self._open(item)
-        item["name"] = item["name"] or content.name
+        item["name"] = item["name"] or _writable(content.name)
         if content.arguments:
-            item["arguments"] += content.arguments
+            delta = _writable(content.arguments)
+            item["arguments"] += delta
             self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=self._index(),
-                      delta=content.arguments)  # fmt: skip
+                      delta=delta)  # fmt: skip
 
     def _open(self, item: dict[str, Any]) -> None:
         self._item = item

@@ -24,7 +24,9 @@ from so_middleware import ChatOptions, ForcedTool, FunctionTool, ResponseFormat
 from ._errors import BadRequest
 from ._items import to_message
 
-__all__ = ["GatewayRequest", "chat_response_format", "input_items", "parse_request", "read_json"]
+__all__ = ["MAX_DEPTH", "GatewayRequest", "chat_response_format", "input_items", "parse_request", "read_json"]
+
+MAX_DEPTH = 64  # levels of nesting in a request body (a JSON schema's are far fewer)
 
 # Responses fields that shape the gateway's behaviour or are echoed; never sent on as they are.
 _GATEWAY_FIELDS = {
@@ -70,11 +72,46 @@ def chat_response_format(text_format: Any) -> dict[str, Any] | None:
 
 
 def read_json(raw: bytes) -> Any:
-    """The decoded body; malformed JSON is a 400."""
+    """The decoded body. A 400, before any backend call: malformed JSON, `NaN`/`Infinity`, nesting
+    deeper than `MAX_DEPTH`, and lone surrogates (`"\\ud83d"`: no UTF-8 spelling, so neither the
+    backend request nor the stored response could be written)."""
     try:
-        return json.loads(raw)
+        body = json.loads(raw, parse_constant=_not_json)
+    except RecursionError:
+        raise BadRequest(f"The request body nests deeper than {MAX_DEPTH} levels.", None) from None
     except ValueError as error:
         raise BadRequest(f"The request body is not valid JSON: {error}", None) from error
+    _check_values(body)
+    return body
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _check_values(body: Any) -> None:
+    pending: list[tuple[Any, str, int]] = [(body, "", 0)]  # a loop, not recursion: depth is what is checked
+    while pending:
+        value, where, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise BadRequest(f"The request body nests deeper than {MAX_DEPTH} levels.", where or None)
+        if isinstance(value, str):
+            _encodable(value, where)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                _encodable(key, where)
+                pending.append((item, f"{where}.{key}" if where else key, depth + 1))
+        elif isinstance(value, list):
+            pending.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value))
+
+
+def _encodable(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = text[error.start : error.end].encode("unicode_escape").decode()
+        raise BadRequest(f"{where or 'the request body'} holds a lone surrogate ({bad}), which is not text",
+                         where or None) from None  # fmt: skip
 
 
 def parse_request(body: Any, *, default_model: str | None = None) -> GatewayRequest:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Any
@@ -10,12 +11,20 @@ from so_middleware import UsageDetails
 
 from ._request import GatewayRequest
 
-__all__ = ["new_id", "response_skeleton", "usage_json"]
+__all__ = ["is_response_id", "new_id", "response_skeleton", "usage_json"]
+
+_RESPONSE_ID = re.compile(r"resp_[0-9A-Za-z_-]{1,128}")
 
 
 def new_id(prefix: str) -> str:
     """A unique id in OpenAI's style: `resp_…`, `msg_…`, `fc_…`."""
     return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def is_response_id(value: str) -> bool:
+    """Whether `value` could name a response this gateway made (`new_id("resp")`): any other id is
+    a 404 without asking the store (a NUL or a lone surrogate would make some stores raise)."""
+    return _RESPONSE_ID.fullmatch(value) is not None
 
 
 def response_skeleton(request: GatewayRequest, response_id: str, status: str) -> dict[str, Any]:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from openai import AsyncOpenAI
-from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -16,10 +14,11 @@ from so_middleware import ChatClient, __version__
 from ._errors import BadRequest, error_response
 from ._items import to_messages
 from ._request import parse_request, read_json
-from ._response import new_id, response_skeleton
+from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, Run, Runs
 from ._store import ResponseStore
 from ._telemetry import server_span
+from ._watch import event_stream, unless_disconnected
 
 if TYPE_CHECKING:
     from ._app import GatewayConfig
@@ -32,7 +31,7 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig, sdk: AsyncOpenAI, client: ChatClient, store: ResponseStore) -> None:
         self.config, self.sdk, self.client, self.store = config, sdk, client, store
-        self.runs = Runs()
+        self.runs = Runs(config.max_background_runs, config.max_queued_runs)
 
     async def health(self, request: Request) -> Response:
         """`GET /health`: the gateway is up (the backend is not asked), and says what it is, so
@@ -50,7 +49,8 @@ class Gateway:
         owner = _owner(request)
         history: list[dict[str, Any]] = []
         if parsed.previous_response_id:
-            previous = await self.store.get(parsed.previous_response_id, owner)
+            known = is_response_id(parsed.previous_response_id)  # else it cannot exist: not asked for
+            previous = await self.store.get(parsed.previous_response_id, owner) if known else None
             if previous is None:
                 raise BadRequest(f"Previous response with id '{parsed.previous_response_id}' not found.",
                                  "previous_response_id", 404)  # fmt: skip
@@ -61,26 +61,32 @@ class Gateway:
                   history, self.store, self.config.validate, owner)  # fmt: skip
         events = server_span(self.config.tracer_provider, "POST /v1/responses").wrap(run.events())
         if parsed.background:
-            await run.save()
+            self.runs.admit(run)  # a 429 when the queue is full
+            try:
+                await run.save()
+            except BaseException:
+                self.runs.forget(run.response["id"])
+                raise
             self.runs.start(run, events)
-            return _sse(run.follow()) if parsed.stream else JSONResponse(run.response)
-        if not parsed.stream:
-            async for _ in events:
-                pass
+            return event_stream(run, run.follow()) if parsed.stream else JSONResponse(run.response)
+        if not parsed.stream:  # one task runs it (the span's context stays in one task); a client gone stops it
+            await unless_disconnected(_drain(events), request.receive)
             return JSONResponse(run.response)
-        run.start(events)  # one task runs it, so the span's context stays in one task
+        run.start(events)
         await run.started()  # a backend that refuses the request at once: its status, not a stream
-        return _sse(run.follow(), on_close=run.stop)
+        return event_stream(run, run.follow(), on_close=run.stop)
 
     async def retrieve(self, request: Request) -> Response:
         """`GET /v1/responses/{id}` (with `?stream=true&starting_after=N`, the run's events from N on)."""
-        response_id, owner = request.path_params["id"], _owner(request)
+        response_id, owner = _response_id(request), _owner(request)
         run = self._run(response_id, owner)
         if request.query_params.get("stream") in ("true", "1"):
             after = _int_param(request.query_params.get("starting_after", "-1"), "starting_after")
+            if after < 0 and "starting_after" in request.query_params:  # -3 would slice from the end
+                raise BadRequest(f"starting_after must be a sequence number (>= 0), got {after}", "starting_after")
             if run is None:
                 raise BadRequest(f"Response '{response_id}' has no event stream on this gateway.", "stream", 404)
-            return _sse(run.follow(after))
+            return event_stream(run, run.follow(after))
         if run is not None:
             return JSONResponse(run.response)
         stored = await self.store.get(response_id, owner)
@@ -90,7 +96,7 @@ class Gateway:
 
     async def delete(self, request: Request) -> Response:
         """`DELETE /v1/responses/{id}`."""
-        response_id, owner = request.path_params["id"], _owner(request)
+        response_id, owner = _response_id(request), _owner(request)
         run = self._run(response_id, owner)
         if run is not None:
             await run.cancel()
@@ -102,7 +108,7 @@ class Gateway:
     async def cancel(self, request: Request) -> Response:
         """`POST /v1/responses/{id}/cancel`: stops a background run (a finished one is returned as is;
         a response not created with `background: true` cannot be cancelled: 400)."""
-        response_id, owner = request.path_params["id"], _owner(request)
+        response_id, owner = _response_id(request), _owner(request)
         run = self._run(response_id, owner)
         if run is not None:
             await run.cancel()
@@ -120,7 +126,7 @@ class Gateway:
 
     async def input_items(self, request: Request) -> Response:
         """`GET /v1/responses/{id}/input_items`: the items the model saw, newest first by default."""
-        response_id = request.path_params["id"]
+        response_id = _response_id(request)
         stored = await self.store.get(response_id, _owner(request))
         if stored is None:
             return _not_found(response_id)
@@ -145,18 +151,17 @@ def _owner(request: Request) -> str:
     return str(request.scope["state"]["owner"])
 
 
-def _sse(
-    batches: AsyncIterator[list[dict[str, Any]]], on_close: Callable[[], Awaitable[None]] | None = None
-) -> EventSourceResponse:
-    async def frames() -> AsyncIterator[bytes]:
-        try:
-            async for batch in batches:
-                yield "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in batch).encode()
-        finally:  # a client gone mid-stream: the run stops and the backend stream is closed now
-            if on_close is not None:
-                await on_close()
+async def _drain(events: AsyncIterator[dict[str, Any]]) -> None:
+    async for _ in events:
+        pass
 
-    return EventSourceResponse(frames())
+
+def _response_id(request: Request) -> str:
+    """The path's id; one that no response can have is a 404 here, never a question to the store."""
+    response_id: str = request.path_params["id"]
+    if not is_response_id(response_id):
+        raise BadRequest(f"No response found with id {response_id[:200]!r}.", "response_id", 404)
+    return response_id
 
 
 def _int_param(value: str, name: str) -> int:

@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from so_middleware import ChatClient, ChatMessage, ChatResponseUpdate, StructuredOutput
 
+from ._errors import BadRequest
 from ._output import ResponseWriter
 from ._request import GatewayRequest
 from ._store import ResponseStore
 
-__all__ = ["Run", "Runs"]
+__all__ = ["RETRY_AFTER", "SHUTTING_DOWN", "Run", "Runs"]
 
+_log = logging.getLogger("so_middleware.gateway")
 TERMINAL = ("completed", "incomplete", "failed", "cancelled")
+RETRY_AFTER = 2  # seconds, the `retry-after` of a 429 when the background queue is full
+SHUTTING_DOWN = "the gateway shut down before this response finished"
 
 
 class Run:
@@ -128,14 +133,16 @@ class Run:
         if self.request.store or self.request.background:
             await self.store.put(self.response, self.history, self.owner)
 
-    def start(self, events: AsyncIterator[dict[str, Any]]) -> None:
-        """Drain `events` (this run's, maybe wrapped in a span) in a task of its own."""
-        self.task = asyncio.create_task(self._drain(events))
+    def start(self, events: AsyncIterator[dict[str, Any]], slots: asyncio.Semaphore | None = None) -> None:
+        """Drain `events` (this run's, maybe wrapped in a span) in a task of its own, once one of
+        `slots` is free (the run stays `queued` until then)."""
+        self.task = asyncio.create_task(self._drain(events, slots))
 
-    async def _drain(self, events: AsyncIterator[dict[str, Any]]) -> None:
+    async def _drain(self, events: AsyncIterator[dict[str, Any]], slots: asyncio.Semaphore | None) -> None:
         try:
-            async for _ in events:
-                pass
+            async with slots or contextlib.nullcontext():
+                async for _ in events:
+                    pass
         except Exception as error:  # refused before the first event
             self.error = error
             if self.request.background:  # nobody waits on the HTTP answer: the response fails
@@ -174,22 +181,54 @@ class Run:
         self.finished = True
         await self.notify()
 
+    async def shut_down(self) -> None:
+        """End the run now (the gateway is stopping) with a terminal event its followers see: a
+        background run ends `cancelled` and its stream with an `error` event; a streamed one `failed`.
+
+        The terminal event is published before the task stops: a follower woken by the stop must
+        find it, not an ended run with nothing more to send."""
+        if self.finished or self.response["status"] in TERMINAL:
+            return
+        if self.request.background:
+            self.response["status"] = "cancelled"
+            self.writer.emit("error", code="server_shutting_down", message=SHUTTING_DOWN, param=None)
+        else:
+            self.writer.finish(error=SHUTTING_DOWN)
+        self.published = len(self.writer.events)
+        await self.stop()
+        await self.save()
+        self.finished = True
+        await self.notify()
+
 
 class Runs:
-    """The background runs of this gateway process, by response id."""
+    """The background runs of this gateway process, by response id: at most `max_running` call the
+    backend at once, at most `max_queued` more wait (`queued`); past both, a new one is a 429."""
 
-    def __init__(self, keep_finished: int = 256) -> None:
+    def __init__(self, max_running: int = 8, max_queued: int = 64, keep_finished: int = 256) -> None:
+        if max_running < 1 or max_queued < 0:
+            raise ValueError(f"max_running must be >= 1 and max_queued >= 0, got {max_running} and {max_queued}")
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._keep = keep_finished  # finished runs kept for resuming their streams
+        self._slots = asyncio.Semaphore(max_running)
+        self._limit = max_running + max_queued
 
     def get(self, response_id: str) -> Run | None:
         """The live run with this id, if this process runs it."""
         return self._runs.get(response_id)
 
-    def start(self, run: Run, events: AsyncIterator[dict[str, Any]]) -> None:
-        """Run in the background until done or cancelled; kept for `GET ...?stream=true` and cancel."""
+    def admit(self, run: Run) -> None:
+        """Count `run` in (before it is first stored); a 429 with `retry-after` when the queue is full."""
+        if sum(not kept.finished for kept in self._runs.values()) >= self._limit:
+            raise BadRequest(f"This gateway already has {self._limit} background responses queued or running; "
+                             "retry later.", None, 429, "too_many_background_runs",
+                             headers={"retry-after": str(RETRY_AFTER)})  # fmt: skip
         self._runs[run.response["id"]] = run
-        run.start(events)
+
+    def start(self, run: Run, events: AsyncIterator[dict[str, Any]]) -> None:
+        """Run an admitted run in the background until done or cancelled; kept for
+        `GET ...?stream=true` and cancel."""
+        run.start(events, self._slots)
         finished = [key for key, kept in self._runs.items() if kept.response["status"] in TERMINAL]
         for key in finished[: max(0, len(finished) - self._keep)]:
             del self._runs[key]
@@ -199,6 +238,9 @@ class Runs:
         self._runs.pop(response_id, None)
 
     async def close(self) -> None:
-        """Cancel every run still going (graceful shutdown): each ends `cancelled` in the store."""
-        for run in list(self._runs.values()):
-            await run.cancel()
+        """Cancel every run still going (graceful shutdown): each ends `cancelled` in the store, and
+        its task has ended (so nothing writes to the store after this returns)."""
+        ended = await asyncio.gather(*(run.shut_down() for run in list(self._runs.values())), return_exceptions=True)
+        for error in ended:
+            if isinstance(error, Exception):  # e.g. the store refused the last write: the others still end
+                _log.warning("a background run could not be ended cleanly: %s: %s", type(error).__name__, error)

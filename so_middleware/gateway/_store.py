@@ -8,18 +8,24 @@ deployment with several gateway processes shares.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
-import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import anyio.to_thread
+from typing import Any, Protocol, TypeVar
 
 from so_middleware import UserError
 
 __all__ = ["ResponseStore", "SQLiteStore", "StoredResponse", "check_store_path"]
+
+_T = TypeVar("_T")
+# A run still `queued`/`in_progress` in the file when it opens was left by a gateway that stopped
+# without finishing it (a crash, a kill): nothing runs it any more, so it fails instead of waiting forever.
+_FAIL_ABANDONED = """UPDATE responses SET response = json_set(response, '$.status', 'failed', '$.error',
+    json('{"code": "server_error", "message": "the gateway stopped before this response finished"}'))
+    WHERE json_valid(response) AND json_extract(response, '$.status') IN ('queued', 'in_progress')"""
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,12 @@ class ResponseStore(Protocol):
 
 
 class SQLiteStore:
-    """Responses in one SQLite file (or in memory with `":memory:"`, for tests).
+    """Responses in one SQLite file (or in memory with `":memory:"`, for tests), owned by one gateway
+    process: on open, runs a previous process left `queued`/`in_progress` are marked `failed`.
+
+    Every statement runs on one worker thread, in the order it was asked for: a write whose caller
+    was cancelled still lands before a later one (a run's final status is its last write), and
+    `close()` waits for every statement asked for before it.
 
     Example:
         store = SQLiteStore("responses.db")
@@ -68,14 +79,16 @@ class SQLiteStore:
     def __init__(self, path: str = ":memory:") -> None:
         check_store_path(path)  # here, so a wrong --store is refused before the gateway serves
         self.path = path
-        self._lock = threading.Lock()
+        self._worker: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
 
     async def open(self) -> None:
-        """Open the database file (created 0600: stored conversations are nobody else's) and create the
-        table, or add the `owner` column to a table made before owners were recorded."""
+        """Open the database file (created 0600: stored conversations are nobody else's), create the
+        table or add the `owner` column to a table made before owners were recorded, and fail the runs
+        a stopped process left unfinished."""
         if self.path != ":memory:":
             _create_private(self.path)
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="so-middleware-sqlite")
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             await self._run(
@@ -85,15 +98,20 @@ class SQLiteStore:
             columns = [row[1] for row in await self._run("PRAGMA table_info(responses)")]
             if "owner" not in columns:  # rows stored before owners were: NULL, anyone's (as they were)
                 await self._run("ALTER TABLE responses ADD COLUMN owner TEXT")
+            await self._run(_FAIL_ABANDONED)
         except sqlite3.DatabaseError as error:
             await self.close()
             raise UserError(f"cannot use {self.path!r} as the response store: {error}") from error
 
     async def close(self) -> None:
-        """Close the database."""
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        """Close the database once every statement asked for before has run."""
+        worker, db = self._worker, self._db
+        if worker is None or db is None:
+            return
+        self._worker = None  # later calls fail at once instead of reaching a closed connection
+        await _shielded(worker.submit(db.close))
+        worker.shutdown(wait=False)
+        self._db = None
 
     async def put(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str | None = None) -> None:
         """Insert or replace."""
@@ -115,13 +133,10 @@ class SQLiteStore:
         return bool(rows)
 
     async def _run(self, sql: str, *args: Any) -> list[Any]:
-        def execute() -> list[Any]:
-            if self._db is None:
-                raise RuntimeError("the response store is not open")
-            with self._lock:
-                return self._db.execute(sql, args).fetchall()
-
-        return await anyio.to_thread.run_sync(execute)
+        worker, db = self._worker, self._db
+        if worker is None or db is None:
+            raise RuntimeError("the response store is not open")
+        return await _shielded(worker.submit(lambda: db.execute(sql, args).fetchall()))
 
 
 def _where(response_id: str, owner: str | None) -> tuple[str, tuple[str, ...]]:
@@ -150,3 +165,8 @@ def _create_private(path: str) -> None:
         os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     except OSError as error:
         raise UserError(f"cannot open the response store {path!r}: {error.strerror or error}") from error
+
+
+async def _shielded(future: Future[_T]) -> _T:
+    """Wait for a statement on the worker; a cancelled caller stops waiting, the statement still runs."""
+    return await asyncio.shield(asyncio.wrap_future(future))

@@ -12,7 +12,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -28,11 +28,14 @@ class FakeChatBackend:
     error: tuple[int, dict[str, Any]] | None = None  # (status, body) answered instead
     reasoning: str | None = None  # sent first as `reasoning_content` (llama.cpp, vLLM)
     break_after: int | None = None  # text chunks sent before the connection is cut (no finish)
+    cut: bool = False  # set while streaming: every open stream's connection is cut at its next chunk
     tool_call: dict[str, str] | None = None  # {"name":..., "arguments":...} answered instead of text
     raw_bodies: list[bytes] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
     streams_closed_early: int = 0
     streams_finished: int = 0
+    html: bool = False  # answer a 200 text/html page (a proxy's or a web server's), as a misrouted URL does
+    open_streams: int = 0  # streams being sent now
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -52,6 +55,8 @@ class FakeChatBackend:
         self.authorizations.append(request.headers.get("authorization"))
         if self.error is not None:
             return JSONResponse(self.error[1], status_code=self.error[0])
+        if self.html:
+            return HTMLResponse("<html><body><h1>Welcome to nginx!</h1></body></html>")
         body = json.loads(raw)
         text = self.replies.pop(0) if self.replies else self.text
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
@@ -79,6 +84,7 @@ class FakeChatBackend:
             return f"data: {json.dumps(payload)}\n\n"
 
         finished = False
+        self.open_streams += 1
         try:
             yield chunk({"role": "assistant", "content": ""})
             if self.reasoning:
@@ -97,7 +103,7 @@ class FakeChatBackend:
             else:
                 size = max(1, -(-len(text) // self.pieces))
                 for index, start in enumerate(range(0, len(text), size)):
-                    if self.break_after is not None and index == self.break_after:
+                    if self.cut or (self.break_after is not None and index == self.break_after):
                         raise RuntimeError("the fake backend cuts the stream")  # the connection is dropped
                     if self.chunk_delay:
                         await asyncio.sleep(self.chunk_delay)
@@ -109,6 +115,7 @@ class FakeChatBackend:
             yield f"data: {json.dumps(payload)}\n\ndata: [DONE]\n\n"
             finished = True
         finally:
+            self.open_streams -= 1
             if finished:
                 self.streams_finished += 1
             else:
