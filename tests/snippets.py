@@ -26,6 +26,7 @@ import inspect
 import json
 import logging
 import re
+import socket
 import sys
 import weakref
 from collections.abc import Callable, Coroutine, Iterator, Mapping
@@ -192,6 +193,24 @@ class Session:
     def close(self) -> None:
         for cleanup in reversed(self.cleanups):
             cleanup()
+
+
+GATEWAY_PORT = 8000  # the port the pages' gateway blocks name, as `so-middleware gateway` does
+
+
+def start_gateway(session: Session, *, api_keys: tuple[str, ...] = ("SECRET",)) -> None:
+    """What a block that talks to `so-middleware gateway` needs: one at http://127.0.0.1:8000/v1
+    with the key `SECRET`, as the shell block before it starts (in front of the local model);
+    stopped when the session closes."""
+    from so_middleware.gateway import GatewayConfig, create_app
+    from so_middleware.gateway._server import AppServer
+
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", GATEWAY_PORT)) == 0:
+            pytest.skip(f"port {GATEWAY_PORT}, which the gateway block names, is in use by another process")
+    config = GatewayConfig(backend_url=session.local_server.base_url, api_keys=api_keys)
+    server = AppServer(create_app(config), port=GATEWAY_PORT).start()
+    session.cleanups.append(server.stop)
 
 
 def close_new_sdk_clients(before: weakref.WeakSet[Any]) -> None:

@@ -32,7 +32,6 @@ Python block escapes the extraction.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 
 import anthropic
@@ -49,6 +48,7 @@ from snippets import (
     printed_as_shown,
     reader_environment,
     reason_not_runnable,
+    start_gateway,
 )
 
 from so_middleware.local import LocalModelServer
@@ -56,7 +56,6 @@ from so_middleware.local import LocalModelServer
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")  # Ray's own deprecations, third-party noise
 
 README = ROOT / "README.md"
-GATEWAY_PORT = 8000  # the port the README's gateway block names
 
 # A line of a block's code -> why that block cannot run here. Empty: every block runs.
 NOT_RUNNABLE: dict[str, str] = {}
@@ -74,25 +73,12 @@ class ReadmeSession(Session):
             local_server,
             not_runnable=NOT_RUNNABLE,
             prepare={
-                'client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="SECRET")': self.start_gateway,
+                'client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="SECRET")': lambda: start_gateway(self),
                 'client = with_structured_output(OpenAIResponsesClient(AsyncOpenAI(), "gpt-4o"))': (
                     self.background_backend
                 ),
             },
         )
-
-    def start_gateway(self) -> None:
-        from so_middleware.gateway import GatewayConfig, create_app
-        from so_middleware.gateway._server import AppServer
-
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", GATEWAY_PORT)) == 0:
-                pytest.skip(
-                    f"port {GATEWAY_PORT}, which the README's gateway block names, is in use by another process"
-                )
-        config = GatewayConfig(backend_url=self.local_server.base_url, api_keys=("SECRET",))
-        server = AppServer(create_app(config), port=GATEWAY_PORT).start()
-        self.cleanups.append(server.stop)
 
     def background_backend(self) -> None:
         """The long-running block needs a Responses server with background runs (llama-server has
