@@ -74,7 +74,8 @@ def markdown_blocks(page: Path) -> list[Block]:
         stripped = line.lstrip(" ")
         if not stripped.startswith("```"):
             if opened is not None:
-                body.append(line[opened[2] :] if line[: opened[2]].isspace() else line.lstrip(" "))
+                indent = opened[2]
+                body.append(line[indent:] if line[:indent] == " " * indent else line.lstrip(" "))
             continue
         if opened is None:
             opened, body = (number, stripped[3:].strip(), len(line) - len(stripped)), []
@@ -134,7 +135,8 @@ class Session:
     """The namespace one page's blocks share, the blocks run so far and what some blocks need first.
 
     `prepare` maps a line of a block's code to the set-up a reader does outside Python before it;
-    `not_runnable` maps a line of a block's code to why that block cannot run here.
+    `not_runnable` maps a line of a block's code to why that block cannot run here; `module_name`
+    is the blocks' `__name__`.
     """
 
     def __init__(
@@ -144,13 +146,16 @@ class Session:
         *,
         not_runnable: Mapping[str, str] | None = None,
         prepare: Mapping[str, Callable[[], None]] | None = None,
+        module_name: str | None = None,
     ) -> None:
         self.page = page
         self.blocks = python_blocks(page)
         self.local_server = local_server
         self.not_runnable = dict(not_runnable or {})
         self.prepare = dict(prepare or {})
-        self.namespace: dict[str, Any] = {"__name__": page.stem, "__builtins__": builtins}
+        # `__name__` of the blocks' module: never a real module's (a page `types.md` is not `types`)
+        name = module_name or "docs_" + page.stem.replace("-", "_")
+        self.namespace: dict[str, Any] = {"__name__": name, "__builtins__": builtins}
         self.outcomes: dict[int, BaseException | None] = {}
         self.cleanups: list[Callable[[], None]] = []
         self.after_block: list[Callable[[], None]] = []  # undone once the block has run
@@ -175,8 +180,15 @@ class Session:
         for line, set_up in self.prepare.items():
             if line in block.code.splitlines():
                 set_up()
-        # Padded so that tracebacks name the page and its line numbers.
-        code = compile("\n" * block.line + block.code, str(block.page), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        # Padded so that tracebacks name the page and its line numbers; dont_inherit: the blocks run
+        # without this module's `from __future__ import annotations`, as a reader's code does.
+        code = compile(
+            "\n" * block.line + block.code,
+            str(block.page),
+            "exec",
+            flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+            dont_inherit=True,
+        )
         try:
             if code.co_flags & inspect.CO_COROUTINE:
                 run_sync(lambda: bounded(eval(code, self.namespace), block))

@@ -35,6 +35,8 @@ from snippets import (
 
 from so_middleware.local import LocalModelServer
 
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")  # Ray's own deprecations, third-party noise
+
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
 LANGUAGES = ("python", "sh", "text", "toml")

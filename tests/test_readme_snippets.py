@@ -72,6 +72,7 @@ class ReadmeSession(Session):
             README,
             local_server,
             not_runnable=NOT_RUNNABLE,
+            module_name="readme",
             prepare={
                 'client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="SECRET")': lambda: start_gateway(self),
                 'client = with_structured_output(OpenAIResponsesClient(AsyncOpenAI(), "gpt-4o"))': (
