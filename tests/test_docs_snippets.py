@@ -15,6 +15,7 @@ is in the site's nav.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,3 +127,19 @@ def test_every_page_is_in_the_nav() -> None:
     assert pages - listed == set(), "add these pages to mkdocs.yml's nav"
     assert listed - pages == set(), "the nav lists pages docs/ does not have"
     assert config["validation"]["nav"]["omitted_files"] == "warn"
+
+
+def test_the_reference_fences_each_docstring_example_as_python() -> None:
+    """docs/_ext/examples.py (a griffe extension in mkdocs.yml): the indented block under a
+    docstring's `Example:` is code, so `x["key"]` in it is not read as a Markdown link."""
+    spec = importlib.util.spec_from_file_location("docs_examples", DOCS / "_ext" / "examples.py")
+    assert spec is not None and spec.loader is not None
+    examples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(examples)
+    docstring = 'Says hello.\n\nExample:\n    reply["text"]\n\n    more()\n\nAfter.'
+    assert examples.fence_examples(docstring) == (
+        'Says hello.\n\nExample:\n    ```python\n    reply["text"]\n\n    more()\n    ```\n\nAfter.'
+    )
+    fenced = "Example:\n    ```python\n    x\n    ```"
+    assert examples.fence_examples(fenced) == fenced
+    assert examples.fence_examples("Example: `inline()`.") == "Example: `inline()`."

@@ -24,6 +24,9 @@ The environment is the one a reader has set up, with the hosted APIs replaced by
 - a block that talks to `so-middleware gateway` finds one at http://127.0.0.1:8000/v1 with the
   key `SECRET`, as the shell block before it starts (in front of the local llama-server).
 
+The machinery (blocks, sessions, the reader's environment) is tests/snippets.py, which the docs
+site's test (tests/test_docs_snippets.py) shares.
+
 Every block runs unless NOT_RUNNABLE lists it (by a line of its code) with the reason, so a new
 block fails here until it runs or is listed; every fence is tagged `python` or `sh`, so no
 Python block escapes the extraction.
