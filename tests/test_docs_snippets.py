@@ -3,7 +3,8 @@
 Each page is its own Python session (see tests/snippets.py): its blocks run in order in one
 namespace, a block may use what an earlier block of the same page defined, and nothing from
 another page. The environment is the reader's, with the hosted APIs on a local llama-server with
-SmolLM2 (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL` and dummy keys), the current directory a fresh
+SmolLM2 with the embedded server's defaults (bounded, greedy answers; `OPENAI_BASE_URL`,
+`ANTHROPIC_BASE_URL` and dummy keys), the current directory a fresh
 temporary one holding `people.jsonl` and `docs.jsonl`. One test per block, in page order; selected
 alone, a block's test runs the blocks of its page before it first. A `# prints: TEXT` comment is
 checked: TEXT was printed.
@@ -73,7 +74,7 @@ class DocsSessions:
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocsSessions]:
     directory = tmp_path_factory.mktemp("docs")
-    with LocalModelServer(parallel=2, max_tokens=512) as server, reader_environment(directory, server):
+    with LocalModelServer() as server, reader_environment(directory, server):  # the defaults a reader gets
         sessions = DocsSessions(server)
         try:
             yield sessions
