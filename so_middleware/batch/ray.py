@@ -197,7 +197,7 @@ def extract_dataset(
         fn_constructor_args=(spec, output_type),
         fn_constructor_kwargs=kwargs,
         batch_size=batch_size,
-        compute=ray.data.ActorPoolStrategy(size=actors),
+        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=actors),  # grows with the input: no idle actors
         num_cpus=num_cpus,
         batch_format="default",
     )

@@ -73,10 +73,13 @@ class GatewayConfig:
             if key != key.strip():  # HTTP strips a header's surrounding spaces: this key could never match
                 raise UserError(f"API key {number} of {len(self.api_keys)} starts or ends with whitespace")
         for name in ("max_body_bytes", "max_connections", "max_attempts", "header_timeout", "body_timeout",
-                     "max_background_runs", "max_queued_runs"):  # fmt: skip
+                     "max_background_runs"):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise UserError(f"{name} must be a positive number, got {value!r}")
+        queued = self.max_queued_runs
+        if isinstance(queued, bool) or not isinstance(queued, int) or queued < 0:  # 0: no run waits, a 429 at once
+            raise UserError(f"max_queued_runs must be a whole number of 0 or more, got {queued!r}")
         if self.store and not self.store.startswith(("postgres://", "postgresql://")):
             check_store_path(self.store)
 

@@ -53,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds a client has to send a request's body; then 408 (default: %(default)s)")  # fmt: skip
     p.add_argument("--max-background-runs", type=_positive(int), default=8,
                    help="background runs calling the backend at once; more wait queued (default: %(default)s)")  # fmt: skip
-    p.add_argument("--max-queued-runs", type=_positive(int), default=64,
+    p.add_argument("--max-queued-runs", type=_whole, default=64,
                    help="background runs waiting for a slot; past both, a 429 with retry-after (default: %(default)s)")  # fmt: skip
     p.add_argument("--validate", action="store_true",
                    help="validate json_schema output and re-ask on failure (beyond the passthrough spec)")  # fmt: skip
@@ -78,6 +78,12 @@ def _positive(kind: type[int] | type[float]) -> Any:
         return value
 
     return parse
+
+
+def _whole(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"a whole number of 0 or more is needed, got {text!r}")
+    return int(text)
 
 
 def _api_keys(args: argparse.Namespace) -> tuple[str, ...]:

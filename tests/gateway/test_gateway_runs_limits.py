@@ -47,13 +47,17 @@ def test_background_runs_are_a_bounded_queue(fake_gateway: Any) -> None:
     client.close()
 
 
-@pytest.mark.parametrize("name", ["max_background_runs", "max_queued_runs"])
-def test_the_limits_must_be_positive(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [("max_background_runs", 0, "must be a positive number, got 0"),
+     ("max_queued_runs", -1, "must be a whole number of 0 or more, got -1")],
+)  # fmt: skip
+def test_the_limits_must_be_positive(name: str, value: int, message: str) -> None:
     from so_middleware import UserError
     from so_middleware.gateway import GatewayConfig
 
-    with pytest.raises(UserError, match=f"{name} must be a positive number, got 0"):
-        GatewayConfig(backend_url="http://127.0.0.1:1/v1", **{name: 0})
+    with pytest.raises(UserError, match=f"{name} {message}"):
+        GatewayConfig(backend_url="http://127.0.0.1:1/v1", **{name: value})
 
 
 def test_a_client_that_hangs_up_stops_the_backend_call(fake_gateway: Any) -> None:
