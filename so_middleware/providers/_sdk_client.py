@@ -52,6 +52,7 @@ from ._bridge import (
 from ._discovery import PROBE_TIMEOUT, ServerInfo, identify_server, is_hosted, server_root
 from ._post import SDKPost
 from ._prefill import prefill_of
+from ._sdk_use import sdk_boundary
 from ._sse import EventStream
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "EventReader", "SDKChatClient"]
@@ -175,7 +176,8 @@ class SDKChatClient(BaseChatClient):
         if timeout is not None:  # a deadline above: the request must not outlive it
             request = {**request, "timeout": timeout}
         try:
-            result = await (function(**request) if self.is_async else call_sdk(False, function, **request))
+            with sdk_boundary(self.sdk_client, self.is_async):
+                result = await (function(**request) if self.is_async else call_sdk(False, function, **request))
         except UNREADABLE as error:
             if isinstance(error, SOMiddlewareError) or not _raised_reading(error):
                 raise
@@ -222,7 +224,7 @@ class SDKChatClient(BaseChatClient):
         opened: Callable[..., Any] = opened_async if self.is_async else opened_sync
 
         try:
-            with anyio.fail_after(idle):
+            with anyio.fail_after(idle), sdk_boundary(self.sdk_client, self.is_async):
                 stream = await call_sdk(self.is_async, opened, **request, stream=True)
         except TimeoutError as error:  # anyio's: the SDK's read timeout is a little longer
             raise interrupted(IdleTimeout(f"no answer from the server within {idle:g} s"), "", 0) from error
