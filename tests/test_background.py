@@ -526,11 +526,11 @@ async def test_an_agent_resumes_a_background_stream() -> None:
     assert rest == ["wor", "ld"] and (await resumed.get_final_response()).text == "Hello world"
 
 
-# ---------------------------------------------------------------- the README
+# ---------------------------------------------------------------- the docs' example
 
 
-async def test_the_readme_example() -> None:
-    """README "Long-running runs", line by line, over the documented wire shapes."""
+async def test_the_long_running_runs_example() -> None:
+    """docs/how-to/background-runs.md, line by line, over the documented wire shapes."""
     answer = '{"name": "Ada", "age": 36}'
     server = Server(
         response("queued"), [response("in_progress"), response("in_progress"), response("completed", answer)]

@@ -1,4 +1,4 @@
-"""What the docs site says beyond README.md, each checked (the docs' own blocks check the rest)."""
+"""What the docs site says that no other test covers, each checked (the docs' own blocks check the rest)."""
 
 from __future__ import annotations
 

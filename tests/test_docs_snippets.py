@@ -9,6 +9,14 @@ temporary one holding `people.jsonl` and `docs.jsonl`. One test per block, in pa
 alone, a block's test runs the blocks of its page before it first. A `# prints: TEXT` comment is
 checked: TEXT was printed.
 
+What a reader sets up outside Python before a block, the tests set up too:
+- a block that talks to `so-middleware gateway` (docs/how-to/gateway.md) finds one at
+  http://127.0.0.1:8000/v1 with the key `SECRET`, as the shell block before it starts (in front
+  of the local llama-server);
+- the "Long-running runs" block (docs/how-to/background-runs.md), whose `AsyncOpenAI()` needs a
+  Responses server with background runs (llama-server has none), finds a gateway over the local
+  model at `OPENAI_BASE_URL`, for that block only.
+
 Every block runs unless NOT_RUNNABLE lists it (by a line of its code) with the reason; every fence
 is tagged `python`, `sh`, `text` or `toml`, so no Python block escapes the extraction; every page
 is in the site's nav.
@@ -17,6 +25,7 @@ is in the site's nav.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,12 +72,29 @@ class DocsSessions:
             session.prepare['client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="SECRET")'] = lambda: (
                 start_gateway(session)
             )
+            session.prepare['client = with_structured_output(OpenAIResponsesClient(AsyncOpenAI(), "gpt-4o"))'] = (
+                lambda: background_backend(session)
+            )
             self.sessions[page] = session
         return self.sessions[page]
 
     def close(self) -> None:
         for session in self.sessions.values():
             session.close()
+
+
+def background_backend(session: Session) -> None:
+    """A Responses server with background runs for the block about to run: a gateway over the
+    local model at `OPENAI_BASE_URL` while the block runs (its SDK client keeps the address), stopped
+    when the session closes."""
+    from so_middleware.gateway import GatewayConfig, create_app
+    from so_middleware.gateway._server import AppServer
+
+    server = AppServer(create_app(GatewayConfig(backend_url=session.local_server.base_url))).start()
+    session.cleanups.append(server.stop)
+    previous = os.environ["OPENAI_BASE_URL"]
+    os.environ["OPENAI_BASE_URL"] = server.base_url
+    session.after_block.append(lambda: os.environ.__setitem__("OPENAI_BASE_URL", previous))
 
 
 @pytest.fixture(scope="module")

@@ -91,7 +91,7 @@ async def test_an_openai_style_dict_is_one_message() -> None:
 
 
 async def test_a_conversation_mixes_dicts_chat_messages_and_strings() -> None:
-    """The README's conversation: each form is one message, in order; `instructions` comes first."""
+    """The conversation of docs/how-to/conversations.md: each form is one message, in order; `instructions` comes first."""
     recorded = Recorded("chat")
     conversation = [
         {"role": "system", "content": "Extract the person."},

@@ -1,4 +1,5 @@
-"""The README's stack of the small layers, over fakes: logging, fallback, retries, options, cache."""
+"""The stack of the small layers in docs/concepts/layers.md ("A stack of them", once the README's), over fakes:
+logging, fallback, retries, options, cache."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ async def no_wait(seconds: float) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_the_readme_stack(tmp_path: Path, stream: bool, caplog: pytest.LogCaptureFixture) -> None:
+async def test_the_stack_of_the_layers_page(tmp_path: Path, stream: bool, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="so_middleware")
     openai_like = FakeChatClient(StatusError(503), model="gpt-4o-mini")
     anthropic_like = FakeChatClient('{"name": "Ada", "age": 36}', model="claude-haiku-4-5")

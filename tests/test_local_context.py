@@ -140,7 +140,7 @@ def tokens(server: LocalModelServer, text: str) -> int:
 
 
 def test_a_default_extraction_with_its_re_asks_fits() -> None:
-    """The README's promise: with the default sizes (16,384 tokens shared by 2 slots) the third
+    """docs/how-to/local-model.md's promise ("Context"): with the default sizes (16,384 tokens shared by 2 slots) the third
     attempt of a default run (two re-asks) on the prompted Messages route (the longest prompt),
     after two answers as long as allowed (the adapter's default max_tokens, 1,024; the command's
     256 is shorter), still fits."""

@@ -193,7 +193,7 @@ async def test_the_adapters_skip_the_sdk_request_transform(
 
 
 async def test_a_streamed_response_keeps_the_events_read_by_attribute() -> None:
-    """README: after a stream, `.raw_representation` is the events as read, each read by
+    """docs/concepts/strategies.md ("The response"): after a stream, `.raw_representation` is the events as read, each read by
     attribute like the SDK's objects."""
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:

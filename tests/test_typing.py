@@ -170,7 +170,7 @@ def test_type_forms_that_are_not_classes_are_pinned(checked: tuple[str, list[Any
 
 
 def test_make_test_runs_both_type_checkers_before_pytest() -> None:
-    """The README says `make test` runs ruff, mypy and pyright, then pytest: the recipe does, in that order."""
+    """docs/tests-and-benchmarks.md says `make test` runs ruff, mypy and pyright, then pytest: the recipe does, in that order."""
     makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
     recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
     steps = [line.strip() for line in recipe.splitlines() if line.startswith("\t") and not line.strip().startswith("#")]

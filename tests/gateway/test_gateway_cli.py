@@ -124,7 +124,7 @@ def test_defaults_are_loopback_port_8000_and_16_mib() -> None:
     assert (args.host, args.port, args.max_body_bytes) == ("127.0.0.1", 8000, 16 * 1024 * 1024)
     assert GatewayConfig(backend_url="x").max_body_bytes == 16 * 1024 * 1024
     assert args.backend is None and args.store is None and args.validate is False
-    # the connection limits the README documents: 400 connections, 10 s for headers, 60 s for a body
+    # the connection limits docs/how-to/gateway.md documents: 400 connections, 10 s for headers, 60 s for a body
     assert (args.max_connections, args.header_timeout, args.body_timeout) == (400, 10.0, 60.0)
     config = GatewayConfig(backend_url="x")
     assert (config.max_connections, config.header_timeout, config.body_timeout) == (400, 10.0, 60.0)

@@ -78,7 +78,7 @@ def test_the_documented_defaults() -> None:
     from so_middleware.gateway._request import MAX_DEPTH
     from so_middleware.gateway._watch import FINISH_WINDOW
 
-    assert (MAX_DEPTH, FINISH_WINDOW) == (64, 3.0)  # the README's "64 levels" and "3 s to finish"
+    assert (MAX_DEPTH, FINISH_WINDOW) == (64, 3.0)  # docs/how-to/gateway.md's "64 levels" and "3 s to finish"
 
     args = parser().parse_args([])
     assert (args.max_background_runs, args.max_queued_runs) == (8, 64)

@@ -331,7 +331,7 @@ def test_an_invalid_nested_item_names_its_list() -> None:
 
 @pytest.mark.anyio
 async def test_streamed_updates_carry_the_items_of_a_list_inside_a_model() -> None:
-    """README, Streaming: `update.completed_items` holds the list items that just closed."""
+    """docs/how-to/streaming.md: `update.completed_items` holds the list items that just closed."""
     people = [{"name": f"p{index}", "age": index, "address": {"city": "c", "zip": "z"}} for index in range(2)]
     fake = FakeChatClient([json.dumps({"title": "t", "people": people})])
     stream = with_structured_output(fake).get_response("Who?", output_type=People, stream=True)
