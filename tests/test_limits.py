@@ -398,3 +398,19 @@ def test_a_call_held_after_it_reserved_counts_from_its_start() -> None:
     assert window.used() == 600 and window.delay(500) == pytest.approx(29.0)
     now = 90.0
     assert window.used() == 0 and window.delay(2000) == 0  # a call over the budget goes alone
+
+
+def test_one_call_far_over_its_estimate_slows_the_next_calls_only_while_it_is_in_the_window() -> None:
+    now = 0.0
+    window = TokenWindow(10_000, 60.0, clock=lambda: now)
+    first = window.take(200)
+    window.settle(first, 200)  # the estimates are right: no excess
+    outlier = window.take(200)
+    window.settle(outlier, 10_500)  # an image or a large tool result the estimate could not see
+    assert window.excess() == 5_000  # at most half the budget: the next calls still go, one at a time
+    assert window.delay(200) > 0  # the window holds 10,700 tokens
+    now = 61.0  # both have left the window
+    assert window.delay(200) == 0.0 and window.excess() == 5_000  # the latest excess (10,300), capped
+    small = window.take(200)
+    window.settle(small, 200)
+    assert window.excess() == 0  # the latest call in the window used what it was estimated at

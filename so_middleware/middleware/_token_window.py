@@ -7,10 +7,12 @@ the calls before it used (a leaky bucket charged after the fact lets every queue
 its small estimate).
 
 Estimates run low when layers below add to the prompt (a schema, instructions) or the text
-takes more than one token per 4 characters: the largest excess seen (used minus estimated) is
-added to every later reservation, and until the first call has reported its usage, one call
-at a time goes. What is left over is the tolerance: calls in flight together that use more than
-their estimate plus that excess.
+takes more than one token per 4 characters: the largest excess (used minus estimated) among the
+calls in the window, else the latest call's, is added to every later reservation (at most half
+the budget, so one call far over its estimate slows the calls after it only while it is in the
+window), and until the first call has reported its usage, one call at a time goes. What is left
+over is the tolerance: calls in flight together that use more than their estimate plus that
+excess.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Reservation:
     tokens: float
     estimate: float
     settled: bool = False
+    excess: float | None = None  # what it used beyond its estimate, once it reported its usage
 
 
 class TokenWindow:
@@ -44,7 +47,7 @@ class TokenWindow:
         self.period = period
         self.clock = clock
         self.entries: deque[Reservation] = deque()
-        self.excess: float | None = None  # None until a call has reported its usage
+        self.last_excess: float | None = None  # the latest call's excess; None until a call reported usage
         self.probe: Reservation | None = None  # the call whose usage is awaited before others go
         self.changed = anyio.Event()
 
@@ -59,9 +62,9 @@ class TokenWindow:
         """0 when a call of `estimate` tokens may start now, else how long until it may (inf: a
         call under way must report its usage first)."""
         used = self.used()
-        if self.excess is None and self.probe is not None:
+        if self.last_excess is None and self.probe is not None:
             return math.inf
-        needed = estimate + (self.excess or 0)
+        needed = estimate + self.excess()
         if used + needed <= self.budget or not self.entries:  # a call over the whole budget goes alone
             return 0.0
         for entry in self.entries:  # the oldest leave the window first
@@ -69,6 +72,13 @@ class TokenWindow:
             if used + needed <= self.budget or entry is self.entries[-1]:
                 return max(0.0, entry.started + self.period - self.clock())
         raise AssertionError("unreachable: the last entry ends the loop")
+
+    def excess(self) -> float:
+        """What a reservation adds to its estimate: the largest excess of the calls in the window,
+        else the latest call's; never below 0 nor above half the budget."""
+        in_window = [entry.excess for entry in self.entries if entry.excess is not None]
+        excess = max(in_window) if in_window else (self.last_excess or 0)
+        return min(max(excess, 0.0), self.budget / 2)
 
     async def reserve(self, estimate: float) -> Reservation:
         """Wait until a call of `estimate` tokens fits, then record it as started now."""
@@ -80,9 +90,9 @@ class TokenWindow:
 
     def take(self, estimate: float) -> Reservation:
         """Record a call of `estimate` tokens as started now (`delay(estimate)` said it fits)."""
-        entry = Reservation(self.clock(), estimate + (self.excess or 0), estimate)
+        entry = Reservation(self.clock(), estimate + self.excess(), estimate)
         self.entries.append(entry)
-        if self.excess is None:
+        if self.last_excess is None:
             self.probe = entry
         return entry
 
@@ -102,9 +112,9 @@ class TokenWindow:
         entry.settled = True
         if used is not None:
             entry.tokens = max(entry.tokens, used)
-            self.excess = max(self.excess or 0, used - entry.estimate)
-        elif entry is self.probe and self.excess is None:
-            self.excess = 0  # a client that never reports usage: the estimates are all there is
+            entry.excess = self.last_excess = used - entry.estimate
+        elif entry is self.probe and self.last_excess is None:
+            self.last_excess = 0  # a client that never reports usage: the estimates are all there is
         self._changed(entry)
 
     def cancel(self, entry: Reservation) -> None:
