@@ -168,6 +168,18 @@ async def test_an_answer_that_used_every_allowed_token_is_cut_off_whatever_its_f
     assert response.value == Person(name="Ada", age=36)  # a valid answer that fits exactly is the answer
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_a_server_bound_in_the_profile_counts_when_the_request_names_no_max_tokens(stream: bool) -> None:
+    """The embedded server bounds an answer that names no `max_tokens` (`-n`); its profile says so
+    (`default_max_tokens`), so an answer that used that many tokens is a cut-off, not an invalid answer."""
+    caps = NO_TOOLS.replace(json_object=False, default_max_tokens=6)
+    cut = Reply('{"name": "A', finish_reason=FinishReason.STOP, usage=UsageDetails(30, 6, 36), chunk_size=3)
+    fake = FakeChatClient([cut, VALID], capabilities=caps)
+    with pytest.raises(IncompleteOutputError) as caught:
+        await get(with_structured_output(fake), stream, "x", output_type=Person)
+    assert len(fake.calls) == 1 and len(caught.value.attempts) == 1
+
+
 async def test_forced_mode_never_falls_back() -> None:
     fake = FakeChatClient(["Sure!", "Sure!", "Sure!"], capabilities=EVERYTHING)
     with pytest.raises(ModelBehaviorError) as caught:

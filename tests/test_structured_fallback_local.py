@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from so_middleware import IncompleteOutputError, with_structured_output
+from so_middleware import IncompleteOutputError, run_sync, with_structured_output
 from so_middleware.anthropic import AnthropicChatClient
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
@@ -84,3 +84,19 @@ async def test_a_cut_off_answer_from_the_real_model_teaches_nothing(
             await client.get_response("John Smith is 35 years old.", output_type=Person, options=options)
     assert len(caught.value.attempts) == 1
     assert dict(client.learned) == {}
+
+
+@pytest.mark.local_server
+@pytest.mark.parametrize("route", ["chat", "responses"])
+def test_an_answer_cut_at_the_embedded_servers_own_bound_is_a_cut_off_on_every_route(route: str) -> None:
+    """No `max_tokens` in the request: the server's `max_tokens` (llama-server's `-n`) cuts the
+    answer, and the Responses route reports it `completed`. The profile `chat_client` gives carries
+    the bound, so the answer is an IncompleteOutputError after one paid call, not three re-asks."""
+    from so_middleware.local import chat_client
+
+    with LocalModelServer(max_tokens=8, parallel=1, context_size=2048) as server:
+        client = with_structured_output(chat_client(server, route=route))  # type: ignore[arg-type]
+        with pytest.raises(IncompleteOutputError) as caught:
+            client.get_response_sync("List every whole number from 1 to 200.", output_type=list[int])
+        assert len(caught.value.attempts) == 1 and dict(client.learned) == {}
+        run_sync(client.sdk_client.close)

@@ -27,6 +27,9 @@ class Capabilities:
     prefill_echoed: bool = False  # ... and its text is echoed back at the start of the answer
     response_format_passthrough: bool = False  # Responses route honours a Chat Completions response_format key
     schema_profile: SchemaProfileName = "json-schema"
+    # The most output tokens the server gives a request that names no max_tokens (llama-server's
+    # `-n`), or None: an answer that used them all was cut off, whatever its finish reason says.
+    default_max_tokens: int | None = None
 
     def replace(self, **changes: Any) -> Capabilities:
         """A copy with some flags changed."""

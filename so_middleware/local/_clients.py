@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..core import UserError
+from ..core import Capabilities, UserError
 from ._context import ContextSizeChatClient
 from ._server import LocalModelServer
 
@@ -56,13 +56,19 @@ def _adapter(server: LocalModelServer, route: Route, sync: bool, sdk_options: di
 
         sdk: Any = (openai.OpenAI if sync else openai.AsyncOpenAI)(base_url=server.base_url, **sdk_options)
         if route == "chat":
-            return OpenAIChatClient(sdk, server.model, capabilities=LLAMA_SERVER_CHAT)
-        return OpenAIResponsesClient(sdk, server.model, capabilities=LLAMA_SERVER_RESPONSES)
+            return OpenAIChatClient(sdk, server.model, capabilities=_bounded(LLAMA_SERVER_CHAT, server))
+        return OpenAIResponsesClient(sdk, server.model, capabilities=_bounded(LLAMA_SERVER_RESPONSES, server))
     if route == "anthropic":
         import anthropic
 
         from ..providers.anthropic import LLAMA_SERVER_MESSAGES, AnthropicChatClient
 
         sdk = (anthropic.Anthropic if sync else anthropic.AsyncAnthropic)(base_url=server.root_url, **sdk_options)
-        return AnthropicChatClient(sdk, server.model, capabilities=LLAMA_SERVER_MESSAGES)
+        return AnthropicChatClient(sdk, server.model, capabilities=_bounded(LLAMA_SERVER_MESSAGES, server))
     raise UserError(f"unknown route {route!r}; expected one of {', '.join(ROUTES)}")
+
+
+def _bounded(profile: Capabilities, server: LocalModelServer) -> Capabilities:
+    """The route's profile with the server's own answer bound: on the Responses route llama-server
+    reports an answer cut there as `completed`, and only its usage shows the cut."""
+    return profile.replace(default_max_tokens=server.max_tokens)

@@ -176,7 +176,8 @@ class Run:
         # its start (llama-server's "```json"), or report it `completed` with every token used.
         cut_off = response.finish_reason == FinishReason.LENGTH
         verdict = None if cut_off else self._validate(strategy, answer)
-        if verdict is None or (isinstance(verdict, Invalid) and _used_up(plan.options.max_tokens, response.usage)):
+        limit = plan.options.max_tokens or self.target.capabilities.default_max_tokens
+        if verdict is None or (isinstance(verdict, Invalid) and _used_up(limit, response.usage)):
             return self._cut_off(strategy, answer)
         ignored = self.index + 1 < len(self.strategies) and strategy.ignored(plan, answer)
         if isinstance(verdict, Invalid) and ignored:
