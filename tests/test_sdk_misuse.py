@@ -74,7 +74,10 @@ async def test_a_server_that_is_down_is_named_in_the_sdks_own_connection_error(k
         sdk: Any = anthropic.AsyncAnthropic(base_url=f"http://127.0.0.1:{port}", api_key="x", max_retries=0)
         adapter, error_type, path = AnthropicChatClient(sdk, "m"), anthropic.APIConnectionError, "/v1/messages"
     else:
-        sdk = openai.AsyncOpenAI(base_url=f"http://ada:pw-secret@127.0.0.1:{port}/v1", api_key="x", max_retries=0)
+        sdk = openai.AsyncOpenAI(
+            base_url=f"http://ada:pw-secret@127.0.0.1:{port}/v1", api_key="x", max_retries=0,
+            default_query={"api-key": "query-secret"},
+        )  # fmt: skip
         kind_of = OpenAIChatClient if kind == "chat" else OpenAIResponsesClient
         adapter, error_type = kind_of(sdk, "m", discover=False), openai.APIConnectionError
         path = "/v1/chat/completions" if kind == "chat" else "/v1/responses"
@@ -86,7 +89,7 @@ async def test_a_server_that_is_down_is_named_in_the_sdks_own_connection_error(k
             await adapter.get_response("hi")
     message = str(caught.value)
     assert message.startswith("Connection error: cannot reach http://") and f"127.0.0.1:{port}{path}" in message
-    assert "pw-secret" not in message
+    assert "pw-secret" not in message and "query-secret" not in message
     await sdk.close()
 
 

@@ -69,8 +69,8 @@ def to_error_response(error: BaseException) -> JSONResponse:
         return error_response(error.status_code, str(body or error.message), code="backend_error")
     if isinstance(error, openai.APITimeoutError):
         return error_response(504, f"The backend did not answer in time: {error}", code="backend_timeout")
-    if isinstance(error, openai.APIConnectionError):
-        return error_response(502, f"The backend could not be reached: {error}", code="backend_unreachable")
+    if isinstance(error, openai.APIConnectionError):  # its message names the backend's address: not the client's
+        return error_response(502, "The backend could not be reached.", code="backend_unreachable")
     if isinstance(error, UserError):
         return error_response(400, str(error))
     if isinstance(error, DeadlineExceededError):

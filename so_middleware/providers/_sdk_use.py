@@ -55,7 +55,8 @@ def _check_loop(sdk_client: Any) -> None:
 
 
 def _naming_the_server(error: Exception) -> Exception | None:
-    """The SDK's `APIConnectionError` again, with the URL it could not reach (password hidden)."""
+    """The SDK's `APIConnectionError` again, with the address it could not reach: scheme, host,
+    port and path (a password in it hidden, a query string, which may hold a key, left out)."""
     if type(error).__name__ != "APIConnectionError":  # APITimeoutError, a subclass, has a message of its own
         return None
     request = getattr(error, "request", None)
@@ -64,7 +65,8 @@ def _naming_the_server(error: Exception) -> Exception | None:
         return None
     cause = error.__cause__ or error.__context__
     reason = f": {type(cause).__name__}: {cause}" if cause is not None and str(cause) else ""
-    message = f"Connection error: cannot reach {redact_url(str(url))}{reason}"
+    address = redact_url(str(url).split("?", 1)[0].split("#", 1)[0])
+    message = f"Connection error: cannot reach {address}{reason}"
     try:
         return type(error)(message=message, request=request)  # type: ignore[call-arg]
     except TypeError:  # another signature: keep the SDK's own error

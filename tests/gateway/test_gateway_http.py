@@ -129,10 +129,12 @@ def test_an_unreachable_backend_is_a_502() -> None:
     from so_middleware.gateway import GatewayConfig, create_app
     from so_middleware.gateway._server import AppServer, free_port
 
-    app = create_app(GatewayConfig(backend_url=f"http://127.0.0.1:{free_port()}/v1", max_attempts=1))
+    port = free_port()
+    app = create_app(GatewayConfig(backend_url=f"http://127.0.0.1:{port}/internal/v1", max_attempts=1))
     with AppServer(app) as gateway:
         reply = _post(gateway.base_url, {"model": "m", "input": "hi"})
     assert reply.status_code == 502 and reply.json()["error"]["code"] == "backend_unreachable"
+    assert str(port) not in reply.text and "/internal" not in reply.text  # the backend's address is not the client's
 
 
 @pytest.mark.parametrize(
