@@ -194,11 +194,30 @@ def test_extract_text_with_base_url_asks_that_server() -> None:
     [(["--local"], "--base-url names a server and --local asks for the embedded model: give one of them"),
      (["--threads", "2"], "--threads sets the embedded model's threads; add --local, or drop --threads (--base-url is given)")],
 )  # fmt: skip
-def test_base_url_with_embedded_model_flags_is_refused(extra: list[str], message: str) -> None:
-    args = ["extract", "--type", "examples/people.py:Person", "--text", "x", "--base-url", "http://127.0.0.1:9/v1"]
+@pytest.mark.parametrize("many", [False, True], ids=["text", "input"])
+def test_base_url_with_embedded_model_flags_is_refused(
+    extra: list[str], message: str, many: bool, tmp_path: Path
+) -> None:
+    source = ["--text", "x"]
+    if many:
+        (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n')
+        source = ["--input", str(tmp_path / "in.jsonl")]
+    args = ["extract", "--type", "examples/people.py:Person", *source, "--base-url", "http://127.0.0.1:9/v1"]
     result = cli(*args, *extra)
     assert_one_line_failure(result, message)
     assert result.returncode == 1 and "starting llama-server" not in result.stderr
+
+
+def test_base_url_speaks_the_providers_protocol_for_one_text_and_many() -> None:
+    from so_middleware.anthropic import AnthropicChatClient
+    from so_middleware.batch._cli import server_client
+    from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
+
+    anthropic_client = server_client("anthropic", "http://127.0.0.1:9/v1", None, None)
+    assert isinstance(anthropic_client, AnthropicChatClient)
+    assert str(anthropic_client.sdk_client.base_url).rstrip("/") == "http://127.0.0.1:9"  # the SDK adds /v1/messages
+    assert isinstance(server_client("openai", "http://127.0.0.1:9/v1", "m", None), OpenAIChatClient)
+    assert isinstance(server_client("openai-responses", "http://127.0.0.1:9/v1", "m", None), OpenAIResponsesClient)
 
 
 def test_threads_with_a_hosted_key_is_refused() -> None:

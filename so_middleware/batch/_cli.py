@@ -139,20 +139,30 @@ def _report(summary: BatchSummary, output: Path) -> int:
     return 1 if every_one_failed else 0
 
 
+def server_client(provider: str, base_url: str, model: str | None, key: str | None) -> Any:
+    """An adapter on the server at `base_url`, speaking `provider`'s protocol."""
+    if provider == "anthropic":
+        import anthropic
+
+        from ..providers.anthropic import AnthropicChatClient
+
+        root = base_url.removesuffix("/").removesuffix("/v1")  # the Anthropic SDK adds /v1/messages itself
+        return AnthropicChatClient(anthropic.AsyncAnthropic(base_url=root, api_key=key or "none"), model or "default")
+    import openai
+
+    from ..providers.openai import adapter_for
+
+    sdk = openai.AsyncOpenAI(base_url=base_url, api_key=key or "none")
+    return adapter_for(sdk, model=model or "default", api=_ROUTES[provider])
+
+
 @contextmanager
 def _client(args: argparse.Namespace) -> Iterator[Any]:
     provider = args.provider
     key = os.environ.get(_KEYS[provider])
     if args.base_url:
-        import openai
-
-        from ..openai import adapter_for
-
-        sdk = openai.AsyncOpenAI(base_url=args.base_url, api_key=key or "none")
         _progress(f"using the server at {redact_url(args.base_url)}")  # never its password
-        yield adapter_for(
-            sdk, model=args.model or "default", api="responses" if provider == "openai-responses" else "chat"
-        )
+        yield server_client(provider, args.base_url, args.model, key)
     elif key and not args.local:
         _progress(f"using the hosted {provider} API")
         yield _hosted(provider, args.model or _DEFAULT_MODELS[provider])

@@ -147,17 +147,23 @@ def _one_line(error: BaseException, args: argparse.Namespace) -> str:
     more = " (--debug shows more)" if len(lines) > 1 else ""
     message = f"{lines[0]}{more}"
     provider = getattr(args, "provider", "openai")
+    server = getattr(args, "base_url", None)
+    where = f"the server at {server}" if server else f"the hosted {provider} API"  # userinfo hidden below
     if isinstance(error, PortInUseError):
         message = f"port {error.port} is already in use: pick another with --port N, or leave --port out for a free one"
     elif _is_sdk_error(error, "APIConnectionError"):  # APITimeoutError included
         message = (
-            f"cannot reach the hosted {provider} API ({type(error).__name__}: {lines[0]}): check the network "
+            f"cannot reach {where} ({type(error).__name__}: {lines[0]}): check the network "
             f"(and {provider.split('-')[0].upper()}_BASE_URL if set), or pass --local to use the embedded model"
+            if not server
+            else f"cannot reach {where} ({type(error).__name__}: {lines[0]}): check the address and that it runs"
         )
     elif _is_sdk_error(error, "AuthenticationError"):
-        message = f"the hosted {provider} API refused the key ({lines[0]}): check {_KEYS[provider]}, or pass --local"
+        message = f"{where} refused the key ({lines[0]}): check {_KEYS[provider]}" + (
+            "" if server else ", or pass --local"
+        )
     elif _is_sdk_error(error, "APIStatusError"):
-        message = f"the hosted {provider} API answered {type(error).__name__} ({lines[0]}){more}"
+        message = f"{where} answered {type(error).__name__} ({lines[0]}){more}"
     elif not isinstance(error, (UserError, LocalServerError)):
         message = f"{type(error).__name__}: {message}"
     if isinstance(error, OutputError) and error.attempts:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..batch._cli import run_batch
+from ..batch._cli import run_batch, server_client
 from ..core import UserError, redact_url
 from ._types import _check_type, _load_type
 
@@ -160,35 +160,18 @@ def _check_server_choice(args: argparse.Namespace, key: str) -> None:
         )
 
 
-def _server_client(provider: str, base_url: str, model: str | None, key: str | None) -> Any:
-    """An adapter on the server at `base_url`, speaking `provider`'s protocol."""
-    if provider == "anthropic":
-        import anthropic
-
-        from ..providers.anthropic import AnthropicChatClient
-
-        root = base_url.removesuffix("/").removesuffix("/v1")  # the Anthropic SDK adds /v1/messages itself
-        return AnthropicChatClient(anthropic.AsyncAnthropic(base_url=root, api_key=key or "none"), model or "default")
-    import openai
-
-    from ..providers.openai import adapter_for
-
-    sdk = openai.AsyncOpenAI(base_url=base_url, api_key=key or "none")
-    return adapter_for(sdk, model=model or "default", api=_ROUTES[provider])
-
-
 def _extract(args: argparse.Namespace) -> int:
     output_type = _load_type(args.type)
     _check_type(args.type, output_type)
+    key = _KEYS[args.provider]
+    _check_server_choice(args, key)
     if args.input is not None:  # many inputs: so_middleware.batch
         return run_batch(args, output_type)
     text = _read_text(args)
-    key = _KEYS[args.provider]
-    _check_server_choice(args, key)
     started = time.perf_counter()
     if args.base_url:
         _progress(f"using the server at {redact_url(args.base_url)} ({args.provider} protocol)")
-        client = _server_client(args.provider, args.base_url, args.model, os.environ.get(key))
+        client = server_client(args.provider, args.base_url, args.model, os.environ.get(key))
         response = asyncio.run(_run_extract(client, text, output_type, args.stream, args.max_tokens))
     elif not args.local and os.environ.get(key):
         _progress(f"using the hosted {args.provider} API")
