@@ -221,6 +221,18 @@ async def test_a_lone_surrogate_is_refused_by_the_structured_output_layer_before
     assert recorded.requests == []
 
 
+async def test_a_models_answer_with_a_lone_surrogate_is_sent_back_mended_not_refused() -> None:
+    """The model wrote it (its answer, now in the conversation's history): the caller cannot fix it,
+    so the next turn sends it with U+FFFD in place of the surrogate. The caller's own messages are
+    never changed."""
+    recorded = Recorded("chat")
+    answer = ChatMessage("assistant", f"Here you go {LONE}")
+    history = ["Give me an emoji.", answer, "Thanks. Another?"]
+    await recorded.client.get_response(history)
+    assert recorded.sent_messages()[1]["content"] == "Here you go \ufffd"
+    assert answer.text == f"Here you go {LONE}"
+
+
 @pytest.mark.parametrize(
     "make",
     [lambda: ChatMessage("user", 5), lambda: ChatMessage("user", [TextContent("a"), 5]), lambda: TextContent(5)],  # type: ignore[arg-type, list-item]

@@ -23,7 +23,7 @@ from ._protocol import (
 )
 from ._registry import adapter_factory
 from ._responses import ChatResponse, ChatResponseUpdate
-from ._sendable import check_sendable
+from ._sendable import check_sendable, mend_surrogates
 from ._stream import ResponseStream
 
 __all__ = [
@@ -131,6 +131,7 @@ class BaseChatClient(SyncCalls):
         if chat_options.background or chat_options.continuation_token is not None:
             check_background(self, chat_options)
         check_sendable(chat_messages, chat_options)
+        chat_messages = mend_surrogates(chat_messages, roles=("assistant",))  # the model's own text, sent back
         _reject_unhandled_features(chat_options)
         if self.discovery_pending:
             if stream:

@@ -27,8 +27,11 @@ _MAX_DEPTH = 64  # deeper values (a tool result) are the encoder's to refuse
 
 def check_sendable(messages: Sequence[ChatMessage], options: ChatOptions | None = None) -> None:
     """Raise `UserError` for no messages (unless `options` continue a run: that needs none), a
-    blank user message, or a lone surrogate in any message (text, tool calls and results, names)
-    or in the options sent with them (instructions, tools, stop sequences, `extra_body`).
+    blank user message, or a lone surrogate in a message the caller wrote (any role but
+    `assistant`: text, tool calls and results, names) or in the options sent with them
+    (instructions, tools, stop sequences, `extra_body`). An assistant message is a model's answer
+    sent back (a conversation's history): its lone surrogates are the model's, and
+    `mend_surrogates` replaces them instead.
 
     Example: `check_sendable([ChatMessage("user", "  ")])` raises `UserError`.
     """
@@ -47,6 +50,8 @@ def check_sendable(messages: Sequence[ChatMessage], options: ChatOptions | None 
         where = f"message {index} ({message.role})"
         if message.role == "user" and _is_blank(message):
             raise UserError(f"{where} is blank: there is nothing to answer; send a message with text or data")
+        if message.role == "assistant":  # a model's answer sent back: mended (`mend_surrogates`), not refused
+            continue
         found = lone_surrogate_in([message.author_name, *message.contents])
         if found is not None:
             raise UserError(_surrogate_message(where, found))
@@ -74,14 +79,18 @@ def lone_surrogate_in(value: Any, depth: int = 0) -> str | None:
     return None
 
 
-def mend_surrogates(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+def mend_surrogates(messages: Sequence[ChatMessage], *, roles: tuple[str, ...] | None = None) -> list[ChatMessage]:
     """`messages` with every lone surrogate replaced by U+FFFD, for text the library sends back
     itself (a model's answer in a re-ask): the model wrote it, the caller cannot fix it. Messages
-    that change are new ones; the given ones are never changed.
+    that change are new ones; the given ones are never changed. `roles` limits it to messages of
+    those roles (the adapters mend `("assistant",)`: a conversation's history of answers).
 
     Example: `mend_surrogates([ChatMessage("assistant", "a\ud83d")])[0].text == "a\ufffd"`.
     """
-    return [_mended(m) if lone_surrogate_in([m.author_name, *m.contents]) else m for m in messages]
+    return [
+        _mended(m) if (roles is None or m.role in roles) and lone_surrogate_in([m.author_name, *m.contents]) else m
+        for m in messages
+    ]
 
 
 def _mended(message: ChatMessage) -> ChatMessage:
