@@ -60,6 +60,7 @@ class GatewayConfig:
     max_connections: int = 400  # open client connections; one more is answered 503 and closed
     header_timeout: float = 10.0  # seconds to send a request's headers, from connecting or the previous answer
     body_timeout: float = 60.0  # seconds to send a request's body, once its headers are in (then 408)
+    run_lease: float = 10.0  # PostgreSQL store: seconds a background run outlives its process's last heartbeat
 
     def __post_init__(self) -> None:
         """Refuse, at construction, what would open the gateway or refuse every request."""
@@ -73,7 +74,7 @@ class GatewayConfig:
             if key != key.strip():  # HTTP strips a header's surrounding spaces: this key could never match
                 raise UserError(f"API key {number} of {len(self.api_keys)} starts or ends with whitespace")
         for name in ("max_body_bytes", "max_connections", "max_attempts", "header_timeout", "body_timeout",
-                     "max_background_runs"):  # fmt: skip
+                     "max_background_runs", "run_lease"):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise UserError(f"{name} must be a positive number, got {value!r}")
@@ -106,7 +107,7 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
         uvicorn.run(app, host="127.0.0.1", port=8000)
     """
     sdk, chain = backend_client(config)
-    gateway = Gateway(config, sdk, chain, store or open_store(config.store))
+    gateway = Gateway(config, sdk, chain, store or open_store(config.store, lease=config.run_lease))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

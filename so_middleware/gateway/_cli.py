@@ -55,6 +55,9 @@ def parser() -> argparse.ArgumentParser:
                    help="background runs calling the backend at once; more wait queued (default: %(default)s)")  # fmt: skip
     p.add_argument("--max-queued-runs", type=_whole, default=64,
                    help="background runs waiting for a slot; past both, a 429 with retry-after (default: %(default)s)")  # fmt: skip
+    p.add_argument("--run-lease", type=_positive(float), default=10.0,
+                   help="with a postgresql:// store: seconds after its process was last heard from that "
+                        "another gateway fails a background run (default: %(default)s)")  # fmt: skip
     p.add_argument("--validate", action="store_true",
                    help="validate json_schema output and re-ask on failure (beyond the passthrough spec)")  # fmt: skip
     return p
@@ -123,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                validate=args.validate, max_body_bytes=args.max_body_bytes,
                                max_connections=args.max_connections, header_timeout=args.header_timeout,
                                body_timeout=args.body_timeout, max_background_runs=args.max_background_runs,
-                               max_queued_runs=args.max_queued_runs)  # fmt: skip
+                               max_queued_runs=args.max_queued_runs, run_lease=args.run_lease)  # fmt: skip
     except UserError as error:
         options.error(str(error))
 

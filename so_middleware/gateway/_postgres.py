@@ -1,60 +1,92 @@
 """`PostgresStore`: stored responses in PostgreSQL, through psycopg 3's async connection pool.
 
-Several gateway processes given the same URL share their stored responses, which is how the
-gateway scales out behind a load balancer. Needs `pip install "so-middleware[gateway]"`.
+Several gateway processes given the same URL share their stored responses and their background
+runs (`shared_runs`, in `_pg_runs`): any of them polls, resumes, cancels or deletes a run another
+one is running, which is how the gateway scales out behind a load balancer. Needs
+`pip install "so-middleware[gateway]"`.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from psycopg.types.json import Json
 from psycopg_pool import AsyncConnectionPool
 
+from ._pg_runs import CHANNEL, EVENTS_TABLE, PostgresRuns
+from ._runs import TERMINAL
 from ._store import StoredResponse
 
-__all__ = ["PostgresStore"]
+__all__ = ["DEFAULT_LEASE", "PostgresStore"]
 
+DEFAULT_LEASE = 10.0  # seconds a run stays `in_progress` after its process was last heard from
 # JSON keeps key order (JSONB would not); owner: the SHA-256 of the client key that made the response
 _SCHEMA = """CREATE TABLE IF NOT EXISTS so_middleware_responses (
     id TEXT PRIMARY KEY, response JSON NOT NULL, input_items JSON NOT NULL, owner TEXT)"""
-# A table made before owners were recorded gets the column; its rows stay NULL: anyone's, as they were.
-_MIGRATE = "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS owner TEXT"
-_BY_ID = "id = %s"
-_BY_ID_AND_OWNER = "id = %s AND (owner = %s OR owner IS NULL)"  # with an owner: its rows, and the ownerless
+# Columns added to tables made before: their rows stay as they were (owner NULL: anyone's).
+# deleted: a tombstone, so a run still going elsewhere cannot store the response again;
+# runner/lease_until: the process running an unfinished run, and until when it is trusted to.
+_MIGRATE = [
+    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS owner TEXT",
+    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS deleted BOOLEAN NOT NULL DEFAULT false",
+    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS runner TEXT",
+    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ",
+    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false",
+]
+_BY_ID = "id = %s AND NOT deleted"
+_BY_ID_AND_OWNER = _BY_ID + " AND (owner = %s OR owner IS NULL)"  # with an owner: its rows, and the ownerless
+# A save lands unless the response was deleted, or another process took the run over (its lease ran out).
+_PUT = """INSERT INTO so_middleware_responses (id, response, input_items, owner, runner, lease_until)
+    VALUES (%s, %s, %s, %s, %s, now() + make_interval(secs => %s))
+    ON CONFLICT (id) DO UPDATE SET response = EXCLUDED.response, input_items = EXCLUDED.input_items,
+        owner = EXCLUDED.owner, runner = EXCLUDED.runner, lease_until = EXCLUDED.lease_until
+    WHERE NOT so_middleware_responses.deleted
+        AND (so_middleware_responses.runner IS NULL OR so_middleware_responses.runner = EXCLUDED.runner)"""
 
 
 class PostgresStore:
-    """Responses in a PostgreSQL table (`so_middleware_responses`, created when missing).
+    """Responses in a PostgreSQL table (`so_middleware_responses`, created when missing), and the
+    events of background runs (`so_middleware_events`), shared by every process given the same URL.
+
+    A process renews the lease of each run it is running every `lease / 3` seconds; a run whose
+    lease ran out (its process died) is ended `failed` by another process (or the next one to start).
 
     Example:
         store = PostgresStore("postgresql://gateway@db.internal/gateway")
     """
 
-    def __init__(self, url: str, *, max_connections: int = 10) -> None:
-        self.url = url
+    def __init__(self, url: str, *, max_connections: int = 10, lease: float = DEFAULT_LEASE) -> None:
+        if not lease > 0:
+            raise ValueError(f"lease must be a positive number of seconds, got {lease!r}")
+        self.url, self.lease = url, lease
         self._pool = AsyncConnectionPool(url, min_size=1, max_size=max_connections, open=False)
+        self.shared_runs = PostgresRuns(url, self._pool, uuid.uuid4().hex, lease)
 
     async def open(self) -> None:
-        """Open the pool and create the table."""
+        """Open the pool, create or update the tables, and start sharing runs."""
         await self._pool.open(wait=True, timeout=30)
         async with self._pool.connection() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock(7301)")  # two processes starting at once
             await conn.execute(_SCHEMA)
-            await conn.execute(_MIGRATE)
+            for statement in _MIGRATE:
+                await conn.execute(statement)
+            await conn.execute(EVENTS_TABLE)
+        await self.shared_runs.start()
 
     async def close(self) -> None:
-        """Close the pool."""
+        """Stop sharing runs and close the pool."""
+        await self.shared_runs.stop()
         await self._pool.close()
 
     async def put(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str | None = None) -> None:
-        """Insert or replace."""
+        """Insert or replace (an unfinished run gets a lease), unless it was deleted meanwhile."""
+        lease = None if response.get("status") in TERMINAL else self.lease
         async with self._pool.connection() as conn:
-            await conn.execute(
-                "INSERT INTO so_middleware_responses (id, response, input_items, owner) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (id) DO UPDATE SET response = EXCLUDED.response, input_items = EXCLUDED.input_items, "
-                "owner = EXCLUDED.owner",
-                (response["id"], Json(response), Json(input_items), owner),
-            )
+            await conn.execute(_PUT, (response["id"], Json(response), Json(input_items), owner,
+                                      self.shared_runs.node, lease))  # fmt: skip
+            if response.get("background"):  # followers and cancellers elsewhere wait on its status
+                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"saved {response['id']}"))
 
     async def get(self, response_id: str, owner: str | None = None) -> StoredResponse | None:
         """The stored response, or None."""
@@ -68,11 +100,17 @@ class PostgresStore:
         return StoredResponse(row[0], row[1]) if row else None
 
     async def delete(self, response_id: str, owner: str | None = None) -> bool:
-        """Remove it; False when there was none."""
-        delete = "DELETE FROM so_middleware_responses WHERE "
+        """Remove it and its events, leaving a tombstone (a later save of a run still going is refused);
+        the process running it is told to stop. False when there was none."""
+        delete = ("UPDATE so_middleware_responses SET deleted = true, response = '{}', input_items = '[]', "
+                  "lease_until = NULL WHERE ")  # fmt: skip
         async with self._pool.connection() as conn:
             if owner is None:
                 cursor = await conn.execute(delete + _BY_ID, (response_id,))
             else:
                 cursor = await conn.execute(delete + _BY_ID_AND_OWNER, (response_id, owner))
-            return cursor.rowcount > 0
+            if cursor.rowcount == 0:
+                return False
+            await conn.execute("DELETE FROM so_middleware_events WHERE response_id = %s", (response_id,))
+            await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"delete {response_id}"))
+        return True

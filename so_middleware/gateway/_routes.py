@@ -16,6 +16,7 @@ from ._items import to_messages
 from ._request import parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, Run, Runs
+from ._shared import shared_runs
 from ._store import ResponseStore
 from ._telemetry import server_span
 from ._watch import event_stream, unless_disconnected
@@ -32,6 +33,9 @@ class Gateway:
     def __init__(self, config: GatewayConfig, sdk: AsyncOpenAI, client: ChatClient, store: ResponseStore) -> None:
         self.config, self.sdk, self.client, self.store = config, sdk, client, store
         self.runs = Runs(config.max_background_runs, config.max_queued_runs)
+        self.shared = shared_runs(store)  # other processes on the same store see, cancel and delete our runs
+        if self.shared is not None:
+            self.shared.attach(self.runs.live, self._stop_run)
 
     async def health(self, request: Request) -> Response:
         """`GET /health`: the gateway is up (the backend is not asked), and says what it is, so
@@ -58,7 +62,7 @@ class Gateway:
         history = history + parsed.input_items
         status = "queued" if parsed.background else "in_progress"
         run = Run(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), to_messages(history),
-                  history, self.store, self.config.validate, owner)  # fmt: skip
+                  history, self.store, self.config.validate, owner, self.shared if parsed.background else None)  # fmt: skip
         events = server_span(self.config.tracer_provider, "POST /v1/responses").wrap(run.events())
         if parsed.background:
             self.runs.admit(run)  # a 429 when the queue is full
@@ -84,15 +88,17 @@ class Gateway:
             after = _int_param(request.query_params.get("starting_after", "-1"), "starting_after")
             if after < 0 and "starting_after" in request.query_params:  # -3 would slice from the end
                 raise BadRequest(f"starting_after must be a sequence number (>= 0), got {after}", "starting_after")
-            if run is None:
-                raise BadRequest(f"Response '{response_id}' has no event stream on this gateway.", "stream", 404)
-            return event_stream(run, run.follow(after))
-        if run is not None:
+            if run is not None:
+                return event_stream(run, run.follow(after))
+            if self.shared is not None and await self._background(response_id, owner):  # run by another process
+                return event_stream(None, self.shared.follow(response_id, after))
+            raise BadRequest(f"Response '{response_id}' has no event stream on this gateway.", "stream", 404)
+        if run is not None and self.shared is None:
             return JSONResponse(run.response)
-        stored = await self.store.get(response_id, owner)
+        stored = await self.store.get(response_id, owner)  # shared: deleted elsewhere a moment ago is gone
         if stored is None:
             return _not_found(response_id)
-        return JSONResponse(stored.response)
+        return JSONResponse(run.response if run is not None else stored.response)
 
     async def delete(self, request: Request) -> Response:
         """`DELETE /v1/responses/{id}`."""
@@ -121,7 +127,12 @@ class Gateway:
                 400, "Only responses created with background=true can be cancelled.", param="response_id"
             )
         if stored.response["status"] not in TERMINAL:
-            return error_response(409, "This response runs on another gateway process; cancel it there.")
+            if self.shared is None:
+                return error_response(409, "This response runs on another gateway process; cancel it there.")
+            await self.shared.cancel(response_id)  # its process stops it (or it ended, its lease run out)
+            stored = await self.store.get(response_id, owner)
+            if stored is None:  # deleted meanwhile
+                return _not_found(response_id)
         return JSONResponse(stored.response)
 
     async def input_items(self, request: Request) -> Response:
@@ -139,6 +150,18 @@ class Gateway:
             "object": "list", "data": page, "has_more": len(items) > len(page),
             "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None,
         })  # fmt: skip
+
+    async def _background(self, response_id: str, owner: str) -> bool:
+        stored = await self.store.get(response_id, owner)
+        return stored is not None and bool(stored.response.get("background"))
+
+    async def _stop_run(self, response_id: str, deleted: bool) -> None:
+        """Another process cancelled or deleted a run of ours: stop it (a deleted one is forgotten)."""
+        run = self.runs.get(response_id)
+        if run is not None:
+            await run.cancel()
+        if deleted:
+            self.runs.forget(response_id)
 
     def _run(self, response_id: str, owner: str) -> Run | None:
         """The live run with this id, unless another key made it (then, as for any stranger, none)."""

@@ -3,7 +3,8 @@
 A `Run` opens the backend stream first (so an error the backend answers at once is forwarded
 with its status, streaming or not), then turns updates into Responses events. Its events are
 kept, so a background run's stream can be resumed from any sequence number; stopping the
-iteration (a client gone, a cancel) closes the backend stream.
+iteration (a client gone, a cancel) closes the backend stream. With a store that several processes
+share, a background run's events are shared too (`SharedRuns`), so any process can resume it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from so_middleware import ChatClient, ChatMessage, ChatResponseUpdate, Structure
 from ._errors import BadRequest
 from ._output import ResponseWriter
 from ._request import GatewayRequest
+from ._shared import SharedRuns
 from ._store import ResponseStore
 
 __all__ = ["RETRY_AFTER", "SHUTTING_DOWN", "Run", "Runs"]
@@ -43,6 +45,7 @@ class Run:
         store: ResponseStore,
         validate: bool = False,
         owner: str | None = None,
+        shared: SharedRuns | None = None,
     ) -> None:
         self.client, self.request, self.messages, self.history = client, request, messages, history
         self.store, self.validate = store, validate
@@ -53,6 +56,9 @@ class Run:
         self.error: Exception | None = None
         self.published = 0  # events before this index are visible to followers (the stored state is saved)
         self.finished = False
+        self.shared = shared  # a background run's events go there too, for followers on other processes
+        self._shared_up_to = 0
+        self._sharing = asyncio.Lock()
 
     @property
     def response(self) -> dict[str, Any]:
@@ -82,6 +88,7 @@ class Run:
             events = self.writer.finish(error=f"{type(error).__name__}: {error}")
         finally:
             await updates.aclose()
+        await self.share()  # before the status its followers elsewhere end on
         await self.save()
         for event in events:
             yield await self._publish(event)
@@ -104,9 +111,20 @@ class Run:
             await stream.aclose()
 
     async def _publish(self, event: dict[str, Any]) -> dict[str, Any]:
+        await self.share()  # the batch `event` came in, all at once
         self.published = event["sequence_number"] + 1
         await self.notify()
         return event
+
+    async def share(self) -> None:
+        """Hand the events not shared yet to the other processes, in order, each once."""
+        if self.shared is None or self._shared_up_to == len(self.writer.events):
+            return
+        async with self._sharing:  # a shutdown's `error` event must not overtake the run's own
+            new = self.writer.events[self._shared_up_to :]
+            if new:
+                await self.shared.append(self.response["id"], new)
+                self._shared_up_to += len(new)
 
     async def notify(self) -> None:
         """Wake the followers of this run."""
@@ -147,6 +165,7 @@ class Run:
             self.error = error
             if self.request.background:  # nobody waits on the HTTP answer: the response fails
                 self.writer.finish(error=f"{type(error).__name__}: {error}")
+                await self.share()
                 await self.save()
         finally:
             self.finished = True
@@ -196,6 +215,7 @@ class Run:
             self.writer.finish(error=SHUTTING_DOWN)
         self.published = len(self.writer.events)
         await self.stop()
+        await self.share()
         await self.save()
         self.finished = True
         await self.notify()
@@ -216,6 +236,10 @@ class Runs:
     def get(self, response_id: str) -> Run | None:
         """The live run with this id, if this process runs it."""
         return self._runs.get(response_id)
+
+    def live(self) -> list[str]:
+        """The ids of the runs not finished yet (queued or running)."""
+        return [key for key, run in self._runs.items() if not run.finished]
 
     def admit(self, run: Run) -> None:
         """Count `run` in (before it is first stored); a 429 with `retry-after` when the queue is full."""

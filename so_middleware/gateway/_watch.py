@@ -53,13 +53,14 @@ async def _disconnect(receive: Receive) -> None:
 
 
 def event_stream(
-    run: Run, batches: AsyncIterator[list[dict[str, Any]]], on_close: Callable[[], Awaitable[None]] | None = None
+    run: Run | None, batches: AsyncIterator[list[dict[str, Any]]], on_close: Callable[[], Awaitable[None]] | None = None
 ) -> EventSourceResponse:
-    """The SSE response for a run's event batches; `on_close` runs when the stream ends for any reason."""
+    """The SSE response for a run's event batches (`run` None: one running on another process, whose
+    stream is cut when this server stops); `on_close` runs when the stream ends for any reason."""
     shutdown = anyio.Event()
 
     async def frames() -> AsyncIterator[bytes]:
-        ender = asyncio.ensure_future(_end_on_shutdown(run, shutdown))
+        ender = asyncio.ensure_future(_end_on_shutdown(run, shutdown) if run else shutdown.wait())
         try:
             async for batch in batches:
                 yield "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in batch).encode()

@@ -150,13 +150,12 @@ def test_two_gateway_processes_share_postgres(postgres_url: str, fake_backend: A
         b.responses.delete(first.id)
         with pytest.raises(openai.NotFoundError):
             a.responses.retrieve(first.id)
-        # a background run belongs to the process running it; the other one sees its status
+        # a background run is cancelled on the process running it; the other one sees its status
+        # (cancelling, resuming and deleting it from the other one: test_gateway_replicas.py)
         backend.chunk_delay, backend.pieces = 0.1, 100
         running = a.responses.create(model="m", input="hi", background=True)
         while b.responses.retrieve(running.id).status == "queued":
             time.sleep(0.05)
-        with pytest.raises(openai.ConflictError):
-            b.responses.cancel(running.id)
         assert a.responses.cancel(running.id).status == "cancelled"
         assert b.responses.retrieve(running.id).status == "cancelled"
         a.close()
