@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -42,7 +42,7 @@ _LOST = "the gateway process running this response stopped (its lease ran out) b
 class PostgresRuns:
     """The shared side of background runs for one process (`node`) of a `PostgresStore`."""
 
-    def __init__(self, url: str, pool: AsyncConnectionPool, node: str, lease: float) -> None:
+    def __init__(self, url: str, pool: AsyncConnectionPool[Any], node: str, lease: float) -> None:
         self.url, self.node, self.lease = url, node, lease
         self._pool = pool
         self._waiters: dict[str, set[asyncio.Event]] = {}
@@ -89,7 +89,7 @@ class PostgresRuns:
                 if ended:
                     return
                 if not ready:
-                    with contextlib.suppress(TimeoutError):
+                    with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(woken.wait(), POLL)
 
     async def cancel(self, response_id: str) -> None:
@@ -111,7 +111,7 @@ class PostgresRuns:
                 if row[0]:
                     await self.end_expired(response_id)
                     continue
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(woken.wait(), POLL)
 
     async def end_expired(self, response_id: str | None = None) -> None:
@@ -151,7 +151,7 @@ class PostgresRuns:
             return (row[0] if row else None), [event for (event,) in await cursor.fetchall()]
 
     @contextlib.contextmanager
-    def _woken_by(self, response_id: str) -> Any:
+    def _woken_by(self, response_id: str) -> Iterator[asyncio.Event]:
         """An event set by every NOTIFY about this response while the block runs."""
         woken = asyncio.Event()
         self._waiters.setdefault(response_id, set()).add(woken)

@@ -27,13 +27,10 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS so_middleware_responses (
 # Columns added to tables made before: their rows stay as they were (owner NULL: anyone's).
 # deleted: a tombstone, so a run still going elsewhere cannot store the response again;
 # runner/lease_until: the process running an unfinished run, and until when it is trusted to.
-_MIGRATE = [
-    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS owner TEXT",
-    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS deleted BOOLEAN NOT NULL DEFAULT false",
-    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS runner TEXT",
-    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ",
-    "ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false",
-]
+_MIGRATE = """ALTER TABLE so_middleware_responses ADD COLUMN IF NOT EXISTS owner TEXT,
+    ADD COLUMN IF NOT EXISTS deleted BOOLEAN NOT NULL DEFAULT false, ADD COLUMN IF NOT EXISTS runner TEXT,
+    ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ,
+    ADD COLUMN IF NOT EXISTS cancel_requested BOOLEAN NOT NULL DEFAULT false"""
 _BY_ID = "id = %s AND NOT deleted"
 _BY_ID_AND_OWNER = _BY_ID + " AND (owner = %s OR owner IS NULL)"  # with an owner: its rows, and the ownerless
 # A save lands unless the response was deleted, or another process took the run over (its lease ran out).
@@ -69,8 +66,7 @@ class PostgresStore:
         async with self._pool.connection() as conn:
             await conn.execute("SELECT pg_advisory_xact_lock(7301)")  # two processes starting at once
             await conn.execute(_SCHEMA)
-            for statement in _MIGRATE:
-                await conn.execute(statement)
+            await conn.execute(_MIGRATE)
             await conn.execute(EVENTS_TABLE)
         await self.shared_runs.start()
 

@@ -157,3 +157,20 @@ def test_a_delete_wins_over_a_later_save_from_another_process(postgres_url: str)
             await deleting.close()
 
     anyio.run(scenario)
+
+
+def test_the_documented_lease_reaches_the_store_and_a_lease_of_zero_is_refused() -> None:
+    from so_middleware import UserError
+    from so_middleware.gateway import GatewayConfig, create_app
+    from so_middleware.gateway._cli import parser
+    from so_middleware.gateway._postgres import PostgresStore
+
+    assert parser().parse_args([]).run_lease == 10.0  # docs/how-to/gateway.md: "`--run-lease` | 10 s"
+    assert GatewayConfig(backend_url="x").run_lease == 10.0 == PostgresStore("postgresql://db/gw").lease
+    assert parser().parse_args(["--run-lease", "2.5"]).run_lease == 2.5
+    app = create_app(GatewayConfig(backend_url="http://127.0.0.1:9/v1", store="postgresql://db/gw", run_lease=2.5))
+    assert app.state.gateway.store.lease == 2.5
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--run-lease", "0"])
+    with pytest.raises(UserError, match="run_lease"):
+        GatewayConfig(backend_url="x", run_lease=0)
