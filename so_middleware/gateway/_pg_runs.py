@@ -92,9 +92,11 @@ class PostgresRuns:
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(woken.wait(), POLL)
 
-    async def cancel(self, response_id: str) -> None:
+    async def cancel(self, response_id: str) -> bool:
         """Mark the run to be cancelled and tell its process; wait until it is no longer running,
-        ending it here once its lease has run out (at most about one lease)."""
+        ending it here once its lease has run out. False when it still runs after two leases (its
+        process renews the lease but does not stop it)."""
+        deadline = asyncio.get_running_loop().time() + 2 * self.lease
         with self._woken_by(response_id) as woken:
             async with self._pool.connection() as conn:
                 await conn.execute("UPDATE so_middleware_responses SET cancel_requested = true WHERE id = %s",
@@ -107,12 +109,15 @@ class PostgresRuns:
                                                 f"so_middleware_responses WHERE id = %s AND {_UNFINISHED}", (response_id,))  # fmt: skip
                     row = await cursor.fetchone()
                 if row is None:  # ended (cancelled by its process), or deleted
-                    return
+                    return True
                 if row[0]:
                     await self.end_expired(response_id)
                     continue
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    return False
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(woken.wait(), POLL)
+                    await asyncio.wait_for(woken.wait(), min(POLL, left))
 
     async def end_expired(self, response_id: str | None = None) -> None:
         """End the unfinished runs whose lease ran out (or the one with this id, if it did): `failed`

@@ -129,7 +129,9 @@ class Gateway:
         if stored.response["status"] not in TERMINAL:
             if self.shared is None:
                 return error_response(409, "This response runs on another gateway process; cancel it there.")
-            await self.shared.cancel(response_id)  # its process stops it (or it ended, its lease run out)
+            if not await self.shared.cancel(response_id):  # its process stops it, or its lease runs out
+                return error_response(409, "The gateway process running this response did not stop it in time; "
+                                      "retry the cancel.")  # fmt: skip
             stored = await self.store.get(response_id, owner)
             if stored is None:  # deleted meanwhile
                 return _not_found(response_id)

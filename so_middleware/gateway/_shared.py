@@ -36,9 +36,11 @@ class SharedRuns(Protocol):
         """The run's events after sequence number `after`, then live until it ends (or is deleted)."""
         ...
 
-    async def cancel(self, response_id: str) -> None:
-        """Ask the process running it to cancel it; return once it is no longer running (that
-        process stopped it, or its lease ran out and the run was ended here)."""
+    async def cancel(self, response_id: str) -> bool:
+        """Ask the process running it to cancel it; True once it is no longer running (that process
+        stopped it, or its lease ran out and the run was ended here), False if it still runs after a
+        bounded wait."""
+        ...
 
 
 def shared_runs(store: ResponseStore) -> SharedRuns | None:

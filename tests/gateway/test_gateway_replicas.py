@@ -174,3 +174,34 @@ def test_the_documented_lease_reaches_the_store_and_a_lease_of_zero_is_refused()
         parser().parse_args(["--run-lease", "0"])
     with pytest.raises(UserError, match="run_lease"):
         GatewayConfig(backend_url="x", run_lease=0)
+
+
+def test_a_cancel_ends_a_dead_processs_run_cancelled_and_waits_a_bounded_time_for_a_live_one(postgres_url: str) -> None:
+    from so_middleware.gateway._postgres import PostgresStore
+
+    async def scenario() -> None:
+        stuck, gone = "resp_run_never_stopped", "resp_run_of_a_dead_process"
+        running, dead, asking = (PostgresStore(postgres_url, lease=1.5) for _ in range(3))
+        told: list[str] = []
+
+        async def ignore(response_id: str, deleted: bool) -> None:  # a process that renews but never stops
+            told.append(response_id)
+
+        running.shared_runs.attach(lambda: [stuck], ignore)
+        for store in (running, dead, asking):
+            await store.open()
+        try:
+            await running.put({"id": stuck, "status": "in_progress", "background": True}, [])
+            await dead.put({"id": gone, "status": "in_progress", "background": True}, [])  # never renewed
+            assert await asking.shared_runs.cancel(gone) is True  # once its lease ran out
+            stored = await asking.get(gone)
+            assert stored is not None and stored.response["status"] == "cancelled"  # asked for: not `failed`
+            assert await asking.shared_runs.cancel(stuck) is False  # after two leases
+            assert told and set(told) == {stuck}
+            stored = await asking.get(stuck)
+            assert stored is not None and stored.response["status"] == "in_progress"
+        finally:
+            for store in (running, dead, asking):
+                await store.close()
+
+    anyio.run(scenario)
