@@ -53,11 +53,11 @@ def replicas(postgres_url: str, fake_backend: Any) -> Iterator[Callable[..., Rep
     processes: list[subprocess.Popen[bytes]] = []
     clients: list[openai.OpenAI] = []
 
-    def start(*options: str) -> Replicas:
+    def start(*options: str, api_key: str = "none") -> Replicas:
         for _ in range(2):
             process, url = _start(backend_server.base_url, postgres_url, options)
             processes.append(process)
-            clients.append(openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=WAIT))
+            clients.append(openai.OpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=WAIT))
         return clients[0], clients[1], processes
 
     yield start
@@ -122,6 +122,24 @@ def test_a_run_on_one_replica_deleted_on_the_other_stays_deleted(replicas: Any, 
             client.responses.retrieve(running.id)
         with pytest.raises(openai.NotFoundError):
             client.responses.retrieve(running.id, stream=True)
+
+
+def test_another_key_cannot_follow_cancel_or_delete_a_run_through_the_other_replica(
+    replicas: Any, fake_backend: Any
+) -> None:
+    backend, _ = fake_backend
+    a, b, _ = replicas("--api-key", "key-one", "--api-key", "key-two", api_key="key-one")
+    running = running_background(a, backend)
+    stranger = openai.OpenAI(base_url=str(b.base_url), api_key="key-two", max_retries=0, timeout=WAIT)
+    with pytest.raises(openai.NotFoundError):
+        stranger.responses.retrieve(running.id, stream=True)
+    with pytest.raises(openai.NotFoundError):
+        stranger.responses.cancel(running.id)
+    with pytest.raises(openai.NotFoundError):
+        stranger.responses.delete(running.id)
+    stranger.close()
+    assert b.responses.retrieve(running.id).status == "in_progress"  # untouched: its own key still sees it run
+    assert b.responses.cancel(running.id).status == "cancelled"
 
 
 def test_a_killed_replicas_run_is_failed_by_the_survivor_within_the_lease(replicas: Any, fake_backend: Any) -> None:
