@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any, Literal, Protocol, TypeVar, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 import wrapt
 
@@ -26,7 +26,16 @@ from ..core import (
 )
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
-__all__ = ["Agent", "AgentStream", "AgentThread", "ChatAgent", "DelegatingAgent", "TypedAgentStream"]
+__all__ = [
+    "Agent",
+    "AgentRuns",
+    "AgentStream",
+    "AgentThread",
+    "ChatAgent",
+    "DelegatingAgent",
+    "SyncRuns",
+    "TypedAgentStream",
+]
 
 T = TypeVar("T")
 
@@ -49,49 +58,12 @@ class AgentThread:
 
 @runtime_checkable
 class Agent(Protocol):
-    """What `StructuredOutputAgent` and agent decorators wrap: anything with this `run`."""
+    """What `StructuredOutputAgent` and agent decorators wrap: anything with this `run`.
 
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        stream: bool = False,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[AgentResponse[Any]] | AgentStream: ...
-
-
-class ChatAgent:
-    """An agent over a chat client: instructions, default options, threads, typed runs.
-
-    `run(..., output_type=T)` needs a structured-output layer in the client's stack.
-
-    Example:
-        agent = ChatAgent(with_structured_output(client), name="extractor", instructions="Extract people.")
-        response = await agent.run("Ada Lovelace, 36", output_type=Person)
-        response.value, response.text, response.secondary.attempts
+    The run signature is declared here once: the overloads (what a type checker sees) and the one
+    implementation, which hands the run to the class's `_run` hook. `AgentRuns` is this protocol
+    as a base class; `ChatAgent` and `StructuredOutputAgent` inherit it.
     """
-
-    def __init__(
-        self,
-        client: ChatClient | Any,
-        *,
-        name: str | None = None,
-        instructions: str | None = None,
-        options: OptionsInput = None,
-    ) -> None:
-        self.client = as_chat_client(client)
-        self.name = name
-        self.instructions = instructions
-        self.default_options = ChatOptions.coerce(options)
-
-    def _options(self, options: OptionsInput) -> ChatOptions:
-        merged = ChatOptions.coerce(options).merged_over(self.default_options)
-        if self.instructions and merged.instructions is None:
-            merged = merged.replace(instructions=self.instructions)
-        return merged
 
     @overload
     def run(
@@ -164,17 +136,44 @@ class ChatAgent:
         `output_type=T` types the result as `AgentResponse[T]` (see `ChatClient` for which type
         forms keep their type statically).
         """
-        new_messages = as_messages(input)
-        history = [*(thread.messages if thread else []), *new_messages]
-        chat_options = self._options(options)
-        if continuation_token is not None:
-            history = []  # the server holds the run's conversation
-            chat_options = with_continuation(chat_options, continuation_token)
-        elif not history:
-            raise UserError("nothing to run: give input or a thread with messages")
-        if stream:
-            return self._stream(history, new_messages, thread, chat_options, output_type)
-        return self._respond(history, new_messages, thread, chat_options, output_type)
+        return cast(_Running, self)._run(
+            input,
+            thread=thread,
+            options=options,
+            output_type=output_type,
+            stream=stream,
+            continuation_token=continuation_token,
+        )
+
+
+class _Running(Protocol):
+    """What `Agent.run` calls: the hook of the class that inherits `AgentRuns`."""
+
+    def _run(
+        self,
+        input: MessageInput | None,
+        *,
+        thread: AgentThread | None,
+        options: OptionsInput,
+        output_type: Any,
+        stream: bool,
+        continuation_token: ContinuationToken | str | None,
+    ) -> Awaitable[AgentResponse[Any]] | AgentStream: ...
+
+
+if TYPE_CHECKING:
+    AgentRuns = Agent
+else:
+
+    class AgentRuns:
+        """`Agent`'s typed `run` as a plain base class: a class inherits it and implements `_run`.
+        Plain because wrapt's pure-Python proxy cannot take a `Protocol` among its bases."""
+
+        run = Agent.run
+
+
+class SyncRuns:
+    """`run_sync`, the blocking `run`, declared once for the agents that have a typed `run`."""
 
     @overload
     def run_sync(
@@ -210,8 +209,64 @@ class ChatAgent:
         """Blocking `run` for scripts (raises `UserError` inside a running event loop)."""
         token = continuation_token
         return run_sync(
-            lambda: self.run(input, thread=thread, options=options, output_type=output_type, continuation_token=token)
+            lambda: cast(Agent, self).run(
+                input, thread=thread, options=options, output_type=output_type, continuation_token=token
+            )
         )
+
+
+class ChatAgent(AgentRuns, SyncRuns):
+    """An agent over a chat client: instructions, default options, threads, typed runs.
+
+    `run(..., output_type=T)` needs a structured-output layer in the client's stack.
+
+    Example:
+        agent = ChatAgent(with_structured_output(client), name="extractor", instructions="Extract people.")
+        response = await agent.run("Ada Lovelace, 36", output_type=Person)
+        response.value, response.text, response.secondary.attempts
+    """
+
+    def __init__(
+        self,
+        client: ChatClient | Any,
+        *,
+        name: str | None = None,
+        instructions: str | None = None,
+        options: OptionsInput = None,
+    ) -> None:
+        self.client = as_chat_client(client)
+        self.name = name
+        self.instructions = instructions
+        self.default_options = ChatOptions.coerce(options)
+
+    def _options(self, options: OptionsInput) -> ChatOptions:
+        merged = ChatOptions.coerce(options).merged_over(self.default_options)
+        if self.instructions and merged.instructions is None:
+            merged = merged.replace(instructions=self.instructions)
+        return merged
+
+    def _run(
+        self,
+        input: MessageInput | None,
+        *,
+        thread: AgentThread | None,
+        options: OptionsInput,
+        output_type: Any,
+        stream: bool,
+        continuation_token: ContinuationToken | str | None,
+    ) -> Awaitable[AgentResponse[Any]] | AgentStream:
+        """`run`'s work (its signature is `Agent`'s)."""
+        new_messages = as_messages(input)
+        history = [*(thread.messages if thread else []), *new_messages]
+        chat_options = self._options(options)
+        if continuation_token is not None:
+            history = []  # the server holds the run's conversation
+            chat_options = with_continuation(chat_options, continuation_token)
+        elif not history:
+            raise UserError("nothing to run: give input or a thread with messages")
+        if stream:
+            return self._stream(history, new_messages, thread, chat_options, output_type)
+        return self._respond(history, new_messages, thread, chat_options, output_type)
 
     def _span(self) -> contextlib.AbstractContextManager[Any]:
         spans = getattr(self.client, "get_service", lambda kind: None)(AgentSpans)  # the telemetry layer, if any

@@ -23,7 +23,8 @@ __all__ = [
     "ChatCalls",
     "ChatClient",
     "ChatStream",
-    "SyncCalls", "SyncChatStream",
+    "SyncCalls",
+    "SyncChatStream",
     "TypedChatStream",
     "TypedSyncChatStream",
 ]
