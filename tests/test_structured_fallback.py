@@ -285,7 +285,7 @@ def test_explicit_strict_on_an_open_type_is_refused_with_todays_message() -> Non
     with pytest.raises(UserError, match="strict=False"):
         StructuredOutput(dict[str, int], strict=True)
     with pytest.raises(UserError, match="strict"):
-        StructuredOutput(Person, strict="yes")  # type: ignore[arg-type]
+        StructuredOutput(Person, strict="yes")  # type: ignore[call-overload]
 
 
 async def test_open_type_on_anthropic_dialect_skips_native_and_tool() -> None:
@@ -355,7 +355,7 @@ async def test_a_clients_strategies_are_its_own() -> None:
     with pytest.raises(UserError, match="unknown mode 'regex'"):
         await with_structured_output(plain).get_response(
             "x",
-            options={"features": [StructuredOutput(Person, mode="regex")]},  # type: ignore[arg-type]
+            options={"features": [StructuredOutput(Person, mode="regex")]},  # type: ignore[call-overload]
         )
 
 

@@ -154,11 +154,11 @@ async def test_both_feature_and_output_type_is_an_error() -> None:
     [
         (lambda: StructuredOutput(lambda: 1), "lambda|function|type"),
         (lambda: StructuredOutput(), "exactly one"),
-        (lambda: StructuredOutput(int, mode=""), "mode"),
+        (lambda: StructuredOutput(int, mode=""), "mode"),  # type: ignore[call-overload]
         (lambda: StructuredOutput(int, max_retries=-1), "max_retries"),
-        (lambda: StructuredOutput(int, name=5), "name must be a non-empty string"),  # type: ignore[arg-type]
+        (lambda: StructuredOutput(int, name=5), "name must be a non-empty string"),  # type: ignore[call-overload]
         (lambda: StructuredOutput(int, name=" "), "name must be a non-empty string"),
-        (lambda: StructuredOutput(int, description=5), "description must be a string"),  # type: ignore[arg-type]
+        (lambda: StructuredOutput(int, description=5), "description must be a string"),  # type: ignore[call-overload]
     ],
 )
 def test_bad_feature_fails_at_construction(make: Any, match: str) -> None:
@@ -177,7 +177,7 @@ async def test_a_feature_naming_a_mode_the_client_lacks_fails_before_any_call(st
     when its run starts, before the model is called."""
     fake = FakeChatClient("{}")
     client = with_structured_output(fake)
-    feature = StructuredOutput(int, mode="magic")  # type: ignore[arg-type]
+    feature = StructuredOutput(int, mode="magic")  # type: ignore[call-overload]
     with pytest.raises(UserError, match="unknown mode 'magic'; expected one of auto, native, tool"):
         await get(client, stream, "x", options={"features": [feature]})
     assert fake.calls == []
