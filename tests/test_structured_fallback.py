@@ -19,7 +19,16 @@ from so_middleware import (
     UsageDetails,
     UserError,
 )
-from so_middleware.middleware.strategies import STRATEGIES, Plan, Strategy, Target, register
+from so_middleware.middleware.strategies import (
+    DEFAULT_STRATEGIES,
+    STRATEGIES,
+    Plan,
+    Strategy,
+    Target,
+    register,
+    with_strategy,
+)
+from so_middleware.middleware.strategies.prompted import Prompted
 from so_middleware.middleware.structured_output import StructuredOutput, with_structured_output
 from so_middleware.testing import FakeChatClient, Reply
 
@@ -276,7 +285,7 @@ def test_explicit_strict_on_an_open_type_is_refused_with_todays_message() -> Non
     with pytest.raises(UserError, match="strict=False"):
         StructuredOutput(dict[str, int], strict=True)
     with pytest.raises(UserError, match="strict"):
-        StructuredOutput(Person, strict="yes")  # type: ignore[arg-type]
+        StructuredOutput(Person, strict="yes")  # type: ignore[call-overload]
 
 
 async def test_open_type_on_anthropic_dialect_skips_native_and_tool() -> None:
@@ -319,32 +328,73 @@ class Regex(Strategy):
         return Plan(self, list(messages), options.replace(extra_body={"regex": r"\{.*\}"}))
 
 
-@pytest.fixture
-def regex_strategy() -> Any:
-    saved = dict(STRATEGIES)
-    register(Regex(), before="tool")
-    yield
-    STRATEGIES.clear()
-    STRATEGIES.update(saved)
+REGEX_FIRST = with_strategy(DEFAULT_STRATEGIES, Regex(), before="tool")
 
 
-@pytest.mark.usefixtures("regex_strategy")
-async def test_a_registered_strategy_is_a_mode_and_takes_its_place_in_auto() -> None:
-    assert list(STRATEGIES) == ["native", "regex", "tool", "json_object", "prompted"]
+async def test_a_strategy_in_a_clients_list_is_a_mode_and_takes_its_place_in_auto() -> None:
+    assert [s.name for s in REGEX_FIRST] == ["native", "regex", "tool", "json_object", "prompted"]
     fake = FakeChatClient(VALID, capabilities=PLAIN)
-    response = await with_structured_output(fake, mode="regex").get_response("x", output_type=Person)  # type: ignore[arg-type]
+    client = with_structured_output(fake, mode="regex", strategies=REGEX_FIRST)  # type: ignore[arg-type]
+    response = await client.get_response("x", output_type=Person)
     assert response.value == Person(name="Ada", age=36) and response.attempts[0].strategy == "regex"
     assert fake.calls[0].options.extra_body == {"regex": r"\{.*\}"}
     ignoring = FakeChatClient(["Sure!", VALID], capabilities=EVERYTHING.replace(name="regex-server"))
-    response = await with_structured_output(ignoring).get_response("x", output_type=Person)
+    response = await with_structured_output(ignoring, strategies=REGEX_FIRST).get_response("x", output_type=Person)
     assert [a.strategy for a in response.attempts] == ["native", "regex"]
 
 
-def test_register_checks_its_arguments() -> None:
+async def test_a_clients_strategies_are_its_own() -> None:
+    """One client's list changes no other client: the default list stays as it was."""
+    with_regex = with_structured_output(FakeChatClient(VALID), strategies=REGEX_FIRST)
+    plain = FakeChatClient(VALID, capabilities=EVERYTHING.replace(name="regex-server"))
+    response = await with_structured_output(plain).get_response("x", output_type=Person)
+    assert [a.strategy for a in response.attempts] == ["native"]
+    assert [s.name for s in with_regex.strategies] == ["native", "regex", "tool", "json_object", "prompted"]
+    assert [s.name for s in with_structured_output(plain).strategies] == ["native", "tool", "json_object", "prompted"]
+    assert [s.name for s in DEFAULT_STRATEGIES] == ["native", "tool", "json_object", "prompted"]
+    with pytest.raises(UserError, match="unknown mode 'regex'"):
+        await with_structured_output(plain).get_response(
+            "x",
+            options={"features": [StructuredOutput(Person, mode="regex")]},  # type: ignore[call-overload]
+        )
+
+
+async def test_a_client_with_fewer_strategies_never_tries_the_others() -> None:
+    capable = FakeChatClient(VALID, capabilities=EVERYTHING)  # the default list would start at native
+    client = with_structured_output(capable, strategies=[Prompted()])
+    response = await client.get_response("x", output_type=Person)
+    assert [a.strategy for a in response.attempts] == ["prompted"]
+    assert capable.calls[0].options.response_format is None and not capable.calls[0].options.tools
+    with pytest.raises(UserError, match="unknown mode 'tool'; expected one of auto, prompted"):
+        with_structured_output(capable, mode="tool", strategies=[Prompted()])
+
+
+def test_with_strategy_checks_its_arguments_and_changes_nothing() -> None:
     with pytest.raises(UserError, match="unknown strategy"):
-        register(Regex(), before="nope")
+        with_strategy(DEFAULT_STRATEGIES, Regex(), before="nope")
     with pytest.raises(UserError, match="name"):
-        register(Strategy(), before="tool")
+        with_strategy(DEFAULT_STRATEGIES, Strategy(), before="tool")
+    with pytest.raises(UserError, match="non-empty"):
+        with_structured_output(FakeChatClient(VALID), strategies=[])
+    with pytest.raises(UserError, match="unique"):
+        with_structured_output(FakeChatClient(VALID), strategies=[Prompted(), Prompted()])
+    assert [s.name for s in DEFAULT_STRATEGIES] == ["native", "tool", "json_object", "prompted"]
+
+
+def test_register_is_deprecated_and_reaches_only_clients_made_after_it() -> None:
+    """`register()` still works, with a DeprecationWarning naming the per-client way; a client
+    made before it keeps its list."""
+    before = with_structured_output(FakeChatClient(VALID))
+    saved = dict(STRATEGIES)
+    try:
+        with pytest.warns(DeprecationWarning, match="strategies=with_strategy"):
+            register(Regex(), before="tool")
+        after = with_structured_output(FakeChatClient(VALID), mode="regex")  # type: ignore[arg-type]
+        assert [s.name for s in after.strategies] == ["native", "regex", "tool", "json_object", "prompted"]
+        assert [s.name for s in before.strategies] == ["native", "tool", "json_object", "prompted"]
+    finally:
+        STRATEGIES.clear()
+        STRATEGIES.update(saved)
 
 
 def test_the_engine_and_strategies_do_not_import_the_layer() -> None:

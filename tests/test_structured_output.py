@@ -4,7 +4,10 @@ asked (fake.calls) and what the caller got."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
+import typing
 from enum import Enum
 from typing import Any, Literal, Union
 
@@ -24,7 +27,13 @@ from so_middleware import (
     UsageDetails,
     UserError,
 )
-from so_middleware.middleware.structured_output import StructuredOutput, with_structured_output
+from so_middleware.middleware.structured_output import (
+    OutputSettings,
+    SettingsKeywords,
+    StructuredOutput,
+    StructuredOutputChatClient,
+    with_structured_output,
+)
 from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio
@@ -145,11 +154,11 @@ async def test_both_feature_and_output_type_is_an_error() -> None:
     [
         (lambda: StructuredOutput(lambda: 1), "lambda|function|type"),
         (lambda: StructuredOutput(), "exactly one"),
-        (lambda: StructuredOutput(int, mode="magic"), "mode"),  # type: ignore[arg-type]
+        (lambda: StructuredOutput(int, mode=""), "mode"),  # type: ignore[call-overload]
         (lambda: StructuredOutput(int, max_retries=-1), "max_retries"),
-        (lambda: StructuredOutput(int, name=5), "name must be a non-empty string"),  # type: ignore[arg-type]
+        (lambda: StructuredOutput(int, name=5), "name must be a non-empty string"),  # type: ignore[call-overload]
         (lambda: StructuredOutput(int, name=" "), "name must be a non-empty string"),
-        (lambda: StructuredOutput(int, description=5), "description must be a string"),  # type: ignore[arg-type]
+        (lambda: StructuredOutput(int, description=5), "description must be a string"),  # type: ignore[call-overload]
     ],
 )
 def test_bad_feature_fails_at_construction(make: Any, match: str) -> None:
@@ -160,6 +169,18 @@ def test_bad_feature_fails_at_construction(make: Any, match: str) -> None:
 def test_layer_settings_checked_at_creation() -> None:
     with pytest.raises(UserError, match="mode"):
         with_structured_output(FakeChatClient("x"), mode="magic")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_feature_naming_a_mode_the_client_lacks_fails_before_any_call(stream: bool) -> None:
+    """Which modes exist is the client's list of strategies: a feature's unknown mode is refused
+    when its run starts, before the model is called."""
+    fake = FakeChatClient("{}")
+    client = with_structured_output(fake)
+    feature = StructuredOutput(int, mode="magic")  # type: ignore[call-overload]
+    with pytest.raises(UserError, match="unknown mode 'magic'; expected one of auto, native, tool"):
+        await get(client, stream, "x", options={"features": [feature]})
+    assert fake.calls == []
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -358,3 +379,40 @@ async def test_cut_off_after_a_complete_invalid_value_is_reasked_with_its_errors
     error = response.attempts[0].error
     assert isinstance(error, ModelBehaviorError) and "age" in str(error) and "integer" in str(error)
     assert "age" in fake.calls[1].messages[-1].text
+
+
+# ---------------------------------------------------------------- the settings, spelled once
+
+
+def test_settings_are_one_frozen_dataclass_on_the_feature() -> None:
+    feature = StructuredOutput(int, mode="tool", max_retries=1, name="count")
+    assert feature.settings == OutputSettings(name="count", mode="tool", max_retries=1)
+    assert (feature.mode, feature.max_retries, feature.name, feature.strict) == ("tool", 1, "count", None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        feature.settings.max_retries = 5  # type: ignore[misc]
+    with pytest.raises(UserError, match="max_retries"):
+        OutputSettings(max_retries=-1)
+
+
+def test_every_spelling_of_the_settings_keywords_matches_the_dataclass() -> None:
+    """The keywords `StructuredOutput(...)` and `with_structured_output(...)` take are the fields
+    of `OutputSettings`: same names, same types, same defaults."""
+    fields = {field.name: field for field in dataclasses.fields(OutputSettings)}
+    hints = typing.get_type_hints(OutputSettings)
+    assert typing.get_type_hints(SettingsKeywords) == hints
+    factory = inspect.signature(with_structured_output).parameters
+    factory_hints = typing.get_type_hints(with_structured_output)
+    for name, field in fields.items():
+        assert factory[name].default == field.default, name
+        assert factory_hints[name] == hints[name], name
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_layer_takes_its_settings_as_an_output_settings(stream: bool) -> None:
+    fake = FakeChatClient(["not json", "{}"])
+    client = StructuredOutputChatClient(fake, settings=OutputSettings(max_retries=0, mode="prompted"))
+    with pytest.raises(ModelBehaviorError):
+        await get(client, stream, "x", output_type=int)
+    assert len(fake.calls) == 1  # no re-ask: max_retries=0 reached the run
+    with pytest.raises(UserError, match="OutputSettings"):
+        StructuredOutputChatClient(fake, settings={"max_retries": 0})  # type: ignore[arg-type]

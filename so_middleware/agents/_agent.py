@@ -1,10 +1,11 @@
-"""`ChatAgent` over any ChatClient, `AgentThread` for multi-turn, `DelegatingAgent` for decorators."""
+"""`ChatAgent` over any ChatClient and `DelegatingAgent` for decorators (the `Agent` contract and
+`AgentThread` are in `_protocol`)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any, Literal, Protocol, TypeVar, overload, runtime_checkable
+from typing import Any
 
 import wrapt
 
@@ -24,46 +25,22 @@ from ..core import (
     run_sync,
     with_continuation,
 )
+from ._protocol import Agent, AgentRuns, AgentStream, AgentThread, SyncRuns, TypedAgentStream
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
-__all__ = ["Agent", "AgentStream", "AgentThread", "ChatAgent", "DelegatingAgent", "TypedAgentStream"]
-
-T = TypeVar("T")
-
-TypedAgentStream = ResponseStream[AgentResponseUpdate[T], AgentResponse[T]]
-AgentStream = TypedAgentStream[Any]
-
-
-class AgentThread:
-    """The conversation so far, for multi-turn runs: pass the same thread to each `run`.
-
-    Only primary output is kept (the user's input and the agent's final answers).
-    """
-
-    def __init__(self, messages: Sequence[ChatMessage] = ()) -> None:
-        self.messages: list[ChatMessage] = list(messages)
-
-    def __len__(self) -> int:
-        return len(self.messages)
+__all__ = [
+    "Agent",
+    "AgentRuns",
+    "AgentStream",
+    "AgentThread",
+    "ChatAgent",
+    "DelegatingAgent",
+    "SyncRuns",
+    "TypedAgentStream",
+]
 
 
-@runtime_checkable
-class Agent(Protocol):
-    """What `StructuredOutputAgent` and agent decorators wrap: anything with this `run`."""
-
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        stream: bool = False,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[AgentResponse[Any]] | AgentStream: ...
-
-
-class ChatAgent:
+class ChatAgent(AgentRuns, SyncRuns):
     """An agent over a chat client: instructions, default options, threads, typed runs.
 
     `run(..., output_type=T)` needs a structured-output layer in the client's stack.
@@ -93,77 +70,17 @@ class ChatAgent:
             merged = merged.replace(instructions=self.instructions)
         return merged
 
-    @overload
-    def run(
+    def _run(
         self,
-        input: MessageInput | None = None,
+        input: MessageInput | None,
         *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: type[T],
-        stream: Literal[False] = False,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[AgentResponse[T]]: ...
-
-    @overload
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: type[T],
-        stream: Literal[True],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> TypedAgentStream[T]: ...
-
-    @overload
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        stream: Literal[False] = False,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[AgentResponse[Any]]: ...
-
-    @overload
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        stream: Literal[True],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> AgentStream: ...
-
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        stream: bool = False,
-        continuation_token: ContinuationToken | str | None = None,
+        thread: AgentThread | None,
+        options: OptionsInput,
+        output_type: Any,
+        stream: bool,
+        continuation_token: ContinuationToken | str | None,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream:
-        """Run the agent on `input` (a string, a message or several), continuing `thread`.
-
-        Long-running runs (seed 001, option 2: a property on the agent's own response type):
-        `options={"background": True}` returns at once an `AgentResponse` whose `finish_reason`
-        is `LONG_RUNNING` and whose `continuation_token` names the run; `run(continuation_token=
-        token, thread=thread)` polls it (or with `stream=True` resumes its stream) and, once it
-        completes, gives the answer like any run. A property rather than a content item (option
-        1) because the token is not part of the answer: `.text` and `.messages` stay the final
-        answer only, and the token is one attribute away instead of a search through contents.
-        The thread gets the input when the run starts and the answer when it completes.
-        `output_type=T` types the result as `AgentResponse[T]` (see `ChatClient` for which type
-        forms keep their type statically).
-        """
+        """`run`'s work (its signature is `Agent`'s)."""
         new_messages = as_messages(input)
         history = [*(thread.messages if thread else []), *new_messages]
         chat_options = self._options(options)
@@ -175,43 +92,6 @@ class ChatAgent:
         if stream:
             return self._stream(history, new_messages, thread, chat_options, output_type)
         return self._respond(history, new_messages, thread, chat_options, output_type)
-
-    @overload
-    def run_sync(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> AgentResponse[T]: ...
-
-    @overload
-    def run_sync(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> AgentResponse[Any]: ...
-
-    def run_sync(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> AgentResponse[Any]:
-        """Blocking `run` for scripts (raises `UserError` inside a running event loop)."""
-        token = continuation_token
-        return run_sync(
-            lambda: self.run(input, thread=thread, options=options, output_type=output_type, continuation_token=token)
-        )
 
     def _span(self) -> contextlib.AbstractContextManager[Any]:
         spans = getattr(self.client, "get_service", lambda kind: None)(AgentSpans)  # the telemetry layer, if any

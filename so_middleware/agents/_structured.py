@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any, Literal, TypeVar, overload
+from typing import Any
 
 from ..core import (
     ChatClient,
@@ -17,12 +17,10 @@ from ..core import (
     UserError,
 )
 from ..middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
-from ._agent import Agent, AgentStream, AgentThread, DelegatingAgent, TypedAgentStream
+from ._agent import Agent, AgentRuns, AgentStream, AgentThread, DelegatingAgent, SyncRuns
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
 __all__ = ["StructuredOutputAgent"]
-
-T = TypeVar("T")
 
 CONVERTER_INSTRUCTIONS = (
     "You are a JSON expert. When given any text, you convert it to the requested JSON format, "
@@ -30,7 +28,8 @@ CONVERTER_INSTRUCTIONS = (
 )
 
 
-class StructuredOutputAgent(DelegatingAgent):
+# The typed `run`/`run_sync` come first and replace the decorator's pass-through `**kwargs` ones.
+class StructuredOutputAgent(AgentRuns, SyncRuns, DelegatingAgent):  # type: ignore[misc]
     """Runs the inner agent as is, then converts its text answer with a chat client that can.
 
     The type comes from `run(..., output_type=T)`, a `StructuredOutput` feature in the options
@@ -54,59 +53,15 @@ class StructuredOutputAgent(DelegatingAgent):
         self._self_converter = converter
         self._self_default = StructuredOutput(output_type) if output_type is not None else None
 
-    @overload  # type: ignore[override]
-    def run(
+    def _run(
         self,
-        input: MessageInput | None = None,
+        input: MessageInput | None,
         *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: type[T],
-        stream: Literal[False] = False,
-    ) -> Awaitable[AgentResponse[T]]: ...
-
-    @overload
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: type[T],
-        stream: Literal[True],
-    ) -> TypedAgentStream[T]: ...
-
-    @overload
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        stream: Literal[False] = False,
-    ) -> Awaitable[AgentResponse[Any]]: ...
-
-    @overload
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        stream: Literal[True],
-    ) -> AgentStream: ...
-
-    def run(
-        self,
-        input: MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        stream: bool = False,
-        continuation_token: ContinuationToken | str | None = None,
+        thread: AgentThread | None,
+        options: OptionsInput,
+        output_type: Any,
+        stream: bool,
+        continuation_token: ContinuationToken | str | None,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream:
         """Run the inner agent, then convert its answer to the requested type. A background run
         of the inner agent is returned as it is (`LONG_RUNNING`, with its token) until a run with

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from types import BuiltinFunctionType, FunctionType, MethodType
-from typing import Any, ClassVar, Literal, TypeVar, overload
+from typing import Any, ClassVar, TypeVar
 
 from ._background import check_background, with_continuation
 from ._capabilities import Capabilities
@@ -14,6 +14,7 @@ from ._exceptions import UserError
 from ._messages import ChatMessage, MessageInput, as_messages
 from ._options import ChatOptions, OptionsInput
 from ._protocol import (
+    ChatCalls,
     ChatClient,
     ChatStream,
     SyncCalls,
@@ -28,6 +29,7 @@ from ._stream import ResponseStream
 
 __all__ = [
     "BaseChatClient",
+    "ChatCalls",
     "ChatClient",
     "ChatStream",
     "SyncCalls",
@@ -38,10 +40,9 @@ __all__ = [
 ]
 
 K = TypeVar("K")
-T = TypeVar("T")
 
 
-class BaseChatClient(SyncCalls):
+class BaseChatClient(ChatCalls, SyncCalls):
     """Base of the provider adapters: normalises input once and dispatches to two hooks.
 
     Subclasses implement `_respond(messages, options)` (a coroutine) and
@@ -67,60 +68,16 @@ class BaseChatClient(SyncCalls):
         """
         return self.capabilities
 
-    @overload
-    def get_response(
+    def _call(
         self,
-        messages: MessageInput = (),
+        messages: MessageInput,
         *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[ChatResponse[T]]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[True],
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> TypedChatStream[T]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[ChatResponse[Any]]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[True],
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> ChatStream: ...
-
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: bool = False,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
+        options: OptionsInput,
+        stream: bool,
+        output_type: Any,
+        continuation_token: ContinuationToken | str | None,
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """Send `messages` to the model; see `ChatClient`."""
+        """`get_response`'s work (its signature is `ChatClient`'s): normalise, check, dispatch."""
         if output_type is not None:
             raise UserError(
                 f"output_type={output_type!r} needs a structured-output layer: "

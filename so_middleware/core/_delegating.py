@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, NoReturn, TypeVar, overload
+from typing import Any, NoReturn, TypeVar
 
 import wrapt
 
 from ._background import with_continuation
-from ._client import ChatClient, ChatStream, SyncCalls, TypedChatStream, as_chat_client
+from ._client import ChatCalls, ChatClient, ChatStream, SyncCalls, as_chat_client
 from ._continuation import ContinuationToken
 from ._exceptions import UserError
 from ._messages import MessageInput
@@ -30,10 +30,9 @@ from ._responses import ChatResponse
 __all__ = ["DelegatingChatClient", "chain"]
 
 K = TypeVar("K")
-T = TypeVar("T")
 
 
-class DelegatingChatClient(wrapt.BaseObjectProxy, SyncCalls):  # type: ignore[type-arg]
+class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type: ignore[type-arg]
     """Pass-through layer: subclasses override `process` and nothing else they don't change.
 
     State of a layer must be stored as `self._self_<name>` (anything else lands on the inner
@@ -55,62 +54,17 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, SyncCalls):  # type: ignore[ty
         """The client this layer wraps."""
         return self.__wrapped__  # type: ignore[no-any-return]
 
-    @overload
-    def get_response(
+    def _call(
         self,
-        messages: MessageInput = (),
+        messages: MessageInput,
         *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[ChatResponse[T]]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[True],
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> TypedChatStream[T]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[ChatResponse[Any]]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[True],
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> ChatStream: ...
-
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: bool = False,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
+        options: OptionsInput,
+        stream: bool,
+        output_type: Any,
+        continuation_token: ContinuationToken | str | None,
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """Send `messages` through this layer and the ones below; see `ChatClient` (the static
-        types of `output_type=T` are the same on every layer). A `continuation_token` travels down
-        in the options (`ChatOptions.continuation_token`)."""
+        """`get_response`'s work (its signature is `ChatClient`'s, the same on every layer): a
+        `continuation_token` travels down in the options (`ChatOptions.continuation_token`)."""
         if continuation_token is not None:
             options = with_continuation(options, continuation_token)
         return self.process(messages, options=options, stream=stream, output_type=output_type)

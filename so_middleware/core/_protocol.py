@@ -1,10 +1,16 @@
 """The `ChatClient` protocol, the stream types of its calls, and `SyncCalls`, the blocking entry
-points every client has."""
+points every client has.
+
+The call signature is declared here once. `ChatClient.get_response` carries the overloads (what a
+type checker sees) and the one implementation, which hands the call to the class's `_call` hook;
+`ChatCalls` is that protocol as a base class, which `BaseChatClient` and `DelegatingChatClient`
+inherit, so neither restates the signature.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from ._continuation import ContinuationToken
 from ._messages import MessageInput
@@ -13,7 +19,15 @@ from ._responses import ChatResponse, ChatResponseUpdate
 from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
 
-__all__ = ["ChatClient", "ChatStream", "SyncCalls", "SyncChatStream", "TypedChatStream", "TypedSyncChatStream"]
+__all__ = [
+    "ChatCalls",
+    "ChatClient",
+    "ChatStream",
+    "SyncCalls",
+    "SyncChatStream",
+    "TypedChatStream",
+    "TypedSyncChatStream",
+]
 
 T = TypeVar("T")
 
@@ -98,7 +112,38 @@ class ChatClient(Protocol):
         stream: bool = False,
         output_type: Any = None,
         continuation_token: ContinuationToken | str | None = None,
+    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+        """Send `messages` to the model (see `ChatClient`); a class inheriting `ChatCalls` answers
+        in its `_call` hook, which takes the same arguments, untyped."""
+        return cast(_Dispatching, self)._call(
+            messages, options=options, stream=stream, output_type=output_type, continuation_token=continuation_token
+        )
+
+
+class _Dispatching(Protocol):
+    """What `ChatCalls.get_response` calls: the hook of the class that inherits it."""
+
+    def _call(
+        self,
+        messages: MessageInput,
+        *,
+        options: OptionsInput,
+        stream: bool,
+        output_type: Any,
+        continuation_token: ContinuationToken | str | None,
     ) -> Awaitable[ChatResponse[Any]] | ChatStream: ...
+
+
+if TYPE_CHECKING:
+    ChatCalls = ChatClient
+else:
+
+    class ChatCalls:
+        """`ChatClient`'s typed `get_response` as a plain base class: a class inherits it and
+        implements `_call`. Plain because wrapt's pure-Python proxy cannot take a `Protocol` among
+        its bases (metaclass conflict); type checkers see `ChatClient` itself."""
+
+        get_response = ChatClient.get_response
 
 
 class SyncCalls:

@@ -71,7 +71,10 @@ def _describe(value: Any) -> Any:
     schema = getattr(value, "output_schema", None)
     if isinstance(schema, OutputSchema):
         described["output_schema"] = _schema_of(schema)
-    for name, attribute in sorted(getattr(value, "__dict__", {}).items()):
+    attributes = dict(getattr(value, "__dict__", {}))
+    for group in [a for a in attributes.values() if dataclasses.is_dataclass(a) and not isinstance(a, type)]:
+        attributes.update(dataclasses.asdict(group))  # settings held together key as their fields (same keys as before)
+    for name, attribute in sorted(attributes.items()):
         if not name.startswith("_") and attribute is not None and (_is_plain(attribute) or _is_type(attribute)):
             described[name] = _describe(attribute)
     return described

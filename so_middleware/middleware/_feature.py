@@ -5,11 +5,14 @@ from __future__ import annotations
 import typing
 from typing import Any, Generic, TypeVar, overload
 
+from typing_extensions import Unpack
+
 from ..core import ChatResponse, Feature, UserError
 from ..schema import OutputSchema
-from .strategies import Mode, mode_names
+from ._settings import OutputSettings, SettingsKeywords
+from .strategies import Mode
 
-__all__ = ["StructuredOutput"]
+__all__ = ["OutputSettings", "SettingsKeywords", "StructuredOutput"]
 
 T = TypeVar("T")
 
@@ -19,10 +22,9 @@ class StructuredOutput(Feature, Generic[T]):
 
     `output_type` is any type `OutputSchema` takes (a pydantic model, a dataclass, `list[int]`,
     an `Enum`, a union, `str`, ...); `schema` a raw JSON-schema dict for types known only at run
-    time. `mode` is `auto`, `native`, `tool`, `json_object` or `prompted`. `strict`: `None` (the
-    default) sends a strict schema where the backend has strict mode and the type allows it, and a
-    non-strict one otherwise; `True` demands strict (a type that cannot be strict is a
-    `UserError` here); `False` never sends strict. A type that cannot be used raises `UserError`
+    time. The keywords `name`, `description`, `strict`, `mode` and `max_retries` are the fields of
+    `OutputSettings` (see there), kept on `.settings`; a strict=True the type cannot honour is a
+    `UserError` here. A type that cannot be used raises `UserError`
     here, before any call. After the run, `feature.response` holds the response, so a caller
     that only handed the feature down still gets its answer. A class as `output_type` types it:
     `StructuredOutput(Person).response` is a `ChatResponse[Person] | None`; other type forms and
@@ -37,17 +39,7 @@ class StructuredOutput(Feature, Generic[T]):
     handled_by = "with_structured_output"
 
     @overload
-    def __init__(
-        self,
-        output_type: type[T],
-        *,
-        schema: None = None,
-        name: str | None = None,
-        description: str | None = None,
-        strict: bool | None = None,
-        mode: Mode = "auto",
-        max_retries: int = 2,
-    ) -> None: ...
+    def __init__(self, output_type: type[T], *, schema: None = None, **settings: Unpack[SettingsKeywords]) -> None: ...
 
     @overload
     def __init__(
@@ -55,45 +47,45 @@ class StructuredOutput(Feature, Generic[T]):
         output_type: Any = None,
         *,
         schema: dict[str, Any] | None = None,
-        name: str | None = None,
-        description: str | None = None,
-        strict: bool | None = None,
-        mode: Mode = "auto",
-        max_retries: int = 2,
+        **settings: Unpack[SettingsKeywords],
     ) -> None: ...
 
     def __init__(
-        self,
-        output_type: Any = None,
-        *,
-        schema: dict[str, Any] | None = None,
-        name: str | None = None,
-        description: str | None = None,
-        strict: bool | None = None,
-        mode: Mode = "auto",
-        max_retries: int = 2,
+        self, output_type: Any = None, *, schema: dict[str, Any] | None = None, **settings: Unpack[SettingsKeywords]
     ) -> None:
         if (output_type is None) == (schema is None):
             raise UserError("StructuredOutput needs exactly one of output_type=... or schema={...}")
-        if mode not in mode_names():
-            raise UserError(f"unknown mode {mode!r}; expected one of {', '.join(mode_names())}")
-        if strict not in (None, True, False):
-            raise UserError(f"strict must be True, False or None (automatic), got {strict!r}")
-        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-            raise UserError(f"max_retries must be an integer >= 0, got {max_retries!r}")
-        if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise UserError(f"name must be a non-empty string, got {name!r}")
-        if description is not None and not isinstance(description, str):
-            raise UserError(f"description must be a string, got {type(description).__name__}")
+        self.settings = OutputSettings(**settings)
         self.output_type = output_type if schema is None else schema
         self.text_type = self.output_type if _is_text_type(self.output_type) else None
-        self.output_schema = _schema_of(str if self.text_type is not None else self.output_type, strict, name)
-        self.name = name
-        self.description = description
-        self.strict = strict
-        self.mode: Mode = mode
-        self.max_retries = max_retries
+        target = str if self.text_type is not None else self.output_type
+        self.output_schema = _schema_of(target, self.settings.strict, self.settings.name)
         self.response: ChatResponse[T] | None = None
+
+    @property
+    def name(self) -> str | None:
+        """The answer's name on the wire (`settings.name`)."""
+        return self.settings.name
+
+    @property
+    def description(self) -> str | None:
+        """What the answer is, for the model (`settings.description`)."""
+        return self.settings.description
+
+    @property
+    def strict(self) -> bool | None:
+        """Strict schema: `None` automatic, `True` demanded, `False` never (`settings.strict`)."""
+        return self.settings.strict
+
+    @property
+    def mode(self) -> Mode:
+        """The strategy asked for, or `auto` (`settings.mode`)."""
+        return self.settings.mode
+
+    @property
+    def max_retries(self) -> int:
+        """Re-asks after an invalid answer (`settings.max_retries`)."""
+        return self.settings.max_retries
 
     def is_plain_text(self) -> bool:
         """True for `str`, `None` and `Annotated[str, ...]`: the answer is the text."""

@@ -60,8 +60,10 @@ class Run:
         messages: list[ChatMessage],
         options: ChatOptions,
         learned: Learned | None = None,
+        strategies: Sequence[Strategy] | None = None,
     ) -> None:
         self.inner = inner
+        self.available = strategies  # the client's list (None: the default one)
         self.feature = feature
         self.messages = messages
         features = options.features
@@ -87,7 +89,7 @@ class Run:
             profile = narrowed if isinstance(narrowed, Capabilities) else profile
         feature = self.feature
         self.target = Target(feature.output_schema, profile, feature.description, feature.text_type)
-        every = strategies_for(feature.mode, self.target, plain_text=feature.is_plain_text())
+        every = strategies_for(feature.mode, self.target, plain_text=feature.is_plain_text(), strategies=self.available)
         self.learned = self._memory if len(every) > 1 else None  # only `auto` has anything to learn
         lesson = self.learned.get(self.key) if self.learned else Lesson()
         self.strategies: list[Strategy] = [s for s in every if s.name not in lesson.ignored] or every[-1:]

@@ -154,3 +154,14 @@ def sync_calls() -> None:
     assert_type(stream.get_final_response().value, Person)
     assert_type(FakeChatClient("x").get_response_sync("hi"), ChatResponse[Any])
     assert_type(FakeChatClient("x").get_response_sync("hi", stream=True).get_final_response(), ChatResponse[Any])
+
+
+async def converter_runs() -> None:
+    """`StructuredOutputAgent.run` takes every argument of `ChatAgent.run`, `continuation_token` included."""
+    converter = StructuredOutputAgent(ChatAgent(FakeChatClient("x")), FakeChatClient("x"))
+    polled = await converter.run(continuation_token="run-1", output_type=Person)
+    assert_type(polled, AgentResponse[Person])
+    resumed = converter.run(continuation_token="run-1", stream=True, output_type=Person)
+    assert_type(resumed, ResponseStream[AgentResponseUpdate[Person], AgentResponse[Person]])
+    assert_type(converter.run_sync("hi", output_type=Person, continuation_token="run-1").value, Person)
+    assert_type((await converter.run("hi")).value, Any)

@@ -10,12 +10,17 @@
 
 `mode="auto"` tries them in that order, keeping those the capability profile allows and the
 type fits; a later one is used when an answer shows the backend ignored the constraint.
-A new strategy (a grammar or regex constraint, say) is one file with a `Strategy` subclass,
-added with `register(...)`.
+
+The list belongs to a client: `with_structured_output(client)` takes `DEFAULT_STRATEGIES`,
+`with_structured_output(client, strategies=...)` its own list, fixed when the layer is made. A new
+strategy (a grammar or regex constraint, say) is one file with a `Strategy` subclass, put in a
+client's list with `with_strategy(DEFAULT_STRATEGIES, Grammar(), before="tool")`.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from typing import Literal
 
 from ...core import UserError
@@ -27,58 +32,117 @@ from .text import Text
 from .tool import Tool
 
 __all__ = [
+    "DEFAULT_STRATEGIES",
     "MODES",
     "STRATEGIES",
     "TEXT",
     "Answer",
+    "JsonObject",
     "Mode",
+    "Native",
     "Plan",
+    "Prompted",
     "Strategy",
     "Target",
+    "Tool",
+    "check_strategies",
+    "default_strategies",
     "mode_names",
     "register",
     "strategies_for",
+    "with_strategy",
 ]
 
 Mode = Literal["auto", "native", "tool", "json_object", "prompted"]
 MODES: tuple[Mode, ...] = ("auto", "native", "tool", "json_object", "prompted")
 
 # The order `mode="auto"` tries them in; the last one works everywhere.
-STRATEGIES: dict[str, Strategy] = {s.name: s for s in (Native(), Tool(), JsonObject(), Prompted())}
+DEFAULT_STRATEGIES: tuple[Strategy, ...] = (Native(), Tool(), JsonObject(), Prompted())
 TEXT = Text()
+
+# Deprecated with `register()`, which changes it: the list of clients made without `strategies=`.
+STRATEGIES: dict[str, Strategy] = {s.name: s for s in DEFAULT_STRATEGIES}
+
+
+def default_strategies() -> tuple[Strategy, ...]:
+    """The list a client made without `strategies=` gets: `DEFAULT_STRATEGIES`, unless the
+    deprecated `register()` changed it."""
+    return tuple(STRATEGIES.values())
+
+
+def check_strategies(strategies: Sequence[Strategy]) -> tuple[Strategy, ...]:
+    """`strategies` as a tuple, refused with `UserError` unless each is a `Strategy` with its own
+    name (not `auto` or `text`) and the list is not empty."""
+    listed = tuple(strategies) if not isinstance(strategies, (str, Strategy)) else ()
+    if not listed:
+        raise UserError(f"strategies must be a non-empty list of Strategy objects, got {strategies!r}")
+    for strategy in listed:
+        if not isinstance(strategy, Strategy):
+            raise UserError(f"strategies must be Strategy objects, got {type(strategy).__name__}")
+        if not strategy.name or strategy.name in ("auto", TEXT.name):
+            raise UserError(f"a strategy needs a name other than 'auto' and 'text', got {strategy.name!r}")
+    names = [s.name for s in listed]
+    if len(set(names)) != len(names):
+        raise UserError(f"strategy names must be unique, got {names}")
+    return listed
+
+
+def with_strategy(
+    strategies: Sequence[Strategy], strategy: Strategy, *, before: str = "prompted"
+) -> tuple[Strategy, ...]:
+    """A new list: `strategies` with `strategy` (replacing one of the same name) before `before`;
+    `mode=strategy.name` then asks for it, and `auto` tries it there. `strategies` is not changed.
+
+    Example: `with_structured_output(client, strategies=with_strategy(DEFAULT_STRATEGIES, Grammar(), before="tool"))`.
+    """
+    check_strategies([strategy])
+    if before not in [s.name for s in strategies]:
+        raise UserError(f"unknown strategy {before!r}; expected one of {', '.join(s.name for s in strategies)}")
+    others = [s for s in strategies if s.name != strategy.name]
+    at = [s.name for s in others].index(before)
+    return check_strategies([*others[:at], strategy, *others[at:]])
 
 
 def register(strategy: Strategy, *, before: str = "prompted") -> None:
-    """Add a strategy: `mode=strategy.name` then asks for it, and `auto` tries it before `before`.
+    """Deprecated: add `strategy` to the list of every client made after this call, process-wide.
 
-    Example: `register(Grammar(), before="tool")` for a `Grammar(Strategy)` in its own file.
+    Give the clients that need it their own list instead:
+    `with_structured_output(client, strategies=with_strategy(DEFAULT_STRATEGIES, strategy, before=...))`.
     """
-    if not strategy.name or strategy.name in ("auto", TEXT.name):
-        raise UserError(f"a strategy needs a name other than 'auto' and 'text', got {strategy.name!r}")
-    if before not in STRATEGIES:
-        raise UserError(f"unknown strategy {before!r}; expected one of {', '.join(STRATEGIES)}")
-    others = [s for s in STRATEGIES.values() if s.name != strategy.name]
-    at = [s.name for s in others].index(before)
-    ordered = [*others[:at], strategy, *others[at:]]
+    warnings.warn(
+        "register() changes the strategies of every client made after it, process-wide; give a client its own "
+        "list instead: with_structured_output(client, strategies=with_strategy(DEFAULT_STRATEGIES, strategy, "
+        "before=...))",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    ordered = with_strategy(default_strategies(), strategy, before=before)
     STRATEGIES.clear()
     STRATEGIES.update((s.name, s) for s in ordered)
 
 
-def mode_names() -> tuple[str, ...]:
-    """Every mode a run may ask for: `auto` and each registered strategy."""
-    return ("auto", *STRATEGIES)
+def mode_names(strategies: Sequence[Strategy] | None = None) -> tuple[str, ...]:
+    """Every mode a run may ask for: `auto` and each strategy of the list (the default one if none)."""
+    return ("auto", *(s.name for s in (default_strategies() if strategies is None else strategies)))
 
 
-def strategies_for(mode: str, target: Target, *, plain_text: bool = False) -> list[Strategy]:
-    """The strategies of a run, in order: the one asked for, or every one `auto` may try.
+def strategies_for(
+    mode: str, target: Target, *, plain_text: bool = False, strategies: Sequence[Strategy] | None = None
+) -> list[Strategy]:
+    """The strategies of a run, in order, from the client's list (the default one if none): the
+    one asked for, or every one `auto` may try.
 
-    A forced mode the profile says cannot work is refused here, before any call, naming the
-    profile and the reason.
+    A mode not in the list, or a forced mode the profile says cannot work, is refused here,
+    before any call, naming the profile and the reason.
     """
+    available = default_strategies() if strategies is None else tuple(strategies)
     if plain_text:
         return [TEXT]
     if mode != "auto":
-        strategy = STRATEGIES[mode]
+        named = {s.name: s for s in available}
+        if mode not in named:
+            raise UserError(f"unknown mode {mode!r}; expected one of {', '.join(mode_names(available))}")
+        strategy = named[mode]
         reason = strategy.unavailable(target)
         if reason is not None:
             raise UserError(
@@ -86,4 +150,4 @@ def strategies_for(mode: str, target: Target, *, plain_text: bool = False) -> li
                 "Use mode='auto', or pass capabilities=... to the adapter if the backend does support it."
             )
         return [strategy]
-    return [s for s in STRATEGIES.values() if s.in_auto(target.capabilities) and s.unavailable(target) is None]
+    return [s for s in available if s.in_auto(target.capabilities) and s.unavailable(target) is None]

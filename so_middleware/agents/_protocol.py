@@ -1,0 +1,189 @@
+"""The agents' call contract, declared once: `Agent` (the `run` signature), `AgentRuns` (it as a
+base class) and `SyncRuns` (the blocking `run_sync`), with the thread and stream types they name."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
+
+from ..core import ChatMessage, ContinuationToken, MessageInput, OptionsInput, ResponseStream, run_sync
+from ._response import AgentResponse, AgentResponseUpdate
+
+__all__ = ["Agent", "AgentRuns", "AgentStream", "AgentThread", "SyncRuns", "TypedAgentStream"]
+
+T = TypeVar("T")
+
+TypedAgentStream = ResponseStream[AgentResponseUpdate[T], AgentResponse[T]]
+AgentStream = TypedAgentStream[Any]
+
+
+class AgentThread:
+    """The conversation so far, for multi-turn runs: pass the same thread to each `run`.
+
+    Only primary output is kept (the user's input and the agent's final answers).
+    """
+
+    def __init__(self, messages: Sequence[ChatMessage] = ()) -> None:
+        self.messages: list[ChatMessage] = list(messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """What `StructuredOutputAgent` and agent decorators wrap: anything with this `run`.
+
+    The run signature is declared here once: the overloads (what a type checker sees) and the one
+    implementation, which hands the run to the class's `_run` hook. `AgentRuns` is this protocol
+    as a base class; `ChatAgent` and `StructuredOutputAgent` inherit it.
+    """
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: type[T],
+        stream: Literal[False] = False,
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> Awaitable[AgentResponse[T]]: ...
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: type[T],
+        stream: Literal[True],
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> TypedAgentStream[T]: ...
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: Literal[False] = False,
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> Awaitable[AgentResponse[Any]]: ...
+
+    @overload
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: Literal[True],
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> AgentStream: ...
+
+    def run(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        stream: bool = False,
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> Awaitable[AgentResponse[Any]] | AgentStream:
+        """Run the agent on `input` (a string, a message or several), continuing `thread`.
+
+        Long-running runs (seed 001, option 2: a property on the agent's own response type):
+        `options={"background": True}` returns at once an `AgentResponse` whose `finish_reason`
+        is `LONG_RUNNING` and whose `continuation_token` names the run; `run(continuation_token=
+        token, thread=thread)` polls it (or with `stream=True` resumes its stream) and, once it
+        completes, gives the answer like any run. A property rather than a content item (option
+        1) because the token is not part of the answer: `.text` and `.messages` stay the final
+        answer only, and the token is one attribute away instead of a search through contents.
+        The thread gets the input when the run starts and the answer when it completes.
+        `output_type=T` types the result as `AgentResponse[T]` (see `ChatClient` for which type
+        forms keep their type statically).
+        """
+        return cast(_Running, self)._run(
+            input,
+            thread=thread,
+            options=options,
+            output_type=output_type,
+            stream=stream,
+            continuation_token=continuation_token,
+        )
+
+
+class _Running(Protocol):
+    """What `Agent.run` calls: the hook of the class that inherits `AgentRuns`."""
+
+    def _run(
+        self,
+        input: MessageInput | None,
+        *,
+        thread: AgentThread | None,
+        options: OptionsInput,
+        output_type: Any,
+        stream: bool,
+        continuation_token: ContinuationToken | str | None,
+    ) -> Awaitable[AgentResponse[Any]] | AgentStream: ...
+
+
+if TYPE_CHECKING:
+    AgentRuns = Agent
+else:
+
+    class AgentRuns:
+        """`Agent`'s typed `run` as a plain base class: a class inherits it and implements `_run`.
+        Plain because wrapt's pure-Python proxy cannot take a `Protocol` among its bases."""
+
+        run = Agent.run
+
+
+class SyncRuns:
+    """`run_sync`, the blocking `run`, declared once for the agents that have a typed `run`."""
+
+    @overload
+    def run_sync(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: type[T],
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> AgentResponse[T]: ...
+
+    @overload
+    def run_sync(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> AgentResponse[Any]: ...
+
+    def run_sync(
+        self,
+        input: MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> AgentResponse[Any]:
+        """Blocking `run` for scripts (raises `UserError` inside a running event loop)."""
+        token = continuation_token
+        return run_sync(
+            lambda: cast(Agent, self).run(
+                input, thread=thread, options=options, output_type=output_type, continuation_token=token
+            )
+        )
