@@ -36,24 +36,27 @@ class TextParser(Protocol):
     def __call__(self, text: str, output_type: Any, *, complete: bool) -> Any: ...
 
 
-_parsers: list[TextParser] = []
+_parser: list[TextParser] = []  # at most one: installed once by the package root
 
 
 def register_text_parser(parser: TextParser) -> None:
-    """Install the parser behind `ChatResponse.parse` (the schema layer installs its own on import).
+    """Install the parser behind `ChatResponse.parse`; the package root installs the schema layer's.
 
-    Why a hook: reading text as a type is the schema layer's work, and the schema layer sits above
-    the core, so the core may not import it. `so_middleware.schema` registers its parser when it is
-    imported (and `import so_middleware` imports it), so the call goes up through this hook the
-    core owns while every import still points down. The last registration wins.
+    Why a slot: reading text as a type is the schema layer's work, and the schema layer sits above
+    the core, so the core may not import it. `so_middleware/__init__.py`, the one place that knows
+    every layer, fills the slot, and Python runs it before any `so_middleware.*` module is used, so
+    `parse` never meets an empty slot. Installing the same parser again is a no-op; another parser
+    is a `UserError` (one process, one reading of text as a type).
     """
-    _parsers.append(parser)
+    if _parser and _parser[0] is not parser:
+        raise UserError("ChatResponse.parse already has its parser; a second one is refused")
+    _parser[:] = [parser]
 
 
 def _text_parser() -> TextParser:
-    if not _parsers:
-        raise UserError("ChatResponse.parse needs the schema layer: import so_middleware.schema")
-    return _parsers[-1]
+    if not _parser:
+        raise UserError("ChatResponse.parse needs the schema layer: import so_middleware")
+    return _parser[0]
 
 
 _UNSET: Any = object()

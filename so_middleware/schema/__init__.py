@@ -10,13 +10,18 @@ Example:
     schema.validate_json('{"response": [1]}')  # [1]
 """
 
-from ..core import register_text_parser
 from ._output_schema import OutputSchema
 from ._parse import parse_text
 from ._partial import CompletedItem, PartialParser, TextPartialParser
 from ._profiles import SchemaProfile
 from ._shape import shape_hint
 
-__all__ = ["CompletedItem", "OutputSchema", "PartialParser", "SchemaProfile", "TextPartialParser", "shape_hint"]
-
-register_text_parser(parse_text)  # ChatResponse.parse reads text through the schema layer
+__all__ = [
+    "CompletedItem",
+    "OutputSchema",
+    "PartialParser",
+    "SchemaProfile",
+    "TextPartialParser",
+    "parse_text",
+    "shape_hint",
+]

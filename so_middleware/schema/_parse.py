@@ -1,7 +1,7 @@
 """`parse_text`: the schema layer's reading of a response text as a type, behind `ChatResponse.parse`.
 
-`so_middleware.schema` registers it with the core on import (`register_text_parser`): the core
-may not import the schema layer, so the schema layer plugs itself in.
+The package root (`so_middleware/__init__.py`) installs it in the core (`register_text_parser`): the
+core may not import the schema layer, and the root is the one place that knows both.
 """
 
 from __future__ import annotations
