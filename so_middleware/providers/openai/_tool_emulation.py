@@ -17,11 +17,10 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import uuid
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,11 +135,11 @@ class ToolEmulation:
         return response
 
     async def updates(
-        self, updates: AsyncGenerator[ChatResponseUpdate[Any], None]
+        self, updates: AsyncIterator[ChatResponseUpdate[Any]]
     ) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
         """The backend's stream with its JSON text held back and sent as one tool call when it ends."""
         text: list[str] = []
-        async with contextlib.aclosing(updates):  # closing this stream closes the backend's at once
+        try:
             async for update in updates:
                 if self.tools:
                     text.extend(c.text for c in update.contents if isinstance(c, TextContent))
@@ -152,6 +151,9 @@ class ToolEmulation:
                     elif not update.contents and update.usage is None and text:
                         continue  # a piece of the JSON held back: nothing to say yet
                 yield update
+        finally:
+            if isinstance(updates, AsyncGenerator):  # closing this stream closes the backend's at once
+                await updates.aclose()
 
     def _answer(
         self, text: str, finish: FinishReason | None, usage: UsageDetails | None = None
@@ -192,8 +194,7 @@ def _as_text(message: ChatMessage) -> ChatMessage:
             parts.append(f"The call of {content.name or content.call_id} {outcome}: {content.result_text}")
         elif isinstance(content, TextContent):
             parts.append(content.text)
-    role = "assistant" if message.role == "assistant" else "user"
-    return ChatMessage(role, "\n".join(parts), author_name=message.author_name)
+    return ChatMessage("assistant" if message.role == "assistant" else "user", "\n".join(parts), author_name=message.author_name)
 
 
 def _parsed(arguments: str) -> Any:
