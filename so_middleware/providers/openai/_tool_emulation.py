@@ -194,7 +194,9 @@ def _as_text(message: ChatMessage) -> ChatMessage:
             parts.append(f"The call of {content.name or content.call_id} {outcome}: {content.result_text}")
         elif isinstance(content, TextContent):
             parts.append(content.text)
-    return ChatMessage("assistant" if message.role == "assistant" else "user", "\n".join(parts), author_name=message.author_name)
+    return ChatMessage(
+        "assistant" if message.role == "assistant" else "user", "\n".join(parts), author_name=message.author_name
+    )
 
 
 def _parsed(arguments: str) -> Any:
