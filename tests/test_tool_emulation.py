@@ -272,3 +272,21 @@ async def test_the_tool_strategy_works_on_a_backend_that_ignores_tools(stream: b
     response = await get(client, stream, "Where?", output_type=Answer)
     assert response.value == Answer(city="Oslo")
     assert backend.bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["name"] == {"const": "Answer"}
+
+
+@pytest.mark.anyio
+async def test_closing_the_stream_early_closes_the_backend_stream() -> None:
+    closed: list[bool] = []
+
+    async def backend() -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        try:
+            yield ChatResponseUpdate([], role="assistant")
+            while True:
+                yield ChatResponseUpdate([TextContent("{")], role="assistant")
+        finally:
+            closed.append(True)
+
+    updates = emulation(tool_choice="required").updates(backend())
+    await updates.__anext__()
+    await updates.aclose()
+    assert closed == [True]
