@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx2
+import jsonschema_rs
 import openai
 import pytest
 from pydantic import BaseModel
@@ -290,3 +291,24 @@ async def test_closing_the_stream_early_closes_the_backend_stream() -> None:
     await updates.__anext__()
     await updates.aclose()
     assert closed == [True]
+
+
+class Address(BaseModel):
+    city: str
+
+
+class Moved(BaseModel):
+    home: Address
+    previous: list[Address]
+
+
+@pytest.mark.parametrize("tools", [[Moved], [Moved, Answer]])
+def test_definitions_move_to_the_root_where_the_refs_point(tools: list[type[BaseModel]]) -> None:
+    offered = [FunctionTool(t.__name__, t.model_json_schema()) for t in tools]
+    assert "$defs" in offered[0].parameters  # pydantic puts Address there, referenced as #/$defs/Address
+    schema = call_schema(offered)
+    call = {"name": "Moved", "arguments": {"home": {"city": "Oslo"}, "previous": [{"city": "Bergen"}]}}
+    assert jsonschema_rs.validator_for(schema).is_valid(call)
+    assert not jsonschema_rs.validator_for(schema).is_valid({**call, "arguments": {"home": {}, "previous": []}})
+    options = schema.get("anyOf", [schema])
+    assert all("$defs" not in option["properties"]["arguments"] for option in options)

@@ -68,17 +68,46 @@ def offered_tools(tools: Sequence[FunctionTool | Mapping[str, Any]]) -> list[Fun
 
 def call_schema(tools: Sequence[FunctionTool]) -> dict[str, Any]:
     """The JSON schema of one call to one of `tools`: `{"name": <const>, "arguments": <parameters>}`,
-    an `anyOf` of one such object per tool when there are several."""
+    an `anyOf` of one such object per tool when there are several.
+
+    Each tool's `$defs` (or `definitions`) move to the root, where its `$ref`s point (prefixed by
+    the tool's name when there are several tools, so two tools' `Address` stay apart)."""
+    defs: dict[str, Any] = {}
     calls = [
         {
             "type": "object",
-            "properties": {"name": {"const": tool.name}, "arguments": dict(tool.parameters)},
+            "properties": {
+                "name": {"const": tool.name},
+                "arguments": _hoisted(tool.parameters, f"{tool.name}__" if len(tools) > 1 else "", defs),
+            },
             "required": ["name", "arguments"],
             "additionalProperties": False,
         }
         for tool in tools
     ]
-    return calls[0] if len(calls) == 1 else {"anyOf": calls}
+    schema = calls[0] if len(calls) == 1 else {"anyOf": calls}
+    return {**schema, "$defs": defs} if defs else schema
+
+
+def _hoisted(parameters: Mapping[str, Any], prefix: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """`parameters` without its definitions, which go into `defs` (renamed with `prefix`), its
+    `$ref`s pointing at them there."""
+    local = {**(parameters.get("definitions") or {}), **(parameters.get("$defs") or {})}
+
+    def moved(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            return {key: _renamed(value, prefix) if key == "$ref" else moved(value) for key, value in node.items()}
+        return [moved(item) for item in node] if isinstance(node, list) else node
+
+    defs.update((prefix + name, moved(definition)) for name, definition in local.items())
+    return {key: moved(value) for key, value in parameters.items() if key not in ("definitions", "$defs")}
+
+
+def _renamed(ref: Any, prefix: str) -> Any:
+    for base in ("#/$defs/", "#/definitions/"):
+        if isinstance(ref, str) and ref.startswith(base):
+            return f"#/$defs/{prefix}{ref[len(base) :]}"
+    return ref
 
 
 @dataclass(frozen=True)
