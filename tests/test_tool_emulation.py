@@ -16,7 +16,7 @@ import httpx2
 import jsonschema_rs
 import openai
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from so_middleware import (
     ChatMessage,
@@ -28,12 +28,14 @@ from so_middleware import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    OutputError,
     ProviderResponseError,
     TextContent,
     UsageDetails,
     UserError,
     with_structured_output,
 )
+from so_middleware.local import LocalModelServer, chat_client
 from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OPENAI_COMPATIBLE, OpenAIChatClient
 from so_middleware.providers._discovery import ServerInfo
 from so_middleware.providers.openai._profiles import server_profile
@@ -312,3 +314,25 @@ def test_definitions_move_to_the_root_where_the_refs_point(tools: list[type[Base
     assert not jsonschema_rs.validator_for(schema).is_valid({**call, "arguments": {"home": {}, "previous": []}})
     options = schema.get("anyOf", [schema])
     assert all("$defs" not in option["properties"]["arguments"] for option in options)
+
+
+class City(BaseModel):
+    city: str = Field(max_length=20)  # bounded: the grammar closes the string whatever the model samples
+
+
+@pytest.mark.anyio
+@pytest.mark.local_server
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_tool_strategy_on_the_embedded_model_ends_typed(local_server: LocalModelServer, stream: bool) -> None:
+    adapter = chat_client(local_server, "chat")
+    client = with_structured_output(adapter, mode="tool")
+    try:
+        response = await get(client, stream, "Oslo is cold today. Which city?", output_type=City,
+                             options={"max_tokens": 120, "temperature": 0})  # fmt: skip
+    except OutputError as error:  # the model's answer did not validate: a typed outcome too
+        assert error.attempts and all(a.strategy == "tool" for a in error.attempts)
+    else:
+        assert isinstance(response.value, City)
+        assert all(a.strategy == "tool" for a in response.attempts)
+    finally:
+        await adapter.sdk_client.close()
