@@ -10,7 +10,8 @@ Sections: overhead (per-call cost over a mock transport), streaming (partial par
 answers), concurrency (200 calls in flight against a loopback server), quality (the task set
 against the real local model), gateway (the Responses gateway over a loopback fake backend,
 streaming, against calling that backend directly), local_threads (extraction latency of the embedded
-llama-server by thread count, idle and next to a busy process). Each writes `bench/results/<section>.json`; BENCHMARKS.md and the
+llama-server by thread count, idle and next to a busy process), tool_emulation (forced tool calls on
+the embedded model before and after tool emulation, and the `tool` strategy). Each writes `bench/results/<section>.json`; BENCHMARKS.md and the
 plot are generated from those files, never edited by hand.
 """
 
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common
 from _common import CHAT_FIXTURE, MODEL_ALIAS, RESULTS, ROOT, STREAM_FIXTURE, log
 
-SECTIONS = ("overhead", "streaming", "concurrency", "quality", "gateway", "local_threads")
+SECTIONS = ("overhead", "streaming", "concurrency", "quality", "gateway", "local_threads", "tool_emulation")
 PLOT = "streaming_cpu.png"
 
 
@@ -516,6 +517,8 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
         lines.append("")
     if "local_threads" in results:
         lines += local_threads_section(results["local_threads"])
+    if "tool_emulation" in results:
+        lines += __import__("tool_emulation").section(results["tool_emulation"])
     path.write_text("\n".join(lines).rstrip() + "\n")
 
 

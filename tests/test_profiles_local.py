@@ -69,7 +69,9 @@ async def test_chat_route(local_server: LocalModelServer, local_sdk: Any) -> Non
     json_mode = await client.get_response(
         "Name a city.", options={"response_format": {"type": "json_object"}, "max_tokens": 20, **GREEDY}
     )
-    forced = await client.get_response(
+    # the backend itself, not the adapter's emulation of a required call (tests/test_tool_emulation.py)
+    as_sent = OpenAIChatClient(sdk, local_server.model, capabilities=LLAMA_SERVER_CHAT.replace(tool_emulation=False))
+    forced = await as_sent.get_response(
         "What is the weather in Oslo?",
         options={"tools": [WEATHER], "tool_choice": ForcedTool("get_weather"), "max_tokens": 16, **GREEDY},
     )

@@ -23,6 +23,8 @@ class Capabilities:
     tools: bool = False  # function tools are supported
     forced_tool_choice: bool = False  # tool_choice naming one tool is honoured
     strict_tools: bool = False  # tool arguments are schema-enforced
+    # tools are ignored, but the adapter emulates a required call through the enforced JSON schema
+    tool_emulation: bool = False
     assistant_prefill: bool = False  # a trailing assistant message is continued
     prefill_echoed: bool = False  # ... and its text is echoed back at the start of the answer
     response_format_passthrough: bool = False  # Responses route honours a Chat Completions response_format key

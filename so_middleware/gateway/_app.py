@@ -24,7 +24,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from so_middleware import ChatClient, SOMiddlewareError, UserError, with_retries, with_structured_output, with_telemetry
-from so_middleware.openai import OPENAI_COMPATIBLE, OpenAIChatClient
+from so_middleware.openai import OpenAIChatClient
 
 from ._errors import BadRequest, error_response, to_error_response
 from ._open_store import open_store
@@ -91,8 +91,9 @@ def backend_client(config: GatewayConfig) -> tuple[AsyncOpenAI, ChatClient]:
     secrets = [secret for secret in (config.backend_api_key, url_password(config.backend_url)) if secret]
     sdk = AsyncOpenAI(base_url=config.backend_url, api_key=config.backend_api_key or "none",
                       timeout=config.backend_timeout, http_client=RedactingClient(secrets))  # fmt: skip
-    # Formats are forwarded, never judged: the adapter must not drop one it thinks unsupported.
-    chain: Any = with_retries(OpenAIChatClient(sdk, capabilities=OPENAI_COMPATIBLE), max_attempts=config.max_attempts)
+    # The backend's profile is discovered on the first call (formats are forwarded whatever it
+    # says): on a backend that ignores function tools, the adapter emulates a required call.
+    chain: Any = with_retries(OpenAIChatClient(sdk), max_attempts=config.max_attempts)
     chain = with_telemetry(chain, tracer_provider=config.tracer_provider, meter_provider=config.meter_provider)
     if config.validate:
         chain = with_structured_output(chain)

@@ -36,6 +36,7 @@ class FakeChatBackend:
     streams_finished: int = 0
     html: bool = False  # answer a 200 text/html page (a proxy's or a web server's), as a misrouted URL does
     open_streams: int = 0  # streams being sent now
+    props: dict[str, Any] | None = None  # answered on GET /props: discovery then takes it for llama-server
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -43,7 +44,13 @@ class FakeChatBackend:
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"]),
-                                 Route("/v1/models", self.models, methods=["GET"])])  # fmt: skip
+                                 Route("/v1/models", self.models, methods=["GET"]),
+                                 Route("/props", self.server_props, methods=["GET"])])  # fmt: skip
+
+    async def server_props(self, request: Request) -> Response:
+        if self.props is None:
+            return JSONResponse({"error": "not found"}, status_code=404)
+        return JSONResponse(self.props)
 
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model", "created": 0,

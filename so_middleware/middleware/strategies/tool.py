@@ -1,5 +1,6 @@
-"""`tool`: one function tool with the schema as its parameters, forced where the backend allows;
-the answer is the call's arguments, and a re-ask is an error tool result paired with the call."""
+"""`tool`: one function tool with the schema as its parameters, forced where the backend allows
+(or emulated by the adapter, `tool_emulation`); the answer is the call's arguments, and a re-ask
+is an error tool result paired with the call."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class Tool(Strategy):
     lenient: ClassVar[bool] = True
 
     def unavailable(self, target: Target) -> str | None:
-        if not target.capabilities.tools:
+        if not (target.capabilities.tools or target.capabilities.tool_emulation):
             return "it says function tools are unsupported (tools=False)"
         return schema_problem(target)
 
@@ -35,7 +36,7 @@ class Tool(Strategy):
         return capabilities.tools and capabilities.forced_tool_choice
 
     def turned_off(self, capabilities: Capabilities) -> Capabilities:
-        return capabilities.replace(tools=False, forced_tool_choice=False, strict_tools=False)
+        return capabilities.replace(tools=False, forced_tool_choice=False, strict_tools=False, tool_emulation=False)
 
     def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> Plan:
         schema, caps = target.schema, target.capabilities
@@ -47,7 +48,8 @@ class Tool(Strategy):
             target.description or f"Return the final answer as {schema.name()}.",
             strict=True if strict else None,
         )
-        choice = ForcedTool(name) if caps.forced_tool_choice else "required"
+        # an emulated tool choice is always honoured: the adapter asks for the call by schema
+        choice = ForcedTool(name) if caps.forced_tool_choice or caps.tool_emulation else "required"
         changed = options.replace(tools=[*(options.tools or []), tool], tool_choice=choice)
         return Plan(self, list(messages), changed, tool_name=name, strict=strict)
 

@@ -20,6 +20,7 @@ from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._chat_wire import ChunkReader, build_request, completion_to_response
 from ._profiles import profile_for, server_profile
+from ._tool_emulation import ToolEmulation
 
 __all__ = ["OpenAIChatClient"]
 
@@ -76,6 +77,10 @@ class OpenAIChatClient(SDKChatClient):
         return self._creates(sdk, sdk.chat.completions)
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        emulation = ToolEmulation.of(options, self.capabilities)  # tools the backend ignores
+        if emulation is not None:
+            response = await self._respond(emulation.messages(messages), emulation.options)
+            return emulation.response(response)
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         to_chat = (
@@ -88,6 +93,13 @@ class OpenAIChatClient(SDKChatClient):
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        emulation = ToolEmulation.of(options, self.capabilities)  # tools the backend ignores
+        if emulation is not None:
+            updates = emulation.updates(self._stream(emulation.messages(messages), emulation.options))
+            async with contextlib.aclosing(updates):
+                async for update in updates:
+                    yield update
+            return
         request = self.request_for(messages, options)
         request["stream_options"] = {"include_usage": True}
         stream = await self.open_stream(self._create(options), request, options)

@@ -42,7 +42,8 @@ OPENAI_API = Capabilities(
 
 # llama.cpp's llama-server on /v1/chat/completions with SmolLM2-135M: response_format json_schema
 # and json_object are grammar-enforced; tools never reach the model (its chat template has no
-# tool support: the prompt is the same with and without them), so no tool call comes back; an
+# tool support: the prompt is the same with and without them), so no tool call comes back, and
+# the adapter emulates a required call through the enforced schema (`_tool_emulation`); an
 # assistant prefill is continued and echoed at the start of the answer.
 LLAMA_SERVER_CHAT = Capabilities(
     name="llama-server",
@@ -51,6 +52,7 @@ LLAMA_SERVER_CHAT = Capabilities(
     tools=False,
     forced_tool_choice=False,
     strict_tools=False,
+    tool_emulation=True,
     assistant_prefill=True,
     prefill_echoed=True,
     response_format_passthrough=False,
@@ -63,7 +65,9 @@ LLAMA_SERVER = LLAMA_SERVER_CHAT
 # the format is enforced end to end. Tools are dropped as on chat; a trailing assistant message
 # (with "type": "message") is continued and echoed. The server reports `status: completed`
 # even when max_output_tokens cut the answer, so truncation shows as `stop` on this route.
-LLAMA_SERVER_RESPONSES = LLAMA_SERVER_CHAT.replace(name="llama-server-responses", response_format_passthrough=True)
+LLAMA_SERVER_RESPONSES = LLAMA_SERVER_CHAT.replace(
+    name="llama-server-responses", response_format_passthrough=True, tool_emulation=False
+)
 
 # Anything else speaking the protocol (vLLM, Ollama, gateways): formats are accepted, not
 # trusted; every answer is validated anyway.
@@ -123,7 +127,7 @@ def server_profile(info: ServerInfo, route: Route = "chat", model: str | None = 
     if info.kind == "llama.cpp":
         profile = llama_server_profile(route, model)
         if info.facts.get("supports_tools") is True:
-            profile = profile.replace(tools=True)
+            profile = profile.replace(tools=True, tool_emulation=False)
         return profile
     if info.kind == "vllm":
         return VLLM_CHAT if route == "chat" else OPENAI_COMPATIBLE

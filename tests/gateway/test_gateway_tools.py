@@ -1,0 +1,136 @@
+"""Function tools through the gateway on a backend that ignores them (llama-server with a chat
+template that has none): a required call comes back as a `function_call` item, asked of the
+backend as JSON under the schema it enforces; `auto` is refused naming the backend's limit.
+
+The fake backend answers `/props` as llama-server does, so discovery finds the same profile as
+on the real one; the `local_server` tests run the real llama-server with SmolLM2-135M and assert
+only typed outcomes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import openai
+import pytest
+from fakes import FakeChatBackend, sdk
+
+from so_middleware.gateway._server import AppServer
+
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather in a city",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 20}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+TIME = {
+    "type": "function",
+    "name": "get_time",
+    "description": "The time in a time zone",
+    "parameters": {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 20}}, "required": ["zone"]},
+}
+LLAMA_PROPS = {"default_generation_settings": {"n_ctx": 2048}, "build_info": "b6000-abc",
+               "chat_template_caps": {"supports_tools": False}}  # fmt: skip
+QUESTION = "What is the weather in Oslo?"
+
+
+def calls_of(output: list[Any]) -> list[Any]:
+    return [item for item in output if item.type == "function_call"]
+
+
+@pytest.fixture
+def llama_like(fake_gateway: Callable[..., Any]) -> tuple[FakeChatBackend, AppServer]:
+    backend, server = fake_gateway()
+    backend.props = LLAMA_PROPS
+    backend.text = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    return backend, server
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("choice", ["required", {"type": "function", "name": "get_weather"}])
+def test_a_required_call_is_asked_by_schema_and_answered_as_a_function_call(
+    llama_like: tuple[FakeChatBackend, AppServer], stream: bool, choice: Any
+) -> None:
+    backend, server = llama_like
+    client = sdk(server)
+    if stream:
+        with client.responses.create(model="m", input=QUESTION, tools=[WEATHER, TIME], tool_choice=choice,
+                                     stream=True) as events:  # fmt: skip
+            response = next(e for e in events if e.type == "response.completed").response
+    else:
+        response = client.responses.create(model="m", input=QUESTION, tools=[WEATHER, TIME], tool_choice=choice)
+    [call] = calls_of(response.output)
+    assert (call.name, json.loads(call.arguments)) == ("get_weather", {"city": "Oslo"})
+    assert response.status == "completed"
+    sent = backend.bodies[-1]
+    assert "tools" not in sent and "tool_choice" not in sent  # the backend would drop them anyway
+    schema = sent["response_format"]["json_schema"]["schema"]
+    names = [option["properties"]["name"]["const"] for option in schema.get("anyOf", [schema])]
+    assert names == (["get_weather", "get_time"] if choice == "required" else ["get_weather"])
+
+
+@pytest.mark.parametrize("choice", [None, "auto"])
+def test_a_call_the_model_would_have_to_decide_is_refused_naming_the_limit(
+    llama_like: tuple[FakeChatBackend, AppServer], choice: str | None
+) -> None:
+    backend, server = llama_like
+    extra = {} if choice is None else {"tool_choice": choice}
+    with pytest.raises(openai.BadRequestError, match="ignores function tools") as caught:
+        sdk(server).responses.create(model="m", input=QUESTION, tools=[WEATHER], **extra)
+    assert caught.value.status_code == 400
+    assert backend.bodies == []  # refused before any call
+
+
+def test_an_answer_that_is_no_call_is_a_bad_gateway_not_a_message(
+    llama_like: tuple[FakeChatBackend, AppServer],
+) -> None:
+    backend, server = llama_like
+    backend.text = '{"name": "launch_rockets", "arguments": {}}'  # what no grammar-bound backend sends
+    with pytest.raises(openai.APIStatusError) as caught:
+        sdk(server).responses.create(model="m", input=QUESTION, tools=[WEATHER], tool_choice="required")
+    assert caught.value.status_code == 502
+
+
+def test_a_backend_that_honours_tools_gets_them_as_sent(fake_gateway: Callable[..., Any]) -> None:
+    backend, server = fake_gateway()  # no /props: not recognised, the generic profile
+    backend.tool_call = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+    response = sdk(server).responses.create(model="m", input=QUESTION, tools=[WEATHER], tool_choice="auto")
+    assert [c.name for c in calls_of(response.output)] == ["get_weather"]
+    assert backend.bodies[-1]["tools"][0]["function"]["name"] == "get_weather"
+    assert "response_format" not in backend.bodies[-1]
+
+
+# ------------------------------------------------------------------ the real llama-server
+
+
+@pytest.mark.local_server
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_embedded_model_answers_a_forced_tool_with_a_call(gateway_sdk: openai.OpenAI, stream: bool) -> None:
+    request: dict[str, Any] = {"model": "smollm2", "input": QUESTION, "tools": [WEATHER, TIME],
+                               "tool_choice": {"type": "function", "name": "get_weather"}, "max_output_tokens": 200}  # fmt: skip
+    try:
+        if stream:
+            with gateway_sdk.responses.create(**request, stream=True) as events:
+                ended = ("response.completed", "response.incomplete")
+                response = next(e for e in events if e.type in ended).response
+        else:
+            response = gateway_sdk.responses.create(**request)
+    except openai.APIStatusError as error:  # the typed outcome of an answer that is no call
+        assert error.status_code == 502
+        return
+    [call] = calls_of(response.output)
+    assert call.name == "get_weather"
+    assert isinstance(json.loads(call.arguments), dict)
+
+
+@pytest.mark.local_server
+def test_the_embedded_model_refuses_auto_naming_the_limit(gateway_sdk: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError, match="ignores function tools"):
+        gateway_sdk.responses.create(model="smollm2", input=QUESTION, tools=[WEATHER], tool_choice="auto")

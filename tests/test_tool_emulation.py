@@ -1,0 +1,338 @@
+"""Function tools on a backend that ignores them (`tool_emulation`): the schema the call is asked
+for by, what is refused before any call, the answer read back as a call, plain and streamed, and
+what the library's own `tool` strategy gains.
+
+The adapter tests use `httpx2.MockTransport` with bodies in the documented Chat Completions wire
+format: only a mock shows, byte for byte, what the grammar-bound backend would be sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx2
+import jsonschema_rs
+import openai
+import pytest
+from pydantic import BaseModel, Field
+
+from so_middleware import (
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    FinishReason,
+    ForcedTool,
+    FunctionCallContent,
+    FunctionResultContent,
+    FunctionTool,
+    OutputError,
+    ProviderResponseError,
+    TextContent,
+    UsageDetails,
+    UserError,
+    with_structured_output,
+)
+from so_middleware.local import LocalModelServer, chat_client
+from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OPENAI_COMPATIBLE, OpenAIChatClient
+from so_middleware.providers._discovery import ServerInfo
+from so_middleware.providers.openai._profiles import server_profile
+from so_middleware.providers.openai._tool_emulation import ToolEmulation, call_schema, offered_tools
+
+WEATHER = FunctionTool(
+    "get_weather", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}, "Weather"
+)
+TIME = FunctionTool("get_time", {"type": "object", "properties": {"zone": {"type": "string"}}})
+CALL = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+
+
+def emulation(**options: Any) -> ToolEmulation:
+    made = ToolEmulation.of(ChatOptions.coerce({"tools": [WEATHER, TIME], **options}), LLAMA_SERVER_CHAT)
+    assert made is not None
+    return made
+
+
+# ------------------------------------------------------------------------------- the schema
+
+
+def test_one_tool_is_one_object_with_its_name_as_a_const_and_its_parameters_as_arguments() -> None:
+    assert call_schema([WEATHER]) == {
+        "type": "object",
+        "properties": {"name": {"const": "get_weather"}, "arguments": dict(WEATHER.parameters)},
+        "required": ["name", "arguments"],
+        "additionalProperties": False,
+    }
+
+
+def test_several_tools_are_an_any_of_one_object_per_tool() -> None:
+    schema = call_schema([WEATHER, TIME])
+    assert [option["properties"]["name"]["const"] for option in schema["anyOf"]] == ["get_weather", "get_time"]
+    assert schema["anyOf"][1]["properties"]["arguments"] == dict(TIME.parameters)
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        WEATHER,
+        {"type": "function", "function": {"name": "get_weather", "parameters": dict(WEATHER.parameters)}},
+        {"type": "function", "name": "get_weather", "parameters": dict(WEATHER.parameters)},
+    ],
+)
+def test_function_tools_are_read_in_every_spelling(tool: Any) -> None:
+    [read] = offered_tools([tool])
+    assert (read.name, dict(read.parameters)) == ("get_weather", dict(WEATHER.parameters))
+
+
+def test_a_tool_that_is_no_function_cannot_be_emulated() -> None:
+    with pytest.raises(UserError, match="'web_search' tool cannot be emulated"):
+        offered_tools([{"type": "web_search"}])
+
+
+# ------------------------------------------------------------------------------- the request
+
+
+@pytest.mark.parametrize(
+    ("choice", "names"), [("required", ["get_weather", "get_time"]), (ForcedTool("get_time"), ["get_time"])]
+)
+def test_a_required_call_is_sent_as_a_response_format_without_tools(choice: Any, names: list[str]) -> None:
+    sent = emulation(tool_choice=choice, instructions="Be brief.").options
+    assert sent.tools is None and sent.tool_choice is None
+    assert sent.response_format is not None and sent.response_format.type == "json_schema"
+    schema = sent.response_format.schema or {}
+    assert [o["properties"]["name"]["const"] for o in schema.get("anyOf", [schema])] == names
+    assert sent.instructions is not None and sent.instructions.startswith("Be brief.")
+    assert all(f"- {name}:" in sent.instructions for name in names)
+
+
+@pytest.mark.parametrize("choice", [None, "auto"])
+def test_a_choice_left_to_the_model_is_refused_naming_the_backend(choice: Any) -> None:
+    with pytest.raises(UserError, match=r"backend \(llama-server\) ignores function tools.*required"):
+        emulation(tool_choice=choice)
+
+
+def test_none_sends_no_tools_and_reads_the_answer_as_it_is() -> None:
+    made = emulation(tool_choice="none")
+    assert made.options.tools is None and made.options.response_format is None
+    response = ChatResponse(ChatMessage("assistant", "Sunny."), finish_reason=FinishReason.STOP)
+    assert made.response(response).text == "Sunny."
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"tool_choice": ForcedTool("launch")}, "'launch', which is not among the tools"),
+        ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "cannot have both"),
+    ],
+)
+def test_what_cannot_be_emulated_is_refused(options: dict[str, Any], problem: str) -> None:
+    with pytest.raises(UserError, match=problem):
+        emulation(**options)
+
+
+@pytest.mark.parametrize("profile", [OPENAI_COMPATIBLE, LLAMA_SERVER_RESPONSES])
+def test_a_backend_that_honours_tools_or_a_route_without_emulation_gets_none(profile: Any) -> None:
+    assert ToolEmulation.of(ChatOptions.coerce({"tools": [WEATHER], "tool_choice": "auto"}), profile) is None
+
+
+def test_a_llama_server_whose_template_has_tools_is_not_emulated() -> None:
+    profile = server_profile(ServerInfo("llama.cpp", facts={"supports_tools": True}), "chat")
+    assert profile.tools and not profile.tool_emulation
+
+
+def test_earlier_calls_and_results_are_sent_as_text() -> None:
+    history = [
+        ChatMessage("user", "Weather?"),
+        ChatMessage("assistant", [FunctionCallContent("c1", "get_weather", '{"city": "Oslo"}')]),
+        ChatMessage("tool", [FunctionResultContent("c1", "12 C", name="get_weather")]),
+    ]
+    sent = emulation(tool_choice="required").messages(history)
+    assert sent[0] is history[0]
+    assert (sent[1].role, json.loads(sent[1].text)) == (
+        "assistant",
+        {"name": "get_weather", "arguments": {"city": "Oslo"}},
+    )
+    assert (sent[2].role, sent[2].text) == ("user", "The call of get_weather returned: 12 C")
+
+
+# ------------------------------------------------------------------------------- the answer
+
+
+def answered(text: str, finish: FinishReason) -> ChatResponse[Any]:
+    response = ChatResponse(ChatMessage("assistant", text), finish_reason=finish, usage=UsageDetails(5, 7, 12))
+    return emulation(tool_choice="required").response(response)
+
+
+def test_the_json_answer_is_a_tool_call() -> None:
+    response = answered(CALL, FinishReason.STOP)
+    [call] = response.messages[-1].function_calls
+    assert (call.name, call.parsed_arguments(), response.finish_reason) == (
+        "get_weather",
+        {"city": "Oslo"},
+        FinishReason.TOOL_CALLS,
+    )
+    assert response.text == ""
+
+
+def test_an_answer_cut_by_the_token_limit_is_the_call_as_far_as_it_came() -> None:
+    response = answered('{\n  "name": "get_weather",\n  "arguments": {"city": "Os', FinishReason.LENGTH)
+    [call] = response.messages[-1].function_calls
+    assert (call.name, call.arguments, response.finish_reason) == ("get_weather", '{"city": "Os', FinishReason.LENGTH)
+    cut_early = answered('{\n  "na', FinishReason.LENGTH)
+    assert (cut_early.text, cut_early.finish_reason) == ('{\n  "na', FinishReason.LENGTH)
+
+
+def test_an_answer_that_is_no_call_is_a_provider_error_keeping_it() -> None:
+    with pytest.raises(ProviderResponseError, match="not a call of get_weather, get_time") as caught:
+        answered("Sunny in Oslo.", FinishReason.STOP)
+    assert caught.value.raw_text == "Sunny in Oslo." and caught.value.usage == UsageDetails(5, 7, 12)
+
+
+@pytest.mark.anyio
+async def test_a_stream_holds_the_json_back_and_ends_with_one_call() -> None:
+    async def backend() -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        for piece in (CALL[:10], CALL[10:30], CALL[30:]):
+            yield ChatResponseUpdate([TextContent(piece)], role="assistant")
+        yield ChatResponseUpdate([], finish_reason=FinishReason.STOP)
+        yield ChatResponseUpdate([], usage=UsageDetails(5, 7, 12))
+
+    updates = [u async for u in emulation(tool_choice="required").updates(backend())]
+    assert not any(isinstance(c, TextContent) for u in updates for c in u.contents)
+    calls = [c for u in updates for c in u.contents if isinstance(c, FunctionCallContent)]
+    assert [(c.name, c.parsed_arguments()) for c in calls] == [("get_weather", {"city": "Oslo"})]
+    assert [u.finish_reason for u in updates if u.finish_reason] == [FinishReason.TOOL_CALLS]
+    assert updates[-1].usage == UsageDetails(5, 7, 12)
+
+
+# ------------------------------------------------------------------------------- through the adapter
+
+
+class Backend:
+    """Answers every chat completion with `text` (plain or as one chunk) and records the bodies."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.bodies: list[dict[str, Any]] = []
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        usage = {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": self.text}
+            return httpx2.Response(200, json={"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                                              "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                                              "usage": usage})  # fmt: skip
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": self.text}, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            {"choices": [], "usage": usage},
+        ]
+        events = "".join(
+            f"data: {json.dumps({'id': 'c', 'object': 'chat.completion.chunk', 'created': 0, 'model': 'm', **c})}\n\n"
+            for c in chunks
+        )
+        return httpx2.Response(200, text=events + "data: [DONE]\n\n", headers={"content-type": "text/event-stream"})
+
+    def client(self) -> OpenAIChatClient:
+        http = httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle))
+        sdk = openai.AsyncOpenAI(api_key="k", base_url="http://llama.internal:8080/v1", http_client=http)
+        return OpenAIChatClient(sdk, "m", capabilities=LLAMA_SERVER_CHAT)
+
+
+async def get(client: Any, stream: bool, *args: Any, **kwargs: Any) -> ChatResponse[Any]:
+    if not stream:
+        return await client.get_response(*args, **kwargs)  # type: ignore[no-any-return]
+    updates = client.get_response(*args, stream=True, **kwargs)
+    async for _ in updates:
+        pass
+    return await updates.get_final_response()  # type: ignore[no-any-return]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_adapter_answers_a_forced_tool_with_a_call(stream: bool) -> None:
+    backend = Backend(CALL)
+    options = {"tools": [WEATHER], "tool_choice": ForcedTool("get_weather")}
+    response = await get(backend.client(), stream, "Weather in Oslo?", options=options)
+    [call] = response.messages[-1].function_calls
+    assert (call.name, call.parsed_arguments()) == ("get_weather", {"city": "Oslo"})
+    assert response.finish_reason == FinishReason.TOOL_CALLS
+    [sent] = backend.bodies
+    assert "tools" not in sent and sent["response_format"]["json_schema"]["schema"] == call_schema([WEATHER])
+
+
+class Answer(BaseModel):
+    city: str
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_tool_strategy_works_on_a_backend_that_ignores_tools(stream: bool) -> None:
+    backend = Backend('{"name": "Answer", "arguments": {"city": "Oslo"}}')
+    client = with_structured_output(backend.client(), mode="tool")
+    response = await get(client, stream, "Where?", output_type=Answer)
+    assert response.value == Answer(city="Oslo")
+    assert backend.bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["name"] == {"const": "Answer"}
+
+
+@pytest.mark.anyio
+async def test_closing_the_stream_early_closes_the_backend_stream() -> None:
+    closed: list[bool] = []
+
+    async def backend() -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        try:
+            yield ChatResponseUpdate([], role="assistant")
+            while True:
+                yield ChatResponseUpdate([TextContent("{")], role="assistant")
+        finally:
+            closed.append(True)
+
+    updates = emulation(tool_choice="required").updates(backend())
+    await updates.__anext__()
+    await updates.aclose()
+    assert closed == [True]
+
+
+class Address(BaseModel):
+    city: str
+
+
+class Moved(BaseModel):
+    home: Address
+    previous: list[Address]
+
+
+@pytest.mark.parametrize("tools", [[Moved], [Moved, Answer]])
+def test_definitions_move_to_the_root_where_the_refs_point(tools: list[type[BaseModel]]) -> None:
+    offered = [FunctionTool(t.__name__, t.model_json_schema()) for t in tools]
+    assert "$defs" in offered[0].parameters  # pydantic puts Address there, referenced as #/$defs/Address
+    schema = call_schema(offered)
+    call = {"name": "Moved", "arguments": {"home": {"city": "Oslo"}, "previous": [{"city": "Bergen"}]}}
+    assert jsonschema_rs.validator_for(schema).is_valid(call)
+    assert not jsonschema_rs.validator_for(schema).is_valid({**call, "arguments": {"home": {}, "previous": []}})
+    options = schema.get("anyOf", [schema])
+    assert all("$defs" not in option["properties"]["arguments"] for option in options)
+
+
+class City(BaseModel):
+    city: str = Field(max_length=20)  # bounded: the grammar closes the string whatever the model samples
+
+
+@pytest.mark.anyio
+@pytest.mark.local_server
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_tool_strategy_on_the_embedded_model_ends_typed(local_server: LocalModelServer, stream: bool) -> None:
+    adapter = chat_client(local_server, "chat")
+    client = with_structured_output(adapter, mode="tool")
+    try:
+        response = await get(client, stream, "Oslo is cold today. Which city?", output_type=City,
+                             options={"max_tokens": 120, "temperature": 0})  # fmt: skip
+    except OutputError as error:  # the model's answer did not validate: a typed outcome too
+        assert error.attempts and all(a.strategy == "tool" for a in error.attempts)
+    else:
+        assert isinstance(response.value, City)
+        assert all(a.strategy == "tool" for a in response.attempts)
+    finally:
+        await adapter.sdk_client.close()
