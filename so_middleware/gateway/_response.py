@@ -86,15 +86,18 @@ def echoed_text(text: dict[str, Any] | None) -> dict[str, Any]:
     echoed = dict(text) if text else {}
     fmt = echoed.setdefault("format", {"type": "text"})
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-        echoed["format"] = {"description": None, "strict": False, **fmt}
+        echoed["format"] = {**fmt, "description": fmt.get("description"), "strict": fmt.get("strict", False)}
     return echoed
 
 
 def echoed_tool(tool: Any) -> Any:
     """A function tool as the schema has it: `description`, `parameters`, `strict` always present."""
-    if isinstance(tool, dict) and tool.get("type") == "function":
-        return {"description": None, "parameters": None, "strict": None, **tool}
-    return tool
+    if not (isinstance(tool, dict) and tool.get("type") == "function"):
+        return tool
+    echoed = dict(tool)
+    for name in ("description", "parameters", "strict"):
+        echoed.setdefault(name, None)
+    return echoed
 
 
 def usage_json(usage: UsageDetails | None) -> dict[str, Any]:
