@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from so_middleware import ChatMessage, DataContent, FunctionCallContent, FunctionResultContent, TextContent
@@ -14,9 +15,23 @@ _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "develop
 
 
 def to_messages(items: list[dict[str, Any]]) -> list[ChatMessage]:
-    """The chat messages for a list of (already checked) input and output items."""
-    messages = [to_message(item, "input") for item in items]
-    return [m for m in messages if m is not None]
+    """The chat messages for a list of (already checked) input and output items. Calls that follow
+    an assistant message join it: parallel calls are one assistant turn on Chat Completions."""
+    messages: list[ChatMessage] = []
+    for item in items:
+        message = to_message(item, "input")
+        if message is None:
+            continue
+        last = messages[-1] if messages else None
+        if last is not None and last.role == "assistant" and _only_calls(message):
+            messages[-1] = ChatMessage("assistant", [*last.contents, *message.contents])
+        else:
+            messages.append(message)
+    return messages
+
+
+def _only_calls(message: ChatMessage) -> bool:
+    return message.role == "assistant" and all(isinstance(c, FunctionCallContent) for c in message.contents)
 
 
 def to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
@@ -37,7 +52,12 @@ def to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
         if not isinstance(call_id, str) or not isinstance(name, str):
             raise BadRequest(f"{where} needs string call_id and name", f"{where}.call_id")
         return ChatMessage("assistant", [FunctionCallContent(call_id, name, str(item.get("arguments") or ""))])
-    if kind == "function_call_output":
+    if kind == "custom_tool_call":  # a custom tool is a function of one string parameter, `input`
+        call_id, name, text = item.get("call_id"), item.get("name"), item.get("input")
+        if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(text, str):
+            raise BadRequest(f"{where} needs string call_id, name and input", f"{where}.call_id")
+        return ChatMessage("assistant", [FunctionCallContent(call_id, name, json.dumps({"input": text}))])
+    if kind in ("function_call_output", "custom_tool_call_output"):
         call_id, output = item.get("call_id"), item.get("output")
         if not isinstance(call_id, str) or output is None:
             raise BadRequest(f"{where} needs a string call_id and an output", f"{where}.call_id")
