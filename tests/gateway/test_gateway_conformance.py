@@ -28,7 +28,7 @@ def test_input_items_are_typed_items_with_ids_and_parts(fake_gateway: Any) -> No
 
 
 def test_models_are_the_backends_list_as_given(fake_gateway: Any) -> None:
-    backend, gateway = fake_gateway()
+    _, gateway = fake_gateway()
     listed = httpx2.get(f"{gateway.base_url}/models", timeout=30).json()
     assert listed == {"object": "list", "data": [{"id": "fake-model", "object": "model", "created": 0,
                                                   "owned_by": "tests"}]}  # fmt: skip
