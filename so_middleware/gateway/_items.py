@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
+import mimetypes
 from typing import Any
 
-from so_middleware import ChatMessage, DataContent, FunctionCallContent, FunctionResultContent, TextContent
+from so_middleware import (
+    ChatMessage,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    HostedFileContent,
+    TextContent,
+)
 
 from ._errors import BadRequest
 
@@ -67,7 +75,7 @@ def to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
     raise BadRequest(f"{where}.type {kind!r} cannot be served by a Chat Completions backend", f"{where}.type")
 
 
-def _part(part: Any, where: str) -> TextContent | DataContent:
+def _part(part: Any, where: str) -> TextContent | DataContent | HostedFileContent:
     kind = part.get("type") if isinstance(part, dict) else None
     if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
         return TextContent(part["text"])
@@ -77,7 +85,26 @@ def _part(part: Any, where: str) -> TextContent | DataContent:
         url = part["image_url"]
         media = url[5 : url.index(";")] if url.startswith("data:") and ";" in url else "image/*"
         return DataContent(url, media)
-    raise BadRequest(f"{where} is not a supported content part (input_text, output_text, input_image)", where)
+    if kind == "input_file":
+        return _file(part, where)
+    raise BadRequest(f"{where} is not a supported content part (input_text, output_text, input_image, input_file)",
+                     where)  # fmt: skip
+
+
+def _file(part: dict[str, Any], where: str) -> DataContent | HostedFileContent:
+    """An `input_file` part: Chat Completions' `file` part takes `file_data` or `file_id` (a backend
+    that reads no files says so itself); it has no place for a URL."""
+    name = part.get("filename") if isinstance(part.get("filename"), str) else None
+    if isinstance(part.get("file_id"), str):
+        return HostedFileContent(part["file_id"], name=name)
+    data = part.get("file_data")
+    if not isinstance(data, str):
+        raise BadRequest(f"{where} needs file_data or file_id (a Chat Completions backend takes no file_url)", where)
+    if data.startswith("data:") and ";" in data:
+        media = data[5 : data.index(";")]
+    else:
+        media = mimetypes.guess_type(name or "")[0] or "application/octet-stream"
+    return DataContent(data, media, name=name)
 
 
 def as_listed_item(item: dict[str, Any], item_id: str) -> dict[str, Any]:

@@ -120,3 +120,25 @@ def test_reasoning_items_sent_back_are_accepted(fake_gateway: Any) -> None:
     assert second.status == "completed"
     assert [m["role"] for m in backend.bodies[-1]["messages"]] == ["user", "assistant", "user"]
     client.close()
+
+
+def test_input_file_parts_become_chat_completions_file_parts(fake_gateway: Any) -> None:
+    backend, gateway = fake_gateway()
+    pdf = "data:application/pdf;base64,JVBERi0xLjQK"
+    content = [
+        {"type": "input_text", "text": "Summarise both."},
+        {"type": "input_file", "filename": "a.pdf", "file_data": pdf},
+        {"type": "input_file", "file_id": "file-abc123"},
+    ]
+    reply = httpx2.post(f"{gateway.base_url}/responses", timeout=30,
+                        json={"model": "m", "input": [{"role": "user", "content": content}]})  # fmt: skip
+    assert reply.status_code == 200, reply.text
+    assert backend.bodies[-1]["messages"][0]["content"] == [
+        {"type": "text", "text": "Summarise both."},
+        {"type": "file", "file": {"file_data": pdf, "filename": "a.pdf"}},
+        {"type": "file", "file": {"file_id": "file-abc123"}},
+    ]
+    url_only = [{"role": "user", "content": [{"type": "input_file", "file_url": "https://example.com/a.pdf"}]}]
+    refused = httpx2.post(f"{gateway.base_url}/responses", json={"model": "m", "input": url_only}, timeout=30)
+    assert refused.status_code == 400 and "file_url" in refused.json()["error"]["message"]
+    assert refused.json()["error"]["param"] == "input[0].content[0]"
