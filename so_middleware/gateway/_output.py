@@ -10,7 +10,6 @@ their output one way (seed 004 FR-009).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import Any
@@ -25,9 +24,11 @@ from so_middleware import (
     UsageDetails,
 )
 
-from ._response import new_id, usage_json
+from ..wire.responses import usage_to_wire
+from ..wire.responses_items import custom_input
+from ._response import new_id
 
-__all__ = ["ResponseWriter", "custom_input"]
+__all__ = ["ResponseWriter"]
 
 _INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
 # The spec names reasoning deltas `response.reasoning.*`, OpenAI's API and SDKs `response.reasoning_text.*`:
@@ -97,7 +98,7 @@ class ResponseWriter:
             self.response.update(status="incomplete", incomplete_details={"reason": reason})
         else:
             self.response.update(status="completed", completed_at=int(time.time()))
-        self.response["usage"] = usage_json(self._usage)
+        self.response["usage"] = usage_to_wire(self._usage)
         self.emit(f"response.{self.response['status']}", response=_snapshot(self.response))
         return self.events[first:]
 
@@ -208,16 +209,6 @@ class ResponseWriter:
             "output_index": self._index(),
             "content_index": len(self._item["content"]) - 1,
         }
-
-
-def custom_input(arguments: str) -> str:
-    """A custom tool's text from the arguments of the function that stands for it (`{"input": ...}`);
-    arguments that are not that object are the text themselves (a backend that ignored the schema)."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return arguments
-    return value["input"] if isinstance(value, dict) and isinstance(value.get("input"), str) else arguments
 
 
 def _copy(item: dict[str, Any]) -> dict[str, Any]:

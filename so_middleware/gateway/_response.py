@@ -7,11 +7,10 @@ import time
 import uuid
 from typing import Any
 
-from so_middleware import UsageDetails
-
+from ..wire.responses import echoed_text, echoed_tool
 from ._request import GatewayRequest
 
-__all__ = ["echoed_text", "echoed_tool", "is_response_id", "new_id", "response_skeleton", "usage_json"]
+__all__ = ["is_response_id", "new_id", "response_skeleton"]
 
 _RESPONSE_ID = re.compile(r"resp_[0-9A-Za-z_-]{1,128}")
 
@@ -78,36 +77,3 @@ def _reasoning(value: Any) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
     return {"effort": value.get("effort"), "summary": value.get("summary"), **value}
-
-
-def echoed_text(text: dict[str, Any] | None) -> dict[str, Any]:
-    """`text` as received, with a `format` (`text` by default) and, for a json_schema format, the
-    keys the schema requires (`description`, `strict`: null/false when the request left them out)."""
-    echoed = dict(text) if text else {}
-    fmt = echoed.setdefault("format", {"type": "text"})
-    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-        echoed["format"] = {**fmt, "description": fmt.get("description"), "strict": fmt.get("strict", False)}
-    return echoed
-
-
-def echoed_tool(tool: Any) -> Any:
-    """A function tool as the schema has it: `description`, `parameters`, `strict` always present."""
-    if not (isinstance(tool, dict) and tool.get("type") == "function"):
-        return tool
-    echoed = dict(tool)
-    for name in ("description", "parameters", "strict"):
-        echoed.setdefault(name, None)
-    return echoed
-
-
-def usage_json(usage: UsageDetails | None) -> dict[str, Any]:
-    """The Responses `usage` object (zeros where the backend reported nothing)."""
-    usage = usage or UsageDetails()
-    inputs, outputs = usage.input_tokens or 0, usage.output_tokens or 0
-    return {
-        "input_tokens": inputs,
-        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens or 0},
-        "output_tokens": outputs,
-        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
-        "total_tokens": usage.total_tokens if usage.total_tokens is not None else inputs + outputs,
-    }

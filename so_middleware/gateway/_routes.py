@@ -11,8 +11,8 @@ from starlette.responses import JSONResponse, Response
 
 from so_middleware import ChatClient, __version__
 
+from ..wire.responses_items import as_listed_item, items_to_messages
 from ._errors import BadRequest, error_response
-from ._items import as_listed_item, to_messages
 from ._request import parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, Run, Runs
@@ -57,7 +57,7 @@ class Gateway:
             history = previous.input_items + previous.response["output"]
         history = history + parsed.input_items
         status = "queued" if parsed.background else "in_progress"
-        run = Run(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), to_messages(history),
+        run = Run(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), items_to_messages(history),
                   history, self.store, self.config.validate, owner)  # fmt: skip
         events = server_span(self.config.tracer_provider, "POST /v1/responses").wrap(run.events())
         if parsed.background:
