@@ -148,6 +148,7 @@ def usage_from(usage: Any) -> UsageDetails | None:
         total_tokens=getattr(usage, "total_tokens", None),
         cached_input_tokens=getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", None),
         reasoning_tokens=getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", None),
+        cache_creation_input_tokens=getattr(getattr(usage, "input_tokens_details", None), "cache_write_tokens", None),
     )
 
 
@@ -157,7 +158,10 @@ def usage_to_wire(usage: UsageDetails | None) -> dict[str, Any]:
     inputs, outputs = usage.input_tokens or 0, usage.output_tokens or 0
     return {
         "input_tokens": inputs,
-        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens or 0},
+        "input_tokens_details": {
+            "cached_tokens": usage.cached_input_tokens or 0,
+            "cache_write_tokens": usage.cache_creation_input_tokens or 0,
+        },
         "output_tokens": outputs,
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
         "total_tokens": usage.total_tokens if usage.total_tokens is not None else inputs + outputs,

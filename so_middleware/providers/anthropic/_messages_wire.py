@@ -41,6 +41,7 @@ from ...core import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    HostedFileContent,
     ProviderResponseError,
     ReasoningContent,
     RefusalContent,
@@ -160,6 +161,8 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
                 blocks.append({"type": "thinking", "thinking": content.text, "signature": content.signature})
         elif isinstance(content, DataContent):
             blocks.append(_data_block(content))
+        elif isinstance(content, HostedFileContent):  # its Files API is a beta this adapter does not speak
+            raise UserError(f"Anthropic Messages cannot carry a file by id ({content.file_id}): send its data")
     return blocks
 
 
