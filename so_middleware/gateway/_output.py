@@ -25,7 +25,7 @@ from so_middleware import (
 )
 
 from ..wire.responses import usage_to_wire
-from ..wire.responses_items import custom_input
+from ..wire.responses_items import call_item, custom_input, message_item, reasoning_item, text_part
 from ._response import new_id
 
 __all__ = ["ResponseWriter"]
@@ -107,18 +107,12 @@ class ResponseWriter:
         delta = _writable(content.text if isinstance(content, TextContent) else content.refusal)
         if self._item is None or self._item["type"] != "message":
             self._close_item("completed")
-            self._open(
-                {"id": new_id("msg"), "type": "message", "status": "in_progress", "role": "assistant", "content": []}
-            )
+            self._open(message_item(new_id("msg")))
         item = self._item
         assert item is not None
         if self._part is None or self._part["type"] != kind:
             self._close_part()
-            self._part = (
-                {"type": kind, "text": "", "annotations": []}
-                if kind == "output_text"
-                else {"type": kind, "refusal": ""}
-            )
+            self._part = text_part(kind)
             item["content"].append(self._part)
             self.emit("response.content_part.added", **self._where(), part=dict(self._part))
         self._part["text" if kind == "output_text" else "refusal"] += delta
@@ -129,8 +123,7 @@ class ResponseWriter:
     def _reasoning(self, content: ReasoningContent) -> None:
         if self._item is None or self._item["type"] != "reasoning":
             self._close_item("completed")
-            self._open({"id": new_id("rs"), "type": "reasoning", "status": "in_progress", "summary": [],
-                        "content": [{"type": "reasoning_text", "text": ""}]})  # fmt: skip
+            self._open(reasoning_item(new_id("rs")))
         item = self._item
         assert item is not None
         delta = _writable(content.text)
@@ -143,11 +136,8 @@ class ResponseWriter:
         if item is None:
             self._close_item("completed")
             name = _writable(content.name)
-            item = ({"id": new_id("ctc"), "type": "custom_tool_call", "status": "in_progress",
-                     "call_id": content.call_id, "name": name, "input": ""}
-                    if name in self._custom
-                    else {"id": new_id("fc"), "type": "function_call", "status": "in_progress",
-                          "call_id": content.call_id, "name": name, "arguments": ""})  # fmt: skip
+            custom = name in self._custom
+            item = call_item(new_id("ctc" if custom else "fc"), content.call_id, name, custom=custom)
             self._calls[content.call_id] = item
             self._open(item)
         item["name"] = item["name"] or _writable(content.name)
@@ -158,8 +148,8 @@ class ResponseWriter:
             self._arguments[item["id"]] = self._arguments.get(item["id"], "") + delta
             return
         item["arguments"] += delta
-        self.emit("response.function_call_arguments.delta", item_id=item["id"],
-                  output_index=self.response["output"].index(item), delta=delta)  # fmt: skip
+        index = self._index() if item is self._item else self.response["output"].index(item)  # interleaved calls
+        self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=delta)
 
     def _open(self, item: dict[str, Any]) -> None:
         self._item = item

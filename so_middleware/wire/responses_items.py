@@ -33,8 +33,18 @@ from ..core import (
 from .common import data_uri
 from .responses import WireError
 
-__all__ = ["as_listed_item", "custom_input", "item_to_message", "items_to_messages", "message_to_items",
-           "output_contents"]  # fmt: skip
+__all__ = [
+    "as_listed_item",
+    "call_item",
+    "custom_input",
+    "item_to_message",
+    "items_to_messages",
+    "message_item",
+    "message_to_items",
+    "output_contents",
+    "reasoning_item",
+    "text_part",
+]
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _STATUS_KINDS = ("message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output")
@@ -200,6 +210,31 @@ def as_listed_item(item: dict[str, Any], item_id: str) -> dict[str, Any]:
     return listed
 
 
+# ---------------------------------------------------------------- output, as a server writes it
+
+
+def message_item(item_id: str) -> dict[str, Any]:
+    """An assistant message output item, open (`in_progress`), its parts to come."""
+    return {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+
+
+def text_part(kind: str) -> dict[str, Any]:
+    """An empty `output_text` or `refusal` part of a message item."""
+    return {"type": kind, "text": "", "annotations": []} if kind == "output_text" else {"type": kind, "refusal": ""}
+
+
+def reasoning_item(item_id: str) -> dict[str, Any]:
+    """A reasoning output item, its text to come in one `reasoning_text` part."""
+    return {"id": item_id, "type": "reasoning", "status": "in_progress", "summary": [],
+            "content": [{"type": "reasoning_text", "text": ""}]}  # fmt: skip
+
+
+def call_item(item_id: str, call_id: str, name: str, *, custom: bool) -> dict[str, Any]:
+    """A `function_call` item (arguments to come), or a `custom_tool_call` one (its `input`)."""
+    kind, body = ("custom_tool_call", "input") if custom else ("function_call", "arguments")
+    return {"id": item_id, "type": kind, "status": "in_progress", "call_id": call_id, "name": name, body: ""}
+
+
 # ---------------------------------------------------------------- output, as a client reads it
 
 
@@ -216,6 +251,8 @@ def output_contents(output: Any) -> list[Content]:
                     contents.append(RefusalContent(part.refusal))
         elif kind == "function_call":
             contents.append(FunctionCallContent(item.call_id, item.name, item.arguments or ""))
+        elif kind == "custom_tool_call":
+            contents.append(FunctionCallContent(item.call_id, item.name, json.dumps({"input": item.input})))
         elif kind == "reasoning":
             text = "".join(getattr(s, "text", "") for s in (getattr(item, "summary", None) or []))
             text = text or "".join(getattr(c, "text", "") for c in (getattr(item, "content", None) or []))

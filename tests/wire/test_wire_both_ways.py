@@ -83,3 +83,29 @@ def test_anthropic_refuses_a_file_by_id_instead_of_dropping_it() -> None:
 @pytest.mark.parametrize("arguments", ['{"input": "*** Begin"}', "*** Begin"], ids=["object", "bare text"])
 def test_a_custom_tool_input_comes_from_its_function_arguments(arguments: str) -> None:
     assert responses_items.custom_input(arguments) == "*** Begin"
+
+
+def test_output_a_server_writes_reads_back_on_a_client() -> None:
+    """The gateway's writer and the Responses adapter's reader share the item tables: what one
+    writes (custom tool calls included) the other reads back as the same contents."""
+    from openai.types.responses import Response
+
+    from so_middleware import ChatResponseUpdate, FinishReason, ReasoningContent
+    from so_middleware.gateway._output import ResponseWriter
+
+    contents = [
+        ReasoningContent("First the name."),
+        TextContent("Ada"),
+        FunctionCallContent("call_1", "lookup", '{"q":"a"}'),
+        FunctionCallContent("call_2", "apply_patch", '{"input": "*** Begin"}'),
+    ]
+    skeleton: dict[str, Any] = {
+        "id": "resp_1", "object": "response", "created_at": 0, "model": "m", "output": [], "parallel_tool_calls": True,
+        "tool_choice": "auto", "tools": [{"type": "custom", "name": "apply_patch"}],
+    }  # fmt: skip
+    writer = ResponseWriter(skeleton)
+    writer.start()
+    writer.feed(ChatResponseUpdate(contents, finish_reason=FinishReason.TOOL_CALLS))
+    writer.finish()
+    read = responses_items.output_contents(Response.model_validate(writer.response).output)
+    assert read == contents
