@@ -25,6 +25,10 @@ SCENARIOS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {  # request body 
         {"tools": [TOOL], "tool_choice": "required"},
         {"tool_call": {"name": "lookup", "arguments": '{"q":"x"}'}},
     ),
+    "parallel": (
+        {"tools": [TOOL]},
+        {"tool_calls": [{"name": "lookup", "arguments": '{"q":"a"}'}, {"name": "lookup", "arguments": '{"q":"b"}'}]},
+    ),
     "reasoning": ({"reasoning": {"effort": "low"}}, {"reasoning": "Ada is named; 36 is her age."}),
     "structured": ({"text": {"format": {"type": "json_schema", "name": "p", "schema": SCHEMA, "strict": True}}}, {}),
     "settings": ({"temperature": 0.2, "top_p": 0.9, "max_output_tokens": 50, "instructions": "Be brief."}, {}),
