@@ -109,3 +109,10 @@ def test_output_a_server_writes_reads_back_on_a_client() -> None:
     writer.finish()
     read = responses_items.output_contents(Response.model_validate(writer.response).output)
     assert read == contents
+
+
+def test_a_named_document_keeps_its_file_name_on_the_responses_wire() -> None:
+    message = ChatMessage("user", [TextContent("Read."), DataContent(b"%PDF-1.4", "application/pdf", name="a.pdf")])
+    (item,) = responses_items.message_to_items(message)
+    assert item["content"][1] == {"type": "input_file", "filename": "a.pdf",
+                                  "file_data": "data:application/pdf;base64,JVBERi0xLjQ="}  # fmt: skip
