@@ -15,13 +15,15 @@ import so_middleware
 PACKAGE = Path(so_middleware.__file__).parent
 
 # Each layer may import only from the layers listed for it (and the stdlib / third parties
-# other than the SDKs): arrows only go down, agents -> middleware -> providers -> schema -> core.
+# other than the SDKs): arrows only go down, agents -> middleware -> providers -> wire -> core
+# (wire: one module per protocol, both directions, shared by the adapters and the gateway).
 # Every import counts, inside functions too; only `if TYPE_CHECKING:` blocks are exempt.
 LAYER_OF = {
     "core": "core",
     "schema": "schema",
     "middleware": "middleware",
     "providers": "providers",
+    "wire": "wire",
     "agents": "agents",
     "local": "local",
     "testing": "testing",
@@ -30,11 +32,12 @@ ALLOWED = {
     "core": {"core"},
     "schema": {"core", "schema"},
     "middleware": {"core", "schema", "middleware"},
-    "providers": {"core", "schema", "providers"},
+    "wire": {"core", "wire"},
+    "providers": {"core", "schema", "wire", "providers"},
     "agents": {"core", "schema", "middleware", "agents"},
     "testing": {"core", "schema", "testing"},
-    "local": {"core", "local", "providers"},
-    "top": {"core", "schema", "middleware", "providers", "agents", "local", "testing", "top"},
+    "local": {"core", "local", "wire", "providers"},
+    "top": {"core", "schema", "middleware", "wire", "providers", "agents", "local", "testing", "top"},
     "root": {"core", "schema", "middleware", "agents"},
 }
 SDKS = {"openai", "anthropic"}
@@ -233,6 +236,7 @@ PUBLIC = [
     "FunctionCallContent",
     "FunctionResultContent",
     "FunctionTool",
+    "HostedFileContent",
     "IncompleteOutputError",
     "LimitStats",
     "LimitsChatClient",

@@ -21,10 +21,10 @@ try:
 except ImportError as error:  # pragma: no cover - exercised in a subprocess without the extra
     raise ImportError("so_middleware.gateway needs its extra: pip install 'so-middleware[gateway]'") from error
 
+from ..wire.responses import text_format_to_chat as chat_response_format
 from ._app import GatewayConfig, create_app
 from ._limits import server_options
 from ._open_store import open_store
-from ._request import chat_response_format
 from ._store import ResponseStore, SQLiteStore, StoredResponse
 
 __all__ = [

@@ -11,6 +11,7 @@ their output one way (seed 004 FR-009).
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from so_middleware import (
@@ -23,11 +24,16 @@ from so_middleware import (
     UsageDetails,
 )
 
-from ._response import new_id, usage_json
+from ..wire.responses import usage_to_wire
+from ..wire.responses_items import call_item, custom_input, message_item, reasoning_item, text_part
+from ._response import new_id
 
 __all__ = ["ResponseWriter"]
 
 _INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
+# The spec names reasoning deltas `response.reasoning.*`, OpenAI's API and SDKs `response.reasoning_text.*`:
+# both are sent, each reader takes its own and skips the other as an event it does not know.
+_REASONING_EVENTS = ("response.reasoning", "response.reasoning_text")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a decoded pair is one code point: any left is alone
 
 
@@ -47,6 +53,10 @@ class ResponseWriter:
         self._part: dict[str, Any] | None = None  # the open content part of the open message item
         self._item: dict[str, Any] | None = None  # the open output item
         self._calls: dict[str, dict[str, Any]] = {}
+        self._custom = {
+            t.get("name") for t in response.get("tools") or () if isinstance(t, dict) and t.get("type") == "custom"
+        }
+        self._arguments: dict[str, str] = {}  # a custom tool call's arguments, `{"input": ...}`, as they come
         self._finish: FinishReason | None = None
         self._usage: UsageDetails | None = None
 
@@ -87,8 +97,8 @@ class ResponseWriter:
         elif reason:
             self.response.update(status="incomplete", incomplete_details={"reason": reason})
         else:
-            self.response["status"] = "completed"
-        self.response["usage"] = usage_json(self._usage)
+            self.response.update(status="completed", completed_at=int(time.time()))
+        self.response["usage"] = usage_to_wire(self._usage)
         self.emit(f"response.{self.response['status']}", response=_snapshot(self.response))
         return self.events[first:]
 
@@ -97,18 +107,12 @@ class ResponseWriter:
         delta = _writable(content.text if isinstance(content, TextContent) else content.refusal)
         if self._item is None or self._item["type"] != "message":
             self._close_item("completed")
-            self._open(
-                {"id": new_id("msg"), "type": "message", "status": "in_progress", "role": "assistant", "content": []}
-            )
+            self._open(message_item(new_id("msg")))
         item = self._item
         assert item is not None
         if self._part is None or self._part["type"] != kind:
             self._close_part()
-            self._part = (
-                {"type": kind, "text": "", "annotations": []}
-                if kind == "output_text"
-                else {"type": kind, "refusal": ""}
-            )
+            self._part = text_part(kind)
             item["content"].append(self._part)
             self.emit("response.content_part.added", **self._where(), part=dict(self._part))
         self._part["text" if kind == "output_text" else "refusal"] += delta
@@ -119,29 +123,33 @@ class ResponseWriter:
     def _reasoning(self, content: ReasoningContent) -> None:
         if self._item is None or self._item["type"] != "reasoning":
             self._close_item("completed")
-            self._open({"id": new_id("rs"), "type": "reasoning", "status": "in_progress", "summary": [],
-                        "content": [{"type": "reasoning_text", "text": ""}]})  # fmt: skip
+            self._open(reasoning_item(new_id("rs")))
         item = self._item
         assert item is not None
         delta = _writable(content.text)
         item["content"][0]["text"] += delta
-        self.emit("response.reasoning_text.delta", item_id=item["id"], output_index=self._index(), content_index=0,
-                  delta=delta)  # fmt: skip
+        for name in _REASONING_EVENTS:
+            self.emit(f"{name}.delta", item_id=item["id"], output_index=self._index(), content_index=0, delta=delta)
 
     def _call(self, content: FunctionCallContent) -> None:
         item = self._calls.get(content.call_id)
         if item is None:
             self._close_item("completed")
-            item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "call_id": content.call_id,
-                    "name": _writable(content.name), "arguments": ""}  # fmt: skip
+            name = _writable(content.name)
+            custom = name in self._custom
+            item = call_item(new_id("ctc" if custom else "fc"), content.call_id, name, custom=custom)
             self._calls[content.call_id] = item
             self._open(item)
         item["name"] = item["name"] or _writable(content.name)
-        if content.arguments:
-            delta = _writable(content.arguments)
-            item["arguments"] += delta
-            self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=self._index(),
-                      delta=delta)  # fmt: skip
+        if not content.arguments:
+            return
+        delta = _writable(content.arguments)
+        if item["type"] == "custom_tool_call":  # its input is known once the arguments are whole
+            self._arguments[item["id"]] = self._arguments.get(item["id"], "") + delta
+            return
+        item["arguments"] += delta
+        index = self._index() if item is self._item else self.response["output"].index(item)  # interleaved calls
+        self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=delta)
 
     def _open(self, item: dict[str, Any]) -> None:
         self._item = item
@@ -166,8 +174,14 @@ class ResponseWriter:
         if item["type"] == "message":
             self._close_part()
         elif item["type"] == "reasoning":
-            self.emit("response.reasoning_text.done", item_id=item["id"], output_index=self._index(), content_index=0,
-                      text=item["content"][0]["text"])  # fmt: skip
+            for name in _REASONING_EVENTS:
+                self.emit(f"{name}.done", item_id=item["id"], output_index=self._index(), content_index=0,
+                          text=item["content"][0]["text"])  # fmt: skip
+        elif item["type"] == "custom_tool_call":
+            item["input"] = custom_input(self._arguments.pop(item["id"], ""))
+            where = {"item_id": item["id"], "output_index": self._index()}
+            self.emit("response.custom_tool_call_input.delta", **where, delta=item["input"])
+            self.emit("response.custom_tool_call_input.done", **where, input=item["input"])
         else:
             self.emit("response.function_call_arguments.done", item_id=item["id"], output_index=self._index(),
                       name=item["name"], arguments=item["arguments"])  # fmt: skip

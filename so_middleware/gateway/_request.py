@@ -19,12 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from so_middleware import ChatOptions, ForcedTool, FunctionTool, ResponseFormat
+from so_middleware import ChatOptions, ResponseFormat
 
+from ..wire.responses import WireError, text_format_to_chat, tool_choice_from_wire, tool_from_wire
+from ..wire.responses_items import item_to_message
 from ._errors import BadRequest
-from ._items import to_message
 
-__all__ = ["MAX_DEPTH", "GatewayRequest", "chat_response_format", "input_items", "parse_request", "read_json"]
+__all__ = ["MAX_DEPTH", "GatewayRequest", "input_items", "parse_request", "read_json"]
 
 MAX_DEPTH = 64  # levels of nesting in a request body (a JSON schema's are far fewer)
 
@@ -50,25 +51,6 @@ class GatewayRequest:
     store: bool = True
     background: bool = False
     previous_response_id: str | None = None
-
-
-def chat_response_format(text_format: Any) -> dict[str, Any] | None:
-    """The Chat Completions `response_format` for a Responses `text.format`, forwarded as is.
-
-    Example:
-        chat_response_format({"type": "json_schema", "strict": True, "name": "p", "schema": s})
-        == {"type": "json_schema", "json_schema": {"strict": True, "name": "p", "schema": s}}
-    """
-    if text_format is None:
-        return None
-    if not isinstance(text_format, Mapping) or not isinstance(text_format.get("type"), str):
-        raise BadRequest("text.format.type must be a string (text.format an object)", "text.format.type")
-    kind = text_format["type"]
-    if kind == "text":
-        return None
-    if kind == "json_schema":
-        return {"type": kind, "json_schema": {k: v for k, v in text_format.items() if k != "type"}}
-    return dict(text_format)
 
 
 def read_json(raw: bytes) -> Any:
@@ -116,6 +98,13 @@ def _encodable(text: str, where: str) -> None:
 
 def parse_request(body: Any, *, default_model: str | None = None) -> GatewayRequest:
     """Check a decoded request body and translate it; raises `BadRequest` naming the field."""
+    try:
+        return _parse(body, default_model)
+    except WireError as error:
+        raise BadRequest(str(error), error.param) from None
+
+
+def _parse(body: Any, default_model: str | None) -> GatewayRequest:
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object", None)
     model = _get(body, "model", str) or default_model
@@ -123,7 +112,7 @@ def parse_request(body: Any, *, default_model: str | None = None) -> GatewayRequ
         raise BadRequest("model is required", "model")
     items = input_items(body.get("input"))
     text = _get(body, "text", dict) or {}
-    response_format = chat_response_format(text.get("format"))
+    response_format = text_format_to_chat(text.get("format"))
     options: dict[str, Any] = {"model": model, "instructions": _get(body, "instructions", str)}
     options["temperature"] = _get(body, "temperature", (int, float))
     options["top_p"] = _get(body, "top_p", (int, float))
@@ -136,9 +125,9 @@ def parse_request(body: Any, *, default_model: str | None = None) -> GatewayRequ
         )
     tools = _get(body, "tools", list)
     if tools:
-        options["tools"] = [_tool(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
+        options["tools"] = [tool_from_wire(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
     if body.get("tool_choice") is not None:
-        options["tool_choice"] = _tool_choice(body["tool_choice"])
+        options["tool_choice"] = tool_choice_from_wire(body["tool_choice"])
     options["extra_body"] = _extra_body(body, text)
     return GatewayRequest(
         body=body,
@@ -162,27 +151,8 @@ def input_items(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise BadRequest("input must be a string or a list of input items", "input")
     for index, item in enumerate(value):
-        to_message(item, f"input[{index}]")  # checked now: a bad item is a 400, not a failed run
+        item_to_message(item, f"input[{index}]")  # checked now: a bad item is a 400, not a failed run
     return list(value)
-
-
-def _tool(tool: Any, where: str) -> FunctionTool:
-    if not isinstance(tool, dict) or tool.get("type") != "function":
-        raise BadRequest(f"{where}: only function tools can be served by a Chat Completions backend", f"{where}.type")
-    name, parameters = tool.get("name"), tool.get("parameters") or {"type": "object", "properties": {}}
-    if not isinstance(name, str) or not isinstance(parameters, dict):
-        raise BadRequest(f"{where} needs a string name and an object parameters", f"{where}.name")
-    return FunctionTool(name, parameters, tool.get("description"), tool.get("strict"))
-
-
-def _tool_choice(value: Any) -> Any:
-    if value in ("auto", "none", "required"):
-        return value
-    if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("name"), str):
-        return ForcedTool(value["name"])
-    raise BadRequest(
-        "tool_choice must be 'auto', 'none', 'required' or {'type': 'function', 'name': ...}", "tool_choice"
-    )
 
 
 def _extra_body(body: dict[str, Any], text: dict[str, Any]) -> dict[str, Any] | None:

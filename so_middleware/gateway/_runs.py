@@ -210,7 +210,9 @@ class Run:
             return
         if self.request.background:
             self.response["status"] = "cancelled"
-            self.writer.emit("error", code="server_shutting_down", message=SHUTTING_DOWN, param=None)
+            error = {"code": "server_shutting_down", "message": SHUTTING_DOWN, "param": None}
+            # OpenAI's error event has its fields at the top, the spec's under `error`: both, one event
+            self.writer.emit("error", **error, error={"type": "server_error", **error})
         else:
             self.writer.finish(error=SHUTTING_DOWN)
         self.published = len(self.writer.events)

@@ -18,6 +18,7 @@ import anyio
 import httpx2
 import pytest
 from fakes import FakeChatBackend, sdk
+from spec_schema import OPENAI_ONLY_EVENTS, event_problems
 
 from so_middleware.gateway import GatewayConfig, SQLiteStore, create_app
 from so_middleware.gateway._runs import SHUTTING_DOWN
@@ -140,6 +141,8 @@ def test_sigterm_ends_open_streams_with_a_terminal_event(tmp_path: Path, fake_ba
     follower_events = _events(followed.result())  # a background run's stream: an `error` event, run cancelled
     assert follower_events[-1]["type"] == "error" and follower_events[-1]["code"] == "server_shutting_down"
     events = _events(seen)
+    for event in follower_events + events:  # both endings as the Open Responses spec has them
+        assert event["type"] in OPENAI_ONLY_EVENTS or event_problems(event) == [], event["type"]
     assert events[-1]["type"] == "response.failed"
     assert events[-1]["response"]["error"]["message"] == SHUTTING_DOWN
     assert [e["sequence_number"] for e in events] == list(range(len(events)))

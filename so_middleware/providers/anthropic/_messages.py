@@ -25,7 +25,6 @@ sent back whole (a tool-mode re-ask) keeps what the API checks.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
@@ -33,6 +32,7 @@ import anthropic
 from anthropic.types import Message
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
+from ...wire.common import warn_unenforced
 from .._discovery import ServerInfo
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._messages_stream import StreamReader
@@ -131,14 +131,7 @@ def _warn_if_not_enforced(options: ChatOptions, capabilities: Capabilities) -> N
         return
     if fmt.type == "json_schema" and capabilities.native_json_schema:
         return
-    reason = (
-        "has no Anthropic form and is not sent"
-        if fmt.type != "json_schema"
-        else f"is not enforced by {capabilities.name!r}"
-    )
-    warnings.warn(
-        f"the {fmt.type} response format {reason}: the answer may not follow it; "
-        "validate it (with_structured_output does)",
-        UserWarning,
-        stacklevel=5,
+    unsent = fmt.type != "json_schema"
+    warn_unenforced(
+        fmt.type, "has no Anthropic form and is not sent" if unsent else f"is not enforced by {capabilities.name!r}"
     )

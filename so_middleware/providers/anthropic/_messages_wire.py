@@ -38,10 +38,10 @@ from ...core import (
     Content,
     DataContent,
     FinishReason,
-    ForcedTool,
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    HostedFileContent,
     ProviderResponseError,
     ReasoningContent,
     RefusalContent,
@@ -49,6 +49,7 @@ from ...core import (
     UsageDetails,
     UserError,
 )
+from ...wire.common import chosen_model, function_fields, tool_choice_to_wire, tools_to_wire
 from .._prefill import prefill_of, strip_echo
 
 __all__ = [
@@ -76,9 +77,7 @@ def build_request(
     messages: list[ChatMessage], options: ChatOptions, *, model: str | None, max_tokens: int
 ) -> dict[str, Any]:
     """The keyword arguments of `messages.create` for this call (without `stream`)."""
-    chosen_model = options.model or model
-    if not chosen_model:
-        raise UserError("no model given: pass model=... to the adapter or options={'model': ...}")
+    chosen = chosen_model(options, model)
     system = [options.instructions] if options.instructions else []
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -94,7 +93,7 @@ def build_request(
         else:
             turns.append({"role": role, "content": blocks})
     request: dict[str, Any] = {
-        "model": chosen_model,
+        "model": chosen,
         "max_tokens": options.max_tokens if options.max_tokens is not None else max_tokens,
         "messages": [_compact(turn) for turn in turns],
     }
@@ -109,13 +108,10 @@ def build_request(
             extra_body[name] = value
     extra_body.update(options.extra_body or {})  # the caller's own fields win
     if options.tools:
-        request["tools"] = [_tool_to_wire(tool) for tool in options.tools]
+        request["tools"] = tools_to_wire(options.tools, _tool_to_wire)
     if options.tool_choice is not None:
-        choice = (
-            {"type": "tool", "name": options.tool_choice.name}
-            if isinstance(options.tool_choice, ForcedTool)
-            else dict(_TOOL_CHOICES[options.tool_choice])
-        )
+        choice = tool_choice_to_wire(options.tool_choice, lambda name: {"type": "tool", "name": name})
+        choice = dict(_TOOL_CHOICES[choice]) if isinstance(choice, str) else choice
         if choice["type"] in ("any", "tool") and _thinking_on(extra_body):
             choice = {"type": "auto"}  # a forced tool is refused together with extended thinking
         request["tool_choice"] = choice
@@ -165,6 +161,8 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
                 blocks.append({"type": "thinking", "thinking": content.text, "signature": content.signature})
         elif isinstance(content, DataContent):
             blocks.append(_data_block(content))
+        elif isinstance(content, HostedFileContent):  # its Files API is a beta this adapter does not speak
+            raise UserError(f"Anthropic Messages cannot carry a file by id ({content.file_id}): send its data")
     return blocks
 
 
@@ -188,15 +186,8 @@ def _data_block(content: DataContent) -> dict[str, Any]:
     return {"type": kind, "source": {"type": "base64", "media_type": content.media_type, "data": encoded}}
 
 
-def _tool_to_wire(tool: FunctionTool | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(tool, Mapping):
-        return dict(tool)
-    wire: dict[str, Any] = {"name": tool.name, "input_schema": dict(tool.parameters)}
-    if tool.description:
-        wire["description"] = tool.description
-    if tool.strict is not None:
-        wire["strict"] = tool.strict
-    return wire
+def _tool_to_wire(tool: FunctionTool) -> dict[str, Any]:
+    return function_fields(tool, parameters="input_schema")
 
 
 # ---------------------------------------------------------------- responses

@@ -6,8 +6,7 @@ OpenAI-compatible response (vLLM, llama.cpp, Ollama) maps the same way.
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,17 +18,16 @@ from ...core import (
     Content,
     DataContent,
     FinishReason,
-    ForcedTool,
     FunctionCallContent,
     FunctionResultContent,
-    FunctionTool,
+    HostedFileContent,
     ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
-    UsageDetails,
-    UserError,
 )
+from ...wire.chat import part_to_wire, tool_choice_to_wire, tool_to_wire, usage_from
+from ...wire.common import chosen_model, tools_to_wire
 from .._prefill import EchoFilter, strip_echo
 from .._sse import JSONView
 
@@ -48,15 +46,13 @@ def build_request(
     messages: list[ChatMessage], options: ChatOptions, *, model: str | None, max_tokens_field: str
 ) -> dict[str, Any]:
     """The keyword arguments of `chat.completions.create` for this call (without `stream`)."""
-    chosen_model = options.model or model
-    if not chosen_model:
-        raise UserError("no model given: pass model=... to the adapter or options={'model': ...}")
+    request: dict[str, Any] = {"model": chosen_model(options, model)}
     wire: list[dict[str, Any]] = []
     if options.instructions:
         wire.append({"role": "system", "content": options.instructions})
     for message in messages:
         wire.extend(_message_to_wire(message))
-    request: dict[str, Any] = {"model": chosen_model, "messages": wire}
+    request["messages"] = wire
     for name in ("temperature", "top_p", "seed"):
         value = getattr(options, name)
         if value is not None:
@@ -66,13 +62,9 @@ def build_request(
     if options.stop:
         request["stop"] = list(options.stop)
     if options.tools:
-        request["tools"] = [_tool_to_wire(tool) for tool in options.tools]
+        request["tools"] = tools_to_wire(options.tools, tool_to_wire)
     if options.tool_choice is not None:
-        request["tool_choice"] = (
-            {"type": "function", "function": {"name": options.tool_choice.name}}
-            if isinstance(options.tool_choice, ForcedTool)
-            else options.tool_choice
-        )
+        request["tool_choice"] = tool_choice_to_wire(options.tool_choice)
     if options.response_format is not None:
         response_format = options.response_format.to_chat_completions()
         if response_format is not None:
@@ -80,17 +72,6 @@ def build_request(
     if options.extra_body:
         request["extra_body"] = dict(options.extra_body)
     return request
-
-
-def _tool_to_wire(tool: FunctionTool | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(tool, Mapping):
-        return dict(tool)
-    function: dict[str, Any] = {"name": tool.name, "parameters": dict(tool.parameters)}
-    if tool.description:
-        function["description"] = tool.description
-    if tool.strict is not None:
-        function["strict"] = tool.strict
-    return {"type": "function", "function": function}
 
 
 def _message_to_wire(message: ChatMessage) -> list[dict[str, Any]]:
@@ -115,30 +96,11 @@ def _message_to_wire(message: ChatMessage) -> list[dict[str, Any]]:
             ]
         elif entry["content"] is None:
             entry["content"] = message.refusal or ""
-    elif any(isinstance(c, DataContent) for c in rest):
-        entry["content"] = [_part_to_wire(c) for c in rest]
+    elif any(isinstance(c, (DataContent, HostedFileContent)) for c in rest):
+        entry["content"] = [part_to_wire(c) for c in rest]
     else:
         entry["content"] = message.text
     return [entry, *tool_messages]
-
-
-def _part_to_wire(content: Content) -> dict[str, Any]:
-    if isinstance(content, TextContent):
-        return {"type": "text", "text": content.text}
-    if isinstance(content, DataContent):
-        if content.media_type.startswith("image/"):
-            data = content.data
-            url = data if isinstance(data, str) and data.startswith(("http", "data:")) else _data_uri(content)
-            return {"type": "image_url", "image_url": {"url": url}}
-        if content.media_type == "application/json" or content.media_type.startswith("text/"):
-            text = content.data if isinstance(content.data, str) else content.data.decode("utf-8", "replace")
-            return {"type": "text", "text": text}
-    raise UserError(f"Chat Completions cannot carry {type(content).__name__} ({getattr(content, 'media_type', '')})")
-
-
-def _data_uri(content: DataContent) -> str:
-    raw = content.data.encode() if isinstance(content.data, str) else content.data
-    return f"data:{content.media_type};base64,{base64.b64encode(raw).decode()}"
 
 
 def finish_reason(value: str | None, *, refused: bool = False) -> FinishReason | None:
@@ -146,21 +108,6 @@ def finish_reason(value: str | None, *, refused: bool = False) -> FinishReason |
     if refused:
         return FinishReason.REFUSAL
     return _FINISH_REASONS.get(value) if value else None
-
-
-def usage_from(usage: Any) -> UsageDetails | None:
-    """Map a `CompletionUsage` (or None)."""
-    if usage is None:
-        return None
-    prompt_details = getattr(usage, "prompt_tokens_details", None)
-    completion_details = getattr(usage, "completion_tokens_details", None)
-    return UsageDetails(
-        input_tokens=getattr(usage, "prompt_tokens", None),
-        output_tokens=getattr(usage, "completion_tokens", None),
-        total_tokens=getattr(usage, "total_tokens", None),
-        cached_input_tokens=getattr(prompt_details, "cached_tokens", None),
-        reasoning_tokens=getattr(completion_details, "reasoning_tokens", None),
-    )
 
 
 def _reasoning_text(obj: Any) -> str | None:

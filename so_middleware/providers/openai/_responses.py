@@ -12,7 +12,6 @@ triggers the warning itself).
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, ClassVar
 
@@ -28,6 +27,7 @@ from ...core import (
     ContinuationToken,
     StreamInterruptedError,
 )
+from ...wire.common import warn_unenforced
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._post import CreateCalls
@@ -169,9 +169,4 @@ def _warn_if_not_enforced(options: ChatOptions, capabilities: Capabilities) -> N
         return
     enforced = capabilities.native_json_schema if fmt.type == "json_schema" else capabilities.json_object
     if not enforced:
-        warnings.warn(
-            f"the {fmt.type} response format is not enforced by {capabilities.name!r} on the Responses route: "
-            "the answer may not follow it; validate it (with_structured_output does)",
-            UserWarning,
-            stacklevel=5,
-        )
+        warn_unenforced(fmt.type, f"is not enforced by {capabilities.name!r} on the Responses route")

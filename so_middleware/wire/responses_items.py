@@ -1,0 +1,271 @@
+"""Responses API items, both directions: the library's messages as the input items a client sends,
+input and output items as a server reads them back into messages, output items as a client reads
+them, and the listing form of `GET /v1/responses/{id}/input_items`.
+
+| library                   | Responses item                                                  |
+|---------------------------|-----------------------------------------------------------------|
+| user / assistant text     | `{"type": "message", "role", "content"}` (string or parts)      |
+| `DataContent`             | `input_image` / `input_text` / `input_file` parts               |
+| `HostedFileContent`       | an `input_file` part with `file_id`                             |
+| `FunctionCallContent`     | `function_call` (or `custom_tool_call`: arguments `{"input": text}`) |
+| `FunctionResultContent`   | `function_call_output` (or `custom_tool_call_output`)           |
+| `ReasoningContent`        | `reasoning`: read from output; sent nowhere (it needs server ids) |
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from typing import Any
+
+from ..core import (
+    ChatMessage,
+    Content,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    HostedFileContent,
+    ReasoningContent,
+    RefusalContent,
+    TextContent,
+    UserError,
+)
+from .common import data_uri
+from .responses import WireError
+
+__all__ = [
+    "as_listed_item",
+    "call_item",
+    "custom_input",
+    "item_to_message",
+    "items_to_messages",
+    "message_item",
+    "message_to_items",
+    "output_contents",
+    "reasoning_item",
+    "text_part",
+]
+
+_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+_STATUS_KINDS = ("message", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output")
+
+
+# ---------------------------------------------------------------- what a client sends
+
+
+def message_to_items(message: ChatMessage) -> list[dict[str, Any]]:
+    """A (non-system) message as input items: its calls and results as items of their own, its
+    other contents as one message item around them."""
+    items: list[dict[str, Any]] = []
+    parts: list[Content] = []
+
+    def flush() -> None:
+        if parts:
+            items.append(_message_item(message.role, list(parts)))
+            parts.clear()
+
+    for content in message.contents:
+        if isinstance(content, FunctionCallContent):
+            flush()
+            items.append({"type": "function_call", "call_id": content.call_id, "name": content.name,
+                          "arguments": content.arguments or "{}"})  # fmt: skip
+        elif isinstance(content, FunctionResultContent):
+            flush()
+            output = ("Error: " if content.is_error else "") + content.result_text
+            items.append({"type": "function_call_output", "call_id": content.call_id, "output": output})
+        elif not isinstance(content, ReasoningContent):  # reasoning needs server ids to go back
+            parts.append(content)
+    flush()
+    return items
+
+
+def _message_item(role: str, parts: list[Content]) -> dict[str, Any]:
+    role = "user" if role == "tool" else role
+    if all(isinstance(p, (TextContent, RefusalContent)) for p in parts):
+        text = "".join(p.text if isinstance(p, TextContent) else p.refusal for p in parts)  # type: ignore[union-attr]
+        # "type" is optional for the API but llama-server needs it to tell a message from other items.
+        return {"type": "message", "role": role, "content": text}
+    if role == "assistant":
+        raise UserError("an assistant message on the Responses API can carry text only, not data")
+    return {"type": "message", "role": role, "content": [_part_to_wire(p) for p in parts]}
+
+
+def _part_to_wire(content: Content) -> dict[str, Any]:
+    if isinstance(content, TextContent):
+        return {"type": "input_text", "text": content.text}
+    if isinstance(content, HostedFileContent):
+        return {"type": "input_file", "file_id": content.file_id}
+    if isinstance(content, DataContent):
+        if content.media_type.startswith("image/"):
+            data = content.data
+            url = data if isinstance(data, str) and data.startswith(("http", "data:")) else data_uri(content)
+            return {"type": "input_image", "image_url": url, "detail": "auto"}
+        if content.media_type == "application/json" or content.media_type.startswith("text/"):
+            text = content.data if isinstance(content.data, str) else content.data.decode("utf-8", "replace")
+            return {"type": "input_text", "text": text}
+        if content.media_type == "application/pdf":
+            return {"type": "input_file", "filename": content.name or "document.pdf", "file_data": data_uri(content)}
+    raise UserError(f"the Responses API cannot carry {type(content).__name__} ({getattr(content, 'media_type', '')})")
+
+
+# ---------------------------------------------------------------- what a server reads
+
+
+def items_to_messages(items: list[dict[str, Any]]) -> list[ChatMessage]:
+    """The chat messages for a list of input and output items. Calls that follow an assistant
+    message join it: parallel calls are one assistant turn on Chat Completions."""
+    messages: list[ChatMessage] = []
+    for item in items:
+        message = item_to_message(item, "input")
+        if message is None:
+            continue
+        last = messages[-1] if messages else None
+        if last is not None and last.role == "assistant" and _only_calls(message):
+            messages[-1] = ChatMessage("assistant", [*last.contents, *message.contents])
+        else:
+            messages.append(message)
+    return messages
+
+
+def _only_calls(message: ChatMessage) -> bool:
+    return message.role == "assistant" and all(isinstance(c, FunctionCallContent) for c in message.contents)
+
+
+def item_to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
+    """One item as a chat message (None for a reasoning item: a chat backend has no place for it);
+    an item that cannot be read raises `WireError` naming the field (`where` is its path)."""
+    kind = item.get("type", "message")
+    if kind == "message":
+        role = _ROLES.get(item["role"]) if isinstance(item.get("role"), str) else None
+        if role is None:
+            raise WireError(f"{where}.role must be one of {', '.join(_ROLES)}", f"{where}.role")
+        content = item.get("content")
+        if isinstance(content, str):
+            return ChatMessage(role, content)  # type: ignore[arg-type]
+        if not isinstance(content, list):
+            raise WireError(f"{where}.content must be a string or a list of content parts", f"{where}.content")
+        return ChatMessage(role, [_part(p, f"{where}.content[{i}]") for i, p in enumerate(content)])  # type: ignore[arg-type]
+    if kind == "function_call":
+        call_id, name = item.get("call_id"), item.get("name")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            raise WireError(f"{where} needs string call_id and name", f"{where}.call_id")
+        return ChatMessage("assistant", [FunctionCallContent(call_id, name, str(item.get("arguments") or ""))])
+    if kind == "custom_tool_call":  # a custom tool is a function of one string parameter, `input`
+        call_id, name, text = item.get("call_id"), item.get("name"), item.get("input")
+        if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(text, str):
+            raise WireError(f"{where} needs string call_id, name and input", f"{where}.call_id")
+        return ChatMessage("assistant", [FunctionCallContent(call_id, name, json.dumps({"input": text}))])
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        call_id, output = item.get("call_id"), item.get("output")
+        if not isinstance(call_id, str) or output is None:
+            raise WireError(f"{where} needs a string call_id and an output", f"{where}.call_id")
+        return ChatMessage("tool", [FunctionResultContent(call_id, output)])
+    if kind == "reasoning":
+        return None
+    raise WireError(f"{where}.type {kind!r} cannot be served by a Chat Completions backend", f"{where}.type")
+
+
+def _part(part: Any, where: str) -> TextContent | DataContent | HostedFileContent:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
+        return TextContent(part["text"])
+    if kind == "refusal" and isinstance(part.get("refusal"), str):
+        return TextContent(part["refusal"])
+    if kind == "input_image" and isinstance(part.get("image_url"), str):
+        url = part["image_url"]
+        media = url[5 : url.index(";")] if url.startswith("data:") and ";" in url else "image/*"
+        return DataContent(url, media)
+    if kind == "input_file":
+        return _file(part, where)
+    raise WireError(f"{where} is not a supported content part (input_text, output_text, input_image, input_file)",
+                    where)  # fmt: skip
+
+
+def _file(part: dict[str, Any], where: str) -> DataContent | HostedFileContent:
+    """An `input_file` part: Chat Completions' `file` part takes `file_data` or `file_id` (a backend
+    that reads no files says so itself); it has no place for a URL."""
+    name = part.get("filename") if isinstance(part.get("filename"), str) else None
+    if isinstance(part.get("file_id"), str):
+        return HostedFileContent(part["file_id"], name=name)
+    data = part.get("file_data")
+    if not isinstance(data, str):
+        raise WireError(f"{where} needs file_data or file_id (a Chat Completions backend takes no file_url)", where)
+    if data.startswith("data:") and ";" in data:
+        media = data[5 : data.index(";")]
+    else:
+        media = mimetypes.guess_type(name or "")[0] or "application/octet-stream"
+    return DataContent(data, media, name=name)
+
+
+def as_listed_item(item: dict[str, Any], item_id: str) -> dict[str, Any]:
+    """An input item as `GET /v1/responses/{id}/input_items` lists it: `type`, an `id` of its own
+    (`item_id` unless it came with one), a `status`, and a message's content as a list of parts."""
+    listed: dict[str, Any] = {"id": item_id, "type": "message", **item}
+    if listed["type"] in _STATUS_KINDS:
+        listed.setdefault("status", "completed")
+    if listed["type"] == "message" and isinstance(listed.get("content"), str):
+        kind = "output_text" if listed.get("role") == "assistant" else "input_text"
+        part: dict[str, Any] = {"type": kind, "text": listed["content"]}
+        listed["content"] = [{**part, "annotations": []} if kind == "output_text" else part]
+    return listed
+
+
+# ---------------------------------------------------------------- output, as a server writes it
+
+
+def message_item(item_id: str) -> dict[str, Any]:
+    """An assistant message output item, open (`in_progress`), its parts to come."""
+    return {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+
+
+def text_part(kind: str) -> dict[str, Any]:
+    """An empty `output_text` or `refusal` part of a message item."""
+    return {"type": kind, "text": "", "annotations": []} if kind == "output_text" else {"type": kind, "refusal": ""}
+
+
+def reasoning_item(item_id: str) -> dict[str, Any]:
+    """A reasoning output item, its text to come in one `reasoning_text` part."""
+    return {"id": item_id, "type": "reasoning", "status": "in_progress", "summary": [],
+            "content": [{"type": "reasoning_text", "text": ""}]}  # fmt: skip
+
+
+def call_item(item_id: str, call_id: str, name: str, *, custom: bool) -> dict[str, Any]:
+    """A `function_call` item (arguments to come), or a `custom_tool_call` one (its `input`)."""
+    kind, body = ("custom_tool_call", "input") if custom else ("function_call", "arguments")
+    return {"id": item_id, "type": kind, "status": "in_progress", "call_id": call_id, "name": name, body: ""}
+
+
+# ---------------------------------------------------------------- output, as a client reads it
+
+
+def output_contents(output: Any) -> list[Content]:
+    """The contents of a response's `output` items, in order."""
+    contents: list[Content] = []
+    for item in output or []:
+        kind = getattr(item, "type", None)
+        if kind == "message":
+            for part in getattr(item, "content", None) or []:
+                if getattr(part, "type", None) == "output_text" and part.text:
+                    contents.append(TextContent(part.text))
+                elif getattr(part, "type", None) == "refusal":
+                    contents.append(RefusalContent(part.refusal))
+        elif kind == "function_call":
+            contents.append(FunctionCallContent(item.call_id, item.name, item.arguments or ""))
+        elif kind == "custom_tool_call":
+            contents.append(FunctionCallContent(item.call_id, item.name, json.dumps({"input": item.input})))
+        elif kind == "reasoning":
+            text = "".join(getattr(s, "text", "") for s in (getattr(item, "summary", None) or []))
+            text = text or "".join(getattr(c, "text", "") for c in (getattr(item, "content", None) or []))
+            if text:
+                contents.append(ReasoningContent(text))
+    return contents
+
+
+def custom_input(arguments: str) -> str:
+    """A custom tool's text from the arguments of the function that stands for it (`{"input": ...}`);
+    arguments that are not that object are the text themselves (a backend that ignored the schema)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return value["input"] if isinstance(value, dict) and isinstance(value.get("input"), str) else arguments

@@ -1,0 +1,118 @@
+"""The wire modules, both directions: what a client writes, a server reads back as it was."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from openai.types.responses import ResponseUsage
+
+from so_middleware import (
+    ChatMessage,
+    ChatOptions,
+    DataContent,
+    ForcedTool,
+    FunctionCallContent,
+    FunctionResultContent,
+    FunctionTool,
+    HostedFileContent,
+    TextContent,
+    UsageDetails,
+    UserError,
+)
+from so_middleware.providers.anthropic._messages_wire import build_request as anthropic_request
+from so_middleware.wire import chat, responses, responses_items
+
+TOOLS = [
+    FunctionTool("lookup", {"type": "object", "properties": {"q": {"type": "string"}}}, "Look it up.", True),
+    FunctionTool("plain", {"type": "object", "properties": {}}, None, False),
+]
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
+def test_a_function_tool_written_by_a_client_reads_back_on_a_server(tool: FunctionTool) -> None:
+    assert responses.tool_from_wire(responses.tool_to_wire(tool), "tools[0]") == tool
+
+
+@pytest.mark.parametrize("choice", ["auto", "none", "required", ForcedTool("lookup")], ids=str)
+def test_a_tool_choice_written_by_a_client_reads_back_on_a_server(choice: Any) -> None:
+    assert responses.tool_choice_from_wire(responses.tool_choice_to_wire(choice)) == choice
+
+
+def test_usage_written_by_a_server_reads_back_on_a_client() -> None:
+    usage = UsageDetails(input_tokens=11, output_tokens=7, total_tokens=18, cached_input_tokens=3, reasoning_tokens=2,
+                         cache_creation_input_tokens=4)  # fmt: skip
+    assert responses.usage_from(ResponseUsage.model_validate(responses.usage_to_wire(usage))) == usage
+
+
+MESSAGES = [
+    ChatMessage("user", "Hi"),
+    ChatMessage("user", [TextContent("Read this."), HostedFileContent("file-abc")]),
+    ChatMessage(
+        "assistant",
+        [FunctionCallContent("call_1", "lookup", '{"q":"a"}'), FunctionCallContent("call_2", "lookup", '{"q":"b"}')],
+    ),
+    ChatMessage("tool", [FunctionResultContent("call_1", "r1")]),
+]
+
+
+def test_messages_written_as_items_read_back_as_the_same_messages() -> None:
+    items = [item for message in MESSAGES for item in responses_items.message_to_items(message)]
+    assert responses_items.items_to_messages(items) == MESSAGES
+
+
+def test_an_item_a_server_cannot_read_names_its_field() -> None:
+    with pytest.raises(responses.WireError) as caught:
+        responses_items.item_to_message({"type": "web_search_call"}, "input[3]")
+    assert caught.value.param == "input[3].type" and isinstance(caught.value, UserError)
+
+
+def test_chat_file_parts() -> None:
+    pdf = DataContent(b"%PDF-1.4", "application/pdf", name="a.pdf")
+    assert chat.part_to_wire(pdf) == {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0xLjQ=",
+                                                               "filename": "a.pdf"}}  # fmt: skip
+    assert chat.part_to_wire(HostedFileContent("file-abc")) == {"type": "file", "file": {"file_id": "file-abc"}}
+
+
+def test_anthropic_refuses_a_file_by_id_instead_of_dropping_it() -> None:
+    message = ChatMessage("user", [TextContent("Read this."), HostedFileContent("file-abc")])
+    with pytest.raises(UserError, match="file-abc"):
+        anthropic_request([message], ChatOptions(), model="claude", max_tokens=100)
+
+
+@pytest.mark.parametrize("arguments", ['{"input": "*** Begin"}', "*** Begin"], ids=["object", "bare text"])
+def test_a_custom_tool_input_comes_from_its_function_arguments(arguments: str) -> None:
+    assert responses_items.custom_input(arguments) == "*** Begin"
+
+
+def test_output_a_server_writes_reads_back_on_a_client() -> None:
+    """The gateway's writer and the Responses adapter's reader share the item tables: what one
+    writes (custom tool calls included) the other reads back as the same contents."""
+    from openai.types.responses import Response
+
+    from so_middleware import ChatResponseUpdate, FinishReason, ReasoningContent
+    from so_middleware.gateway._output import ResponseWriter
+
+    contents = [
+        ReasoningContent("First the name."),
+        TextContent("Ada"),
+        FunctionCallContent("call_1", "lookup", '{"q":"a"}'),
+        FunctionCallContent("call_2", "apply_patch", '{"input": "*** Begin"}'),
+    ]
+    skeleton: dict[str, Any] = {
+        "id": "resp_1", "object": "response", "created_at": 0, "model": "m", "output": [], "parallel_tool_calls": True,
+        "tool_choice": "auto", "tools": [{"type": "custom", "name": "apply_patch"}],
+    }  # fmt: skip
+    writer = ResponseWriter(skeleton)
+    writer.start()
+    writer.feed(ChatResponseUpdate(contents, finish_reason=FinishReason.TOOL_CALLS))
+    writer.finish()
+    read = responses_items.output_contents(Response.model_validate(writer.response).output)
+    assert read == contents
+
+
+def test_a_named_document_keeps_its_file_name_on_the_responses_wire() -> None:
+    message = ChatMessage("user", [TextContent("Read."), DataContent(b"%PDF-1.4", "application/pdf", name="a.pdf")])
+    (item,) = responses_items.message_to_items(message)
+    assert item["content"][1] == {"type": "input_file", "filename": "a.pdf",
+                                  "file_data": "data:application/pdf;base64,JVBERi0xLjQ="}  # fmt: skip
