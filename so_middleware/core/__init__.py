@@ -45,11 +45,13 @@ from ._exceptions import (
     StreamInterruptedError,
     UserError,
 )
+from ._failures import FailureKind, TransportFailure, classified, failure_of, is_transient
 from ._features import Feature
 from ._formats import ResponseFormat, chat_format_to_responses, responses_format_to_chat
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
+from ._retry_after import retry_after_seconds
 from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
 from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
@@ -82,6 +84,7 @@ __all__ = [
     "DeadlineExceededError",
     "DataContent",
     "DelegatingChatClient",
+    "FailureKind",
     "Feature",
     "FinishReason",
     "ForcedTool",
@@ -109,6 +112,7 @@ __all__ = [
     "SyncResponseStream",
     "TextContent",
     "TextParser",
+    "TransportFailure",
     "ToolChoice",
     "TypedChatStream",
     "TypedSyncChatStream",
@@ -121,13 +125,17 @@ __all__ = [
     "chain",
     "chat_format_to_responses",
     "check_sendable",
+    "classified",
+    "failure_of",
     "find_feature",
+    "is_transient",
     "lone_surrogate_in",
     "mend_surrogates",
     "register_provider",
     "redact_url",
     "register_text_parser",
     "responses_format_to_chat",
+    "retry_after_seconds",
     "run_sync",
     "seconds_left",
     "sync_stream",

@@ -45,9 +45,9 @@ from ..core import (
     ResponseStream,
     UserError,
     as_chat_client,
+    failure_of,
+    is_transient,
 )
-from ._retry_errors import status_code_of
-from .retries import is_transient
 
 __all__ = ["FALLBACK_KEY", "FallbackChatClient", "with_fallback"]
 
@@ -204,7 +204,7 @@ class _Run:
 def _error(error: Exception) -> dict[str, Any]:
     """The error as text, and its type and status alone (a log without content shows only those)."""
     text = f"{type(error).__name__}: {error}"[:500]
-    return {"error": text, "error_type": type(error).__name__, "status_code": status_code_of(error)}
+    return {"error": text, "error_type": type(error).__name__, "status_code": failure_of(error).status}
 
 
 def _attach(error: Exception, failed: list[tuple[int, ChatClient, Exception]]) -> None:
