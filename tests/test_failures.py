@@ -48,7 +48,10 @@ OPENAI_SERVER_ERROR = {"error": {"message": "The server had an error while proce
 ANTHROPIC_OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 ANTHROPIC_RATE_LIMIT = {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens"
                         " has exceeded your per-minute rate limit"}}  # fmt: skip
-ANTHROPIC_INVALID = {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"}}
+ANTHROPIC_INVALID = {
+    "type": "error",
+    "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"},
+}
 
 
 @pytest.fixture
@@ -61,12 +64,16 @@ def _http(answer: Answer) -> httpx2.AsyncClient:
 
 
 def openai_chat(answer: Answer) -> OpenAIChatClient:
-    sdk = openai.AsyncOpenAI(api_key="x", base_url="https://api.openai.com/v1", http_client=_http(answer), max_retries=0)
+    sdk = openai.AsyncOpenAI(
+        api_key="x", base_url="https://api.openai.com/v1", http_client=_http(answer), max_retries=0
+    )
     return OpenAIChatClient(sdk, "gpt-4o-mini")
 
 
 def openai_responses(answer: Answer) -> OpenAIResponsesClient:
-    sdk = openai.AsyncOpenAI(api_key="x", base_url="https://api.openai.com/v1", http_client=_http(answer), max_retries=0)
+    sdk = openai.AsyncOpenAI(
+        api_key="x", base_url="https://api.openai.com/v1", http_client=_http(answer), max_retries=0
+    )
     return OpenAIResponsesClient(sdk, "gpt-4o-mini")
 
 

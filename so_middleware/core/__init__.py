@@ -51,8 +51,8 @@ from ._formats import ResponseFormat, chat_format_to_responses, responses_format
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
-from ._retry_after import retry_after_seconds
 from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
+from ._retry_after import retry_after_seconds
 from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream

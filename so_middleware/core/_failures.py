@@ -17,6 +17,7 @@ httpx imported here).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from collections.abc import Mapping
@@ -84,10 +85,8 @@ def classified(error: BaseException) -> BaseException:
     """`error` with its `TransportFailure` recorded on it (once: a record already there stays);
     what an adapter raises. An exception that takes no attributes is returned as it is."""
     if not isinstance(getattr(error, _RECORD, None), TransportFailure):
-        try:
+        with contextlib.suppress(AttributeError, TypeError):  # __slots__: `failure_of` reads it each time
             setattr(error, _RECORD, _classify(error))
-        except (AttributeError, TypeError):  # __slots__: `failure_of` reads it each time instead
-            pass
     return error
 
 
