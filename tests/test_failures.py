@@ -263,3 +263,19 @@ def test_the_gateway_answers_any_backends_transport_failure_by_its_kind(
 
     assert reply.status_code == status
     assert code in bytes(reply.body).decode()
+
+
+class Frozen(Exception):
+    """An exception that takes no attributes (as a C extension's or a `__slots__` class's may)."""
+
+    status_code = 429
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(name)
+
+
+def test_an_error_that_takes_no_attributes_is_raised_as_it_is_and_still_read() -> None:
+    error = Frozen("rate limited")
+
+    assert classified(error) is error
+    assert failure_of(error) == TransportFailure("status", transient=True, status=429)

@@ -7,6 +7,7 @@ other layers import from `so_middleware.core`; its module files are private.
 from ._attempts import Attempt
 from ._background import with_continuation
 from ._capabilities import Capabilities, SchemaProfileName
+from ._carry import carry
 from ._client import (
     BaseChatClient,
     ChatClient,
@@ -121,6 +122,7 @@ __all__ = [
     "as_chat_client",
     "as_messages",
     "call_deadline",
+    "carry",
     "cancel_run",
     "chain",
     "chat_format_to_responses",

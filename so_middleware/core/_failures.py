@@ -17,12 +17,12 @@ httpx imported here).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from ._carry import carry
 from ._exceptions import TRANSIENT_ERROR_CODES, ProviderResponseError, SOMiddlewareError, StreamInterruptedError
 from ._retry_after import retry_after_seconds
 
@@ -83,11 +83,11 @@ def is_transient(error: BaseException) -> bool:
 
 def classified(error: BaseException) -> BaseException:
     """`error` with its `TransportFailure` recorded on it (once: a record already there stays);
-    what an adapter raises. An exception that takes no attributes is returned as it is."""
-    if not isinstance(getattr(error, _RECORD, None), TransportFailure):
-        with contextlib.suppress(AttributeError, TypeError):  # __slots__: `failure_of` reads it each time
-            setattr(error, _RECORD, _classify(error))
-    return error
+    what an adapter raises. An exception that takes no attributes is returned as it is (and
+    `failure_of` reads it each time)."""
+    if isinstance(getattr(error, _RECORD, None), TransportFailure):
+        return error
+    return carry(error, so_middleware_failure=_classify(error))  # named by _RECORD
 
 
 def _classify(error: BaseException) -> TransportFailure:
