@@ -279,3 +279,33 @@ def test_an_error_that_takes_no_attributes_is_raised_as_it_is_and_still_read() -
 
     assert classified(error) is error
     assert failure_of(error) == TransportFailure("status", transient=True, status=429)
+
+
+def _status_error(sdk: Any, status: int, body: Any) -> Exception:
+    """The SDK's own error for an answer with this status, as its client makes it."""
+    client = sdk(api_key="x", base_url="https://api.example.com/v1")
+    response = httpx2.Response(status, json=body, request=_request())
+    return client._make_status_error("scripted", body=body, response=response)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("make_error", "line"),
+    [
+        (lambda: anthropic.APITimeoutError(request=_request()), "cannot reach the hosted openai API (APITimeoutError"),
+        (
+            lambda: _status_error(anthropic.Anthropic, 401, ANTHROPIC_INVALID),
+            "the hosted openai API refused the key (scripted): check OPENAI_API_KEY",
+        ),
+        (
+            lambda: _status_error(openai.OpenAI, 500, OPENAI_SERVER_ERROR),
+            "the hosted openai API answered InternalServerError (scripted)",
+        ),
+    ],
+    ids=["timeout", "401", "500"],
+)
+def test_the_cli_names_a_transport_failure_by_its_kind(make_error: Callable[[], Exception], line: str) -> None:
+    from argparse import Namespace
+
+    from so_middleware.cli import _one_line
+
+    assert _one_line(make_error(), Namespace(provider="openai", base_url=None)).startswith(line)
