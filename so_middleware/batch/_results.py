@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
-from .. import Attempt, SOMiddlewareError, UsageDetails, UserError
+from .. import Attempt, SOMiddlewareError, UsageDetails, UserError, failure_of
 
 __all__ = ["ItemResult", "ResultLog", "ResultsWriteError", "usage_record"]
 
@@ -85,10 +85,10 @@ def error_record(error: BaseException) -> dict[str, Any]:
     """`{"type", "message"}` and, for an HTTP error, its `status_code`; for an unreadable line of a
     provider batch's results, `raw_lines`: the line as the provider wrote it."""
     record: dict[str, Any] = {"type": type(error).__name__, "message": str(error)[:2000]}
-    status = getattr(error, "status_code", None)
-    if isinstance(status, int):
-        record["status_code"] = status
-    body = getattr(error, "body", None)
+    failure = failure_of(error)
+    if failure.status is not None:
+        record["status_code"] = failure.status
+    body = failure.body
     for part in (body, body.get("error") if isinstance(body, dict) else None):  # OpenAI's body, Anthropic's
         if isinstance(part, dict) and isinstance(part.get("raw_lines"), list):
             record["raw_lines"] = part["raw_lines"]

@@ -17,14 +17,13 @@ import argparse
 import importlib
 import importlib.util
 import re
-import sys
 import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
 from ..batch._cli import add_batch_arguments
-from ..core import LocalServerError, OutputError, UserError
+from ..core import LocalServerError, OutputError, UserError, failure_of
 from ._commands import (
     _KEYS,
     _ROUTES,
@@ -149,35 +148,27 @@ def _one_line(error: BaseException, args: argparse.Namespace) -> str:
     provider = getattr(args, "provider", "openai")
     server = getattr(args, "base_url", None)
     where = f"the server at {server}" if server else f"the hosted {provider} API"  # userinfo hidden below
+    failure = failure_of(error)
     if isinstance(error, PortInUseError):
         message = f"port {error.port} is already in use: pick another with --port N, or leave --port out for a free one"
-    elif _is_sdk_error(error, "APIConnectionError"):  # APITimeoutError included
+    elif failure.kind in ("connection", "timeout"):
         message = (
             f"cannot reach {where} ({type(error).__name__}: {lines[0]}): check the network "
             f"(and {provider.split('-')[0].upper()}_BASE_URL if set), or pass --local to use the embedded model"
             if not server
             else f"cannot reach {where} ({type(error).__name__}: {lines[0]}): check the address and that it runs"
         )
-    elif _is_sdk_error(error, "AuthenticationError"):
+    elif failure.status == 401:
         message = f"{where} refused the key ({lines[0]}): check {_KEYS[provider]}" + (
             "" if server else ", or pass --local"
         )
-    elif _is_sdk_error(error, "APIStatusError"):
+    elif failure.kind == "status":
         message = f"{where} answered {type(error).__name__} ({lines[0]}){more}"
     elif not isinstance(error, (UserError, LocalServerError)):
         message = f"{type(error).__name__}: {message}"
     if isinstance(error, OutputError) and error.attempts:
         message += f" [{len(error.attempts)} attempt(s); --debug shows their text]"
     return _USERINFO.sub(r"\1***@", message)
-
-
-def _is_sdk_error(error: BaseException, name: str) -> bool:
-    """Whether `error` is the openai or anthropic SDK's exception `name` (or a subclass)."""
-    for sdk in ("openai", "anthropic"):
-        cls = getattr(sys.modules.get(sdk), name, None)
-        if isinstance(cls, type) and isinstance(error, cls):
-            return True
-    return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,7 @@ other layers import from `so_middleware.core`; its module files are private.
 from ._attempts import Attempt
 from ._background import with_continuation
 from ._capabilities import Capabilities, SchemaProfileName
+from ._carry import carry
 from ._client import (
     BaseChatClient,
     ChatClient,
@@ -46,12 +47,14 @@ from ._exceptions import (
     StreamInterruptedError,
     UserError,
 )
+from ._failures import FailureKind, TransportFailure, classified, failure_of, is_transient
 from ._features import Feature
 from ._formats import ResponseFormat, chat_format_to_responses, responses_format_to_chat
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
+from ._retry_after import retry_after_seconds
 from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream
@@ -83,6 +86,7 @@ __all__ = [
     "DeadlineExceededError",
     "DataContent",
     "DelegatingChatClient",
+    "FailureKind",
     "Feature",
     "FinishReason",
     "ForcedTool",
@@ -111,6 +115,7 @@ __all__ = [
     "SyncResponseStream",
     "TextContent",
     "TextParser",
+    "TransportFailure",
     "ToolChoice",
     "TypedChatStream",
     "TypedSyncChatStream",
@@ -119,17 +124,22 @@ __all__ = [
     "as_chat_client",
     "as_messages",
     "call_deadline",
+    "carry",
     "cancel_run",
     "chain",
     "chat_format_to_responses",
     "check_sendable",
+    "classified",
+    "failure_of",
     "find_feature",
+    "is_transient",
     "lone_surrogate_in",
     "mend_surrogates",
     "register_provider",
     "redact_url",
     "register_text_parser",
     "responses_format_to_chat",
+    "retry_after_seconds",
     "run_sync",
     "seconds_left",
     "sync_stream",

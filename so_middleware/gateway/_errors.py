@@ -10,11 +10,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-import openai
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
-from so_middleware import DeadlineExceededError, SOMiddlewareError, UserError
+from so_middleware import DeadlineExceededError, SOMiddlewareError, UserError, failure_of
 
 __all__ = ["BadRequest", "error_response", "to_error_response"]
 
@@ -62,20 +61,26 @@ def to_error_response(error: BaseException) -> JSONResponse:
         return error_response(error.status, error.message, param=error.param, code=error.code, headers=error.headers)
     if isinstance(error, HTTPException):  # the router's own: no such route (404), wrong method (405)
         return error_response(error.status_code, error.detail, headers=error.headers)
-    if isinstance(error, openai.APIStatusError):
-        body: Any = error.body
+    if isinstance(error, SOMiddlewareError):
+        return _own_error_response(error)
+    failure = failure_of(error)
+    if failure.kind == "status" and failure.status is not None:
+        body: Any = failure.body
         if isinstance(body, dict) and isinstance(body.get("message"), str):
-            return JSONResponse({"error": body}, status_code=error.status_code)
-        return error_response(error.status_code, str(body or error.message), code="backend_error")
-    if isinstance(error, openai.APITimeoutError):
+            return JSONResponse({"error": body}, status_code=failure.status)
+        return error_response(failure.status, str(body or error), code="backend_error")
+    if failure.kind == "timeout":
         return error_response(504, f"The backend did not answer in time: {error}", code="backend_timeout")
-    if isinstance(error, openai.APIConnectionError):  # its message names the backend's address: not the client's
+    if failure.kind == "connection":  # its message names the backend's address: not the client's
         return error_response(502, "The backend could not be reached.", code="backend_unreachable")
+    _log.exception("unexpected error while serving a request", exc_info=error)
+    return error_response(500, f"{type(error).__name__}: {error}")
+
+
+def _own_error_response(error: SOMiddlewareError) -> JSONResponse:
     if isinstance(error, UserError):
         return error_response(400, str(error))
     if isinstance(error, DeadlineExceededError):
         return error_response(504, f"The backend did not answer in time: {error}", code="backend_timeout")
-    if isinstance(error, SOMiddlewareError):  # an answer that could not be read (HTML, a broken stream)
-        return error_response(502, f"The backend's answer could not be used: {error}", code="backend_bad_response")
-    _log.exception("unexpected error while serving a request", exc_info=error)
-    return error_response(500, f"{type(error).__name__}: {error}")
+    # an answer that could not be read (HTML, a broken stream)
+    return error_response(502, f"The backend's answer could not be used: {error}", code="backend_bad_response")

@@ -19,6 +19,7 @@ from ..core import (
     MessageInput,
     OptionsInput,
     ResponseStream,
+    failure_of,
 )
 
 __all__ = ["ContextSizeChatClient", "ContextSizeError", "with_context_size_errors"]
@@ -46,8 +47,9 @@ class ContextSizeError(IncompleteOutputError):
 
 def context_size_error(error: BaseException, advice: str = "") -> ContextSizeError | None:
     """The `ContextSizeError` for an SDK error that is llama-server's context overflow, else None."""
-    body = getattr(error, "body", None)
-    if getattr(error, "status_code", None) != 400 or not isinstance(body, Mapping):
+    failure = failure_of(error)
+    body = failure.body
+    if failure.status != 400 or not isinstance(body, Mapping):
         return None
     details = body.get("error", body)
     if not isinstance(details, Mapping) or details.get("type") != "exceed_context_size_error":

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 
-from ..core import Attempt, OutputError, UsageDetails
+from ..core import Attempt, OutputError, UsageDetails, carry
 
 __all__ = ["keep_attempts"]
 
@@ -16,15 +15,11 @@ def keep_attempts(error: Exception, attempts: Sequence[Attempt]) -> None:
     says so. An `OutputError` has them already."""
     if isinstance(error, OutputError):
         return
-    with contextlib.suppress(AttributeError, TypeError):
-        error.attempts = list(attempts)  # type: ignore[attr-defined]
-        error.usage = UsageDetails.total(a.usage for a in attempts)  # type: ignore[attr-defined]
+    notes = []
     if attempts:
         strategies = ", ".join(str(a.strategy) for a in attempts)
-        note = (
+        notes.append(
             f"structured output: the run ended with {len(attempts)} attempt(s) ({strategies}); "
             "their raw text and usage are on this error's .attempts and .usage"
         )
-        notes = getattr(error, "__notes__", None)  # `add_note` (3.11+) appends here
-        with contextlib.suppress(AttributeError, TypeError):
-            setattr(error, "__notes__", [*(notes or []), note])  # noqa: B010
+    carry(error, notes=notes, attempts=list(attempts), usage=UsageDetails.total(a.usage for a in attempts))

@@ -19,9 +19,8 @@ from ..core import (
     UsageDetails,
     UserError,
     as_messages,
+    failure_of,
 )
-from ._retry_after import retry_after_seconds
-from ._retry_errors import status_code_of
 from ._token_window import Reservation, TokenWindow
 
 __all__ = ["LimitStats", "Gate", "LimitsConfig", "Ticket", "estimate_tokens", "is_number"]
@@ -99,10 +98,10 @@ class Gate:
         if self.tokens and ticket.tokens is not None:
             self.tokens.settle(ticket.tokens, None)  # no usage known (an error): the reservation stands
         started_at = ticket.started_at
-        if error is not None and status_code_of(error) == 429:
+        failure = failure_of(error) if error is not None else None
+        if failure is not None and failure.status == 429:
             self.rate_limited += 1
-            headers = getattr(getattr(error, "response", None), "headers", None) or {}
-            hinted = retry_after_seconds(headers)
+            hinted = failure.retry_after
             if hinted is not None:
                 self.paused_until = max(self.paused_until, time.monotonic() + min(hinted, config.max_retry_after))
             if started_at >= self.cut_at:  # the first 429 of this episode

@@ -10,19 +10,17 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ..core import Attempt, ChatResponse, OutputError
+from ..core import Attempt, ChatResponse, OutputError, failure_of
 from ._otel_names import RETRIES_KEY, STRUCTURED_OUTPUT_KEY
-from ._retry_errors import status_code_of
 from .cache import CACHE_HIT_KEY
 from .fallback import FALLBACK_KEY
 
 __all__ = [
     "Event",
     "attempt_events",
-    "error_code",
     "error_events",
     "error_fields",
     "error_text",
@@ -40,9 +38,6 @@ _SECRETS = (
     (re.compile(r"(?i)\b(bearer\s+)[a-z0-9._~+/=-]+"), r"\1***"),
     (re.compile(r"\b(sk-(?:ant-)?)[A-Za-z0-9_-]{6,}"), r"\1***"),
 )
-
-
-_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
 def redact(text: str) -> str:
@@ -74,20 +69,8 @@ def error_text(error: BaseException | None, content: bool) -> str | None:
 
 def error_fields(error: BaseException, content: bool) -> dict[str, Any]:
     """`error`, `status` and `code` of a record about a failure."""
-    return {"error": error_text(error, content), "status": status_code_of(error), "code": error_code(error)}
-
-
-def error_code(error: BaseException) -> str | None:
-    """The provider's error code (`error.code`, else `error.type` of the body), when it is an identifier."""
-    body = getattr(error, "body", None)
-    nested = body.get("error") if isinstance(body, Mapping) else None
-    for source in (nested, body):
-        if isinstance(source, Mapping):
-            for key in ("code", "type"):
-                code = source.get(key)
-                if isinstance(code, str) and _IDENTIFIER.fullmatch(code) and code != "error":
-                    return code
-    return None
+    failure = failure_of(error)
+    return {"error": error_text(error, content), "status": failure.status, "code": failure.code}
 
 
 def attempt_events(attempts: Sequence[Attempt], content: bool) -> list[Event]:

@@ -21,12 +21,11 @@ from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
-from ..core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputError
+from ..core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputError, failure_of
 from . import _otel_names as names
 from ._otel_attributes import coerce_options, response_attributes, structured_attributes, structured_info
 from ._otel_background import stamp_token
 from ._otel_content import ContentCapture, as_json, input_messages, instructions_parts, output_messages
-from ._retry_errors import status_code_of
 
 __all__ = ["ChatCall", "Instruments", "guarded", "record_error"]
 
@@ -257,7 +256,7 @@ def record_error(span: Span, error: BaseException, capture_content: bool) -> Non
     span.set_status(StatusCode.ERROR, type(error).__name__)
     if isinstance(error, OutputError):
         span.set_attributes(structured_attributes(structured_info(error)))
-    status = status_code_of(error)
+    status = failure_of(error).status
     if status is not None:
         span.set_attribute(names.HTTP_RESPONSE_STATUS_CODE, status)
     if capture_content:

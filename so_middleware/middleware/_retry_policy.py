@@ -17,10 +17,8 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
 
-from ..core import ChatResponse, DeadlineExceededError, UserError
+from ..core import ChatResponse, DeadlineExceededError, UserError, failure_of
 from ._otel_names import RETRIES_KEY, RETRY_EVENT
-from ._retry_after import retry_after_seconds
-from ._retry_errors import headers_of, status_code_of
 
 try:
     from opentelemetry import trace as otel_trace
@@ -125,7 +123,7 @@ class RetryPolicy:
         backoff = wait_random_exponential(multiplier=self.base_delay, max=self.max_delay)
 
         def wait(state: RetryCallState) -> float:
-            hinted = retry_after_seconds(headers_of(_failure(state)))
+            hinted = failure_of(_failure(state)).retry_after
             return backoff(state) if hinted is None else min(hinted, self.max_retry_after)
 
         def stop(state: RetryCallState) -> bool:
@@ -137,7 +135,7 @@ class RetryPolicy:
             retry = {
                 "attempt": state.attempt_number,
                 "error": type(error).__name__,  # a provider's message may quote the request
-                "status_code": status_code_of(error),
+                "status_code": failure_of(error).status,
                 "wait": state.upcoming_sleep,
             }
             retries.append(retry)

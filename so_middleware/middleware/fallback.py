@@ -27,7 +27,6 @@ give each client its model (`with_options(client, model=...)`). The proxy passes
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -45,9 +44,10 @@ from ..core import (
     ResponseStream,
     UserError,
     as_chat_client,
+    carry,
+    failure_of,
+    is_transient,
 )
-from ._retry_errors import status_code_of
-from .retries import is_transient
 
 __all__ = ["FALLBACK_KEY", "FallbackChatClient", "with_fallback"]
 
@@ -204,18 +204,18 @@ class _Run:
 def _error(error: Exception) -> dict[str, Any]:
     """The error as text, and its type and status alone (a log without content shows only those)."""
     text = f"{type(error).__name__}: {error}"[:500]
-    return {"error": text, "error_type": type(error).__name__, "status_code": status_code_of(error)}
+    return {"error": text, "error_type": type(error).__name__, "status_code": failure_of(error).status}
 
 
 def _attach(error: Exception, failed: list[tuple[int, ChatClient, Exception]]) -> None:
     """Hang the earlier clients' errors on the one raised (`fallback_errors`, plus notes)."""
-    with contextlib.suppress(AttributeError):  # an exception type with __slots__: the notes still say it
-        error.fallback_errors = [earlier for _, _, earlier in failed]  # type: ignore[attr-defined]
-    add_note = getattr(error, "add_note", None)
-    if add_note is not None:
-        for index, client, earlier in failed:
-            model = getattr(client, "model", None)
-            add_note(f"fallback: client {index} ({model}) failed first: {type(earlier).__name__}: {earlier}"[:500])
+    notes = [_note(index, client, earlier) for index, client, earlier in failed]
+    carry(error, notes=notes, fallback_errors=[earlier for _, _, earlier in failed])
+
+
+def _note(index: int, client: ChatClient, earlier: Exception) -> str:
+    model = getattr(client, "model", None)
+    return f"fallback: client {index} ({model}) failed first: {type(earlier).__name__}: {earlier}"[:500]
 
 
 def with_fallback(

@@ -7,8 +7,8 @@ too), `x-should-retry: true`, `StreamInterruptedError`, and a `ProviderResponseE
 `transient` (a failure the server reports inside a 2xx answer with a transient error type, such as
 Anthropic's in-stream `overloaded_error` or a Responses `error` event with `server_error`, or with
 no type at all).
-Errors are classified by duck typing (`status_code`, `response.headers`, `body`, MRO class names such
-as `APIConnectionError`): no SDK is imported. Anything else (400, 401, 403, 404, 422, `OutputError`,
+Errors are read through `failure_of` (the `TransportFailure` an adapter records on the SDK's
+exception at its boundary; `so_middleware.core`). Anything else (400, 401, 403, 404, 422, `OutputError`,
 an unreadable answer) is raised at once, unchanged; `retry_if=` replaces the classifier.
 
 **Waits:** full-jitter exponential backoff, a random time in `[0, min(max_delay, base_delay * 2**(n-1))]`
@@ -69,9 +69,9 @@ from ..core import (
     MessageInput,
     OptionsInput,
     ResponseStream,
+    is_transient,
+    retry_after_seconds,
 )
-from ._retry_after import retry_after_seconds
-from ._retry_errors import is_transient
 from ._retry_policy import RetryPolicy, Sleep, with_retry_records
 from ._retry_scope import RetryScope
 

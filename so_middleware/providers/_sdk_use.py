@@ -1,7 +1,10 @@
-"""Two ways an SDK client fails its caller with a message that says nothing useful, caught where
-the adapter calls it: an async SDK client used on a second event loop ("... is bound to a
-different event loop", "Event loop is closed"), and a server that cannot be reached ("Connection
-error.", without saying which server)."""
+"""The boundary where an adapter calls its SDK client: each SDK error leaving it carries its
+`TransportFailure` (`so_middleware.core.failure_of`), read once here for every layer above.
+
+And two ways an SDK client fails its caller with a message that says nothing useful, caught
+here: an async SDK client used on a second event loop ("... is bound to a different event
+loop", "Event loop is closed"), and a server that cannot be reached ("Connection error.",
+without saying which server)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from ..core import UserError, redact_url
+from ..core import UserError, classified, redact_url
 
 __all__ = ["sdk_boundary"]
 
@@ -22,7 +25,8 @@ _loops: weakref.WeakKeyDictionary[Any, weakref.ref[asyncio.AbstractEventLoop]] =
 @contextlib.contextmanager
 def sdk_boundary(sdk_client: Any, is_async: bool) -> Iterator[None]:
     """Around one SDK call: refuse an async SDK client already used on another event loop (before
-    any request), and name the server in a connection error (the SDK's own type, its URL added)."""
+    any request), name the server in a connection error (the SDK's own type, its URL added), and
+    record each error's `TransportFailure` on it (`classified`)."""
     if is_async:
         _check_loop(sdk_client)
     try:
@@ -30,8 +34,9 @@ def sdk_boundary(sdk_client: Any, is_async: bool) -> Iterator[None]:
     except Exception as error:
         named = _naming_the_server(error)
         if named is None:
+            classified(error)
             raise
-        raise named from error
+        raise classified(named) from error
 
 
 def _check_loop(sdk_client: Any) -> None:

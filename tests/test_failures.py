@@ -1,0 +1,311 @@
+"""`failure_of`: the one reading of a failed call (status, retry-after, transient, provider code).
+
+A rate limit, an overload, a refused request and a dropped connection cannot be had from a real
+server on demand, so `httpx2.MockTransport` answers the real SDK clients with the documented error
+bodies and headers: OpenAI's `{"error": {"message", "type", "param", "code"}}` with `retry-after-ms`
+and `x-should-retry` (platform.openai.com/docs/guides/error-codes, the SDK's retry headers),
+Anthropic's `{"type": "error", "error": {"type", "message"}}` with `retry-after`
+(docs.anthropic.com/en/api/errors, /en/api/rate-limits). The adapters raise the SDK's own
+exception types, carrying the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from so_middleware import (
+    DeadlineExceededError,
+    ModelBehaviorError,
+    ProviderResponseError,
+    StreamInterruptedError,
+    TransportFailure,
+    failure_of,
+)
+from so_middleware.anthropic import AnthropicChatClient
+from so_middleware.core import classified, is_transient
+from so_middleware.gateway._errors import to_error_response
+from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
+from so_middleware.testing import StatusError
+
+pytestmark = pytest.mark.anyio
+STREAM = pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+
+Answer = Callable[[httpx2.Request], httpx2.Response]
+
+OPENAI_RATE_LIMIT = {"error": {"message": "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3",
+                               "type": "requests", "param": None, "code": "rate_limit_exceeded"}}  # fmt: skip
+OPENAI_BAD_REQUEST = {"error": {"message": "Invalid value for 'temperature'", "type": "invalid_request_error",
+                                "param": "temperature", "code": None}}  # fmt: skip
+OPENAI_SERVER_ERROR = {"error": {"message": "The server had an error while processing your request.",
+                                 "type": "server_error", "param": None, "code": None}}  # fmt: skip
+ANTHROPIC_OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+ANTHROPIC_RATE_LIMIT = {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of request tokens"
+                        " has exceeded your per-minute rate limit"}}  # fmt: skip
+ANTHROPIC_INVALID = {
+    "type": "error",
+    "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"},
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _http(answer: Answer) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+
+
+def openai_chat(answer: Answer) -> OpenAIChatClient:
+    sdk = openai.AsyncOpenAI(
+        api_key="x", base_url="https://api.openai.com/v1", http_client=_http(answer), max_retries=0
+    )
+    return OpenAIChatClient(sdk, "gpt-4o-mini")
+
+
+def openai_responses(answer: Answer) -> OpenAIResponsesClient:
+    sdk = openai.AsyncOpenAI(
+        api_key="x", base_url="https://api.openai.com/v1", http_client=_http(answer), max_retries=0
+    )
+    return OpenAIResponsesClient(sdk, "gpt-4o-mini")
+
+
+def anthropic_messages(answer: Answer) -> AnthropicChatClient:
+    sdk = anthropic.AsyncAnthropic(
+        api_key="x", base_url="https://api.anthropic.com", http_client=_http(answer), max_retries=0
+    )
+    return AnthropicChatClient(sdk, "claude-haiku-4-5")
+
+
+def replying(status: int, body: Any, headers: dict[str, str] | None = None) -> Answer:
+    return lambda request: httpx2.Response(status, json=body, headers=headers)
+
+
+def raising(error: type[Exception]) -> Answer:
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        raise error("scripted transport failure", request=request)  # type: ignore[call-arg]
+
+    return answer
+
+
+async def failed_call(client: Any, stream: bool) -> BaseException:
+    try:
+        if stream:
+            await client.get_response("hi", stream=True).get_final_response()
+        else:
+            await client.get_response("hi")
+    except Exception as error:
+        return error
+    raise AssertionError("the call did not fail")
+
+
+CASES = [
+    pytest.param(
+        openai_chat,
+        replying(429, OPENAI_RATE_LIMIT, {"retry-after-ms": "1500", "x-ratelimit-remaining-requests": "0"}),
+        openai.RateLimitError,
+        TransportFailure("status", transient=True, status=429, retry_after=1.5, code="rate_limit_exceeded"),
+        id="openai-429-retry-after-ms",
+    ),
+    pytest.param(
+        openai_responses,
+        replying(400, OPENAI_BAD_REQUEST),
+        openai.BadRequestError,
+        TransportFailure("status", transient=False, status=400, code="invalid_request_error"),
+        id="openai-responses-400",
+    ),
+    pytest.param(
+        openai_chat,
+        replying(503, OPENAI_SERVER_ERROR, {"x-should-retry": "false"}),
+        openai.InternalServerError,
+        TransportFailure("status", transient=False, status=503, code="server_error"),
+        id="openai-503-should-not-retry",
+    ),
+    pytest.param(
+        openai_chat,
+        raising(httpx2.ReadTimeout),
+        openai.APITimeoutError,
+        TransportFailure("timeout", transient=True),
+        id="openai-timeout",
+    ),
+    pytest.param(
+        openai_chat,
+        raising(httpx2.ConnectError),
+        openai.APIConnectionError,
+        TransportFailure("connection", transient=True),
+        id="openai-unreachable",
+    ),
+    pytest.param(
+        anthropic_messages,
+        replying(529, ANTHROPIC_OVERLOADED, {"request-id": "req_1"}),
+        anthropic.APIStatusError,
+        TransportFailure("status", transient=True, status=529, code="overloaded_error"),
+        id="anthropic-529",
+    ),
+    pytest.param(
+        anthropic_messages,
+        replying(429, ANTHROPIC_RATE_LIMIT, {"retry-after": "7", "anthropic-ratelimit-requests-remaining": "0"}),
+        anthropic.RateLimitError,
+        TransportFailure("status", transient=True, status=429, retry_after=7.0, code="rate_limit_error"),
+        id="anthropic-429-retry-after",
+    ),
+    pytest.param(
+        anthropic_messages,
+        replying(400, ANTHROPIC_INVALID),
+        anthropic.BadRequestError,
+        TransportFailure("status", transient=False, status=400, code="invalid_request_error"),
+        id="anthropic-400",
+    ),
+    pytest.param(
+        anthropic_messages,
+        raising(httpx2.ReadTimeout),
+        anthropic.APITimeoutError,
+        TransportFailure("timeout", transient=True),
+        id="anthropic-timeout",
+    ),
+    pytest.param(
+        anthropic_messages,
+        raising(httpx2.ConnectError),
+        anthropic.APIConnectionError,
+        TransportFailure("connection", transient=True),
+        id="anthropic-unreachable",
+    ),
+]
+
+
+@STREAM
+@pytest.mark.parametrize(("make_client", "answer", "sdk_type", "expected"), CASES)
+async def test_an_adapter_raises_the_sdks_own_error_carrying_its_failure(
+    stream: bool, make_client: Any, answer: Answer, sdk_type: type[Exception], expected: TransportFailure
+) -> None:
+    error = await failed_call(make_client(answer), stream)
+
+    assert isinstance(error, sdk_type)
+    assert failure_of(error) == expected
+    assert failure_of(error) is failure_of(error)  # recorded at the adapter's boundary, read as it is
+    assert is_transient(error) is expected.transient
+
+
+@STREAM
+async def test_the_record_keeps_the_error_body_the_server_sent(stream: bool) -> None:
+    error = await failed_call(openai_chat(replying(400, OPENAI_BAD_REQUEST)), stream)
+
+    assert failure_of(error).body == OPENAI_BAD_REQUEST["error"]  # the SDK's body: the error object
+
+
+def _request() -> httpx2.Request:
+    return httpx2.Request("POST", "https://api.example.com/v1/chat/completions")
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (httpx2.ReadTimeout("slow", request=_request()), TransportFailure("timeout", transient=True)),
+        (httpx2.ConnectError("refused", request=_request()), TransportFailure("connection", transient=True)),
+        (httpx2.RemoteProtocolError("peer closed", request=_request()), TransportFailure("connection", True)),
+        (httpx2.UnsupportedProtocol("ftp", request=_request()), TransportFailure("other", transient=False)),
+        (
+            httpx2.HTTPStatusError(
+                "bad gateway", request=_request(), response=httpx2.Response(502, headers={"retry-after": "3"})
+            ),
+            TransportFailure("status", transient=True, status=502, retry_after=3.0),
+        ),
+        (ConnectionResetError("reset"), TransportFailure("connection", transient=True)),
+        (TimeoutError(), TransportFailure("timeout", transient=True)),
+        (StatusError(429, {"retry-after": "2"}), TransportFailure("status", transient=True, status=429, retry_after=2)),
+        (StreamInterruptedError("cut"), TransportFailure("interrupted", transient=True)),
+        (
+            ProviderResponseError("event", code="server_error", reported=True),
+            TransportFailure("reported", transient=True, code="server_error"),
+        ),
+        (ProviderResponseError("not JSON"), TransportFailure("reported", transient=False)),
+        (DeadlineExceededError("late", deadline=1.0), TransportFailure("other", transient=False)),
+        (ModelBehaviorError("bad"), TransportFailure("other", transient=False)),
+        (ValueError("bug"), TransportFailure("other", transient=False)),
+        (asyncio.CancelledError(), TransportFailure("other", transient=False)),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, BaseException) else "",
+)
+def test_an_error_from_outside_the_adapters_is_read_the_same_way(
+    error: BaseException, expected: TransportFailure
+) -> None:
+    assert failure_of(error) == expected
+
+
+def test_a_recorded_failure_stays_as_it_was_recorded() -> None:
+    error = StatusError(503)
+    recorded = failure_of(classified(error))
+    error.status_code = 400  # changed after the boundary: the record is what was read there
+
+    assert failure_of(classified(error)) is recorded and recorded.status == 503 and recorded.transient
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (anthropic.APITimeoutError(request=_request()), 504, "backend_timeout"),
+        (anthropic.APIConnectionError(request=_request()), 502, "backend_unreachable"),
+        (httpx2.ConnectError("refused", request=_request()), 502, "backend_unreachable"),
+    ],
+    ids=["anthropic-timeout", "anthropic-unreachable", "httpx-unreachable"],
+)
+def test_the_gateway_answers_any_backends_transport_failure_by_its_kind(
+    error: Exception, status: int, code: str
+) -> None:
+    reply = to_error_response(error)
+
+    assert reply.status_code == status
+    assert code in bytes(reply.body).decode()
+
+
+class Frozen(Exception):
+    """An exception that takes no attributes (as a C extension's or a `__slots__` class's may)."""
+
+    status_code = 429
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(name)
+
+
+def test_an_error_that_takes_no_attributes_is_raised_as_it_is_and_still_read() -> None:
+    error = Frozen("rate limited")
+
+    assert classified(error) is error
+    assert failure_of(error) == TransportFailure("status", transient=True, status=429)
+
+
+def _status_error(sdk: Any, status: int, body: Any) -> Exception:
+    """The SDK's own error for an answer with this status, as its client makes it."""
+    client = sdk(api_key="x", base_url="https://api.example.com/v1")
+    response = httpx2.Response(status, json=body, request=_request())
+    return client._make_status_error("scripted", body=body, response=response)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("make_error", "line"),
+    [
+        (lambda: anthropic.APITimeoutError(request=_request()), "cannot reach the hosted openai API (APITimeoutError"),
+        (
+            lambda: _status_error(anthropic.Anthropic, 401, ANTHROPIC_INVALID),
+            "the hosted openai API refused the key (scripted): check OPENAI_API_KEY",
+        ),
+        (
+            lambda: _status_error(openai.OpenAI, 500, OPENAI_SERVER_ERROR),
+            "the hosted openai API answered InternalServerError (scripted)",
+        ),
+    ],
+    ids=["timeout", "401", "500"],
+)
+def test_the_cli_names_a_transport_failure_by_its_kind(make_error: Callable[[], Exception], line: str) -> None:
+    from argparse import Namespace
+
+    from so_middleware.cli import _one_line
+
+    assert _one_line(make_error(), Namespace(provider="openai", base_url=None)).startswith(line)
