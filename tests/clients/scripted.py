@@ -4,8 +4,7 @@ clients (not a model) are under test. Its replies follow the documented Chat Com
 
 The rule, per request:
 - the conversation ends with a tool result: answer `final` (the structured answer) — the round trip closed;
-- tools are offered and one of them is in `calls`: call it (arguments as scripted), once per tool name
-  per conversation turn, several calls in one reply when several scripted tools are offered;
+- tools are offered and some of `calls` name them: make those calls, all in one reply (parallel calls);
 - otherwise: `final` when a JSON answer is asked for (`response_format`), else `text`.
 """
 
@@ -29,9 +28,12 @@ USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 class ScriptedChatBackend:
     """Answers by the rule in the module docstring; records every request body."""
 
-    calls: dict[str, str] = field(default_factory=lambda: {"get_weather": '{"city": "Paris"}'})
+    calls: list[tuple[str, str]] = field(
+        default_factory=lambda: [("get_weather", '{"city": "Paris"}')]
+    )  # (name, arguments)
     final: str = json.dumps(WEATHER)
     text: str = "It is 21 degrees in Paris."
+    reasoning: str | None = None  # sent first as `reasoning_content` (llama.cpp, vLLM) in every reply
     bodies: list[dict[str, Any]] = field(default_factory=list)
 
     def app(self) -> Starlette:
@@ -52,8 +54,9 @@ class ScriptedChatBackend:
         if messages[-1].get("role") == "tool":
             return self.final, []
         offered = [t.get("function", {}).get("name") for t in body.get("tools") or [] if t.get("type") == "function"]
-        calls = [{"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": self.calls[name]}}
-                 for index, name in enumerate(n for n in offered if n in self.calls)]  # fmt: skip
+        calls = [{"id": f"call_{len(self.bodies)}_{index}", "type": "function",
+                  "function": {"name": name, "arguments": arguments}}
+                 for index, (name, arguments) in enumerate(c for c in self.calls if c[0] in offered)]  # fmt: skip
         if calls:
             return None, calls
         return (self.final if body.get("response_format") else self.text), []
@@ -65,6 +68,8 @@ class ScriptedChatBackend:
         finish = "tool_calls" if calls else "stop"
         if not body.get("stream"):
             message = {"role": "assistant", "content": text, **({"tool_calls": calls} if calls else {})}
+            if self.reasoning:
+                message["reasoning_content"] = self.reasoning
             return JSONResponse({"id": "chatcmpl-s", "object": "chat.completion", "created": int(time.time()),
                                  "model": body["model"], "usage": USAGE, "choices": [
                                      {"index": 0, "message": message, "finish_reason": finish}]})  # fmt: skip
@@ -77,6 +82,10 @@ class ScriptedChatBackend:
             return f"data: {json.dumps(payload)}\n\n"
 
         yield chunk({"role": "assistant", "content": ""})
+        if self.reasoning:
+            half = len(self.reasoning) // 2
+            for piece in (self.reasoning[:half], self.reasoning[half:]):
+                yield chunk({"reasoning_content": piece})
         for index, call in enumerate(calls):  # name first, then the arguments in two pieces
             arguments = call["function"]["arguments"]
             opening = {"index": index, "id": call["id"], "type": "function",
