@@ -8,7 +8,7 @@ from so_middleware import ChatMessage, DataContent, FunctionCallContent, Functio
 
 from ._errors import BadRequest
 
-__all__ = ["to_message", "to_messages"]
+__all__ = ["as_listed_item", "to_message", "to_messages"]
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
@@ -58,3 +58,17 @@ def _part(part: Any, where: str) -> TextContent | DataContent:
         media = url[5 : url.index(";")] if url.startswith("data:") and ";" in url else "image/*"
         return DataContent(url, media)
     raise BadRequest(f"{where} is not a supported content part (input_text, output_text, input_image)", where)
+
+
+def as_listed_item(item: dict[str, Any], item_id: str) -> dict[str, Any]:
+    """An input item as `GET /v1/responses/{id}/input_items` lists it: `type`, an `id` of its own
+    (`item_id` unless it came with one), a `status`, and a message's content as a list of parts."""
+    listed: dict[str, Any] = {"id": item_id, "type": "message", **item}
+    if listed["type"] in ("message", "function_call", "function_call_output", "custom_tool_call",
+                          "custom_tool_call_output"):  # fmt: skip
+        listed.setdefault("status", "completed")
+    if listed["type"] == "message" and isinstance(listed.get("content"), str):
+        kind = "output_text" if listed.get("role") == "assistant" else "input_text"
+        part: dict[str, Any] = {"type": kind, "text": listed["content"]}
+        listed["content"] = [{**part, "annotations": []} if kind == "output_text" else part]
+    return listed

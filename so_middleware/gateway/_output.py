@@ -11,6 +11,7 @@ their output one way (seed 004 FR-009).
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from so_middleware import (
@@ -28,6 +29,9 @@ from ._response import new_id, usage_json
 __all__ = ["ResponseWriter"]
 
 _INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
+# The spec names reasoning deltas `response.reasoning.*`, OpenAI's API and SDKs `response.reasoning_text.*`:
+# both are sent, each reader takes its own and skips the other as an event it does not know.
+_REASONING_EVENTS = ("response.reasoning", "response.reasoning_text")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a decoded pair is one code point: any left is alone
 
 
@@ -87,7 +91,7 @@ class ResponseWriter:
         elif reason:
             self.response.update(status="incomplete", incomplete_details={"reason": reason})
         else:
-            self.response["status"] = "completed"
+            self.response.update(status="completed", completed_at=int(time.time()))
         self.response["usage"] = usage_json(self._usage)
         self.emit(f"response.{self.response['status']}", response=_snapshot(self.response))
         return self.events[first:]
@@ -125,8 +129,8 @@ class ResponseWriter:
         assert item is not None
         delta = _writable(content.text)
         item["content"][0]["text"] += delta
-        self.emit("response.reasoning_text.delta", item_id=item["id"], output_index=self._index(), content_index=0,
-                  delta=delta)  # fmt: skip
+        for name in _REASONING_EVENTS:
+            self.emit(f"{name}.delta", item_id=item["id"], output_index=self._index(), content_index=0, delta=delta)
 
     def _call(self, content: FunctionCallContent) -> None:
         item = self._calls.get(content.call_id)
@@ -166,8 +170,9 @@ class ResponseWriter:
         if item["type"] == "message":
             self._close_part()
         elif item["type"] == "reasoning":
-            self.emit("response.reasoning_text.done", item_id=item["id"], output_index=self._index(), content_index=0,
-                      text=item["content"][0]["text"])  # fmt: skip
+            for name in _REASONING_EVENTS:
+                self.emit(f"{name}.done", item_id=item["id"], output_index=self._index(), content_index=0,
+                          text=item["content"][0]["text"])  # fmt: skip
         else:
             self.emit("response.function_call_arguments.done", item_id=item["id"], output_index=self._index(),
                       name=item["name"], arguments=item["arguments"])  # fmt: skip

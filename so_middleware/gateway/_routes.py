@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 from so_middleware import ChatClient, __version__
 
 from ._errors import BadRequest, error_response
-from ._items import to_messages
+from ._items import as_listed_item, to_messages
 from ._request import parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, Run, Runs
@@ -41,7 +41,7 @@ class Gateway:
     async def models(self, request: Request) -> Response:
         """`GET /v1/models`: the backend's model list, as the backend gives it."""
         page = await self.sdk.models.list()
-        return JSONResponse({"object": "list", "data": [model.model_dump() for model in page.data]})
+        return JSONResponse({"object": "list", "data": [model.model_dump(exclude_unset=True) for model in page.data]})
 
     async def create(self, request: Request) -> Response:
         """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""
@@ -130,7 +130,7 @@ class Gateway:
         stored = await self.store.get(response_id, _owner(request))
         if stored is None:
             return _not_found(response_id)
-        items = [{"id": item.get("id") or f"{response_id}_in_{i}", **item} for i, item in enumerate(stored.input_items)]
+        items = [as_listed_item(item, f"{response_id}_in_{i}") for i, item in enumerate(stored.input_items)]
         if request.query_params.get("order", "desc") == "desc":
             items.reverse()
         limit = _int_param(request.query_params.get("limit", "20"), "limit")
