@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from scripted import ScriptedChatBackend
+from spec_tap import SpecTap
 
 from so_middleware.gateway import GatewayConfig, create_app
 from so_middleware.gateway._server import AppServer
@@ -13,9 +14,13 @@ from so_middleware.gateway._server import AppServer
 
 @pytest.fixture
 def scripted() -> Iterator[tuple[ScriptedChatBackend, AppServer]]:
-    """(backend, gateway): the gateway served over a fresh scripted backend."""
+    """(backend, gateway): the gateway served over a fresh scripted backend. Every answer of its
+    Responses routes is checked against the Open Responses OpenAPI when the test ends."""
     backend = ScriptedChatBackend()
     with AppServer(backend.app()) as backend_server:
         config = GatewayConfig(backend_url=backend_server.base_url, max_attempts=1)
-        with AppServer(create_app(config)) as gateway:
+        tap = SpecTap(create_app(config))
+        with AppServer(tap) as gateway:
             yield backend, gateway
+    assert tap.answers, "no answer of the gateway was checked"
+    assert tap.problems() == [], "the gateway's answers break the Open Responses OpenAPI"
