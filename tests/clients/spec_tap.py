@@ -20,6 +20,7 @@ class SpecTap:
 
     app: Any
     answers: list[tuple[str, str, bytes]] = field(default_factory=list)  # (path, content type, body)
+    requests: list[dict[str, Any]] = field(default_factory=list)  # the JSON bodies POSTed, as sent
 
     @property
     def state(self) -> Any:
@@ -31,7 +32,14 @@ class SpecTap:
         if scope["type"] != "http" or not path.startswith("/v1/responses") or path.endswith("/input_items"):
             await self.app(scope, receive, send)
             return
-        status, kind, body = 0, "", bytearray()
+        status, kind, body, sent = 0, "", bytearray(), bytearray()
+
+        async def read() -> dict[str, Any]:
+            message: dict[str, Any] = await receive()
+            sent.extend(message.get("body", b""))
+            if message["type"] == "http.request" and not message.get("more_body") and scope["method"] == "POST":
+                self.requests.append(json.loads(sent) if sent else {})
+            return message
 
         async def tee(message: dict[str, Any]) -> None:
             nonlocal status, kind
@@ -43,7 +51,7 @@ class SpecTap:
                 body.extend(message.get("body", b""))
             await send(message)
 
-        await self.app(scope, receive, tee)
+        await self.app(scope, read, tee)
         if status == 200:
             self.answers.append((path, kind, bytes(body)))
 

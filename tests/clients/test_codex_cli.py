@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from node_run import node_modules
 
@@ -74,6 +75,9 @@ def test_codex_exec_runs_a_tool_call_through_the_gateway(scripted: Any, tmp_path
     assert [c["function"]["name"] for c in call["tool_calls"]] == ["exec_command"]
     assert result["role"] == "tool" and result["tool_call_id"] == call["tool_calls"][0]["id"]
     assert "first" in result["content"]
+    # the reasoning item of the first answer goes back as input of the second request, and is accepted
+    _, second_request = gateway.app.requests
+    assert [item["type"] for item in second_request["input"] if item.get("type") == "reasoning"] == ["reasoning"]
 
 
 @pytest.mark.xfail(strict=True, reason="parallel function_call input items reach the backend as one assistant "
@@ -91,3 +95,22 @@ def test_codex_exec_runs_parallel_tool_calls_through_the_gateway(scripted: Any, 
     call, *results = backend.bodies[1]["messages"][-3:]
     assert [c["id"] for c in call.get("tool_calls", [])] == ["call_1_0", "call_1_1"]
     assert [(m["role"], m["tool_call_id"]) for m in results] == [("tool", "call_1_0"), ("tool", "call_1_1")]
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [{"type": "web_search", "external_web_access": True},
+     {"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.", "tools": [
+         {"type": "function", "name": "close_agent", "parameters": {"type": "object", "properties": {}}}]}],
+    ids=["web_search", "namespace"],
+)  # fmt: skip
+def test_the_tools_codex_must_switch_off_are_a_400_naming_them(scripted: Any, tool: dict[str, Any]) -> None:
+    """What the Codex config of docs/how-to/gateway.md switches off, and why: these tools, as Codex sends
+    them by default, are refused before any backend call."""
+    backend, gateway = scripted
+    function = {"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}}
+    reply = httpx2.post(f"{gateway.base_url}/responses", json={"model": "m", "input": "hi", "tools": [function, tool]},
+                        timeout=30)  # fmt: skip
+    assert reply.status_code == 400
+    assert reply.json()["error"]["param"] == "tools[1].type"
+    assert backend.bodies == []
