@@ -31,12 +31,14 @@ results.streamObjectPartials = partials;
 const withTools = { ...settings, tools, stopWhen: stepCountIs(3), output: Output.object({ schema }) };
 const generated = await generateText(withTools);
 results.generateText = { output: generated.output, steps: generated.steps.length,
+                         reasoning: generated.steps.map((s) => s.reasoningText ?? "").join(""),
                          calls: generated.steps.flatMap((s) => s.toolCalls.map((c) => [c.toolName, c.input])) };
 
 const streamed = streamText(withTools);
 const parts = new Set();
 for await (const part of streamed.fullStream) parts.add(part.type);
 results.streamText = { output: await streamed.output, steps: (await streamed.steps).length,
+                       reasoning: (await streamed.steps).map((s) => s.reasoningText ?? "").join(""),
                        parts: [...parts].sort() };
 results.looked_up = looked_up;
 console.log(JSON.stringify(results));

@@ -34,6 +34,7 @@ for (const streamed of [false, true]) {
     call: { name: call.name, parsed_arguments: call.parsed_arguments },
     after_tool: second.output_parsed,
     kinds: parsed.eventKinds ?? null,
+    reasoning: parsed.output.filter((item) => item.type === "reasoning").flatMap((item) => item.content.map((c) => c.text)),
   };
 }
 console.log(JSON.stringify(results));

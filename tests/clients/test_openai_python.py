@@ -59,3 +59,24 @@ def test_function_tool_round_trip(scripted: Any, stream: bool) -> None:
     sent = backend.bodies[1]["messages"]
     assert sent[-2]["tool_calls"][0]["function"]["name"] == "get_weather"
     assert sent[-1] == {"role": "tool", "tool_call_id": calls[0].call_id, "content": '{"temperature_c": 21}'}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_backend_reasoning_reaches_the_sdk_as_a_reasoning_item(scripted: Any, stream: bool) -> None:
+    """The SDK reads OpenAI's reasoning events (`response.reasoning_text.*`) as its typed events; the
+    spec's names sent beside them are validated by the fixture's tap."""
+    backend, gateway = scripted
+    backend.reasoning = "Paris is named; look its weather up."
+    with _client(gateway) as client:
+        if stream:
+            with client.responses.stream(model="m", input="The weather in Paris?") as events:
+                deltas = [
+                    e.delta for e in events if isinstance(e, openai.types.responses.ResponseReasoningTextDeltaEvent)
+                ]
+                response = events.get_final_response()
+            assert "".join(deltas) == backend.reasoning
+        else:
+            response = client.responses.create(model="m", input="The weather in Paris?")
+    reasoning = [item for item in response.output if item.type == "reasoning"]
+    assert [part.text for part in reasoning[0].content or []] == [backend.reasoning]
+    assert response.output_text == backend.text
