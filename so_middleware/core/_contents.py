@@ -16,6 +16,7 @@ __all__ = [
     "DataContent",
     "FunctionCallContent",
     "FunctionResultContent",
+    "HostedFileContent",
     "ReasoningContent",
     "RefusalContent",
     "TextContent",
@@ -44,6 +45,7 @@ class DataContent:
     data: bytes | str
     media_type: str
     type: Literal["data"] = "data"
+    name: str | None = None  # a file name, for the providers that take one (a document's)
 
     @classmethod
     def from_json(cls, value: Any) -> DataContent:
@@ -95,6 +97,18 @@ class ReasoningContent:
 
 
 @dataclass(frozen=True)
+class HostedFileContent:
+    """A file the provider already holds, named by its id (an uploaded file, `file-...`).
+
+    Example: `HostedFileContent("file-abc123", name="report.pdf")`.
+    """
+
+    file_id: str
+    name: str | None = None
+    type: Literal["hosted_file"] = "hosted_file"
+
+
+@dataclass(frozen=True)
 class RefusalContent:
     """The model's refusal to answer."""
 
@@ -102,4 +116,12 @@ class RefusalContent:
     type: Literal["refusal"] = "refusal"
 
 
-Content = TextContent | DataContent | FunctionCallContent | FunctionResultContent | ReasoningContent | RefusalContent
+Content = (
+    TextContent
+    | DataContent
+    | HostedFileContent
+    | FunctionCallContent
+    | FunctionResultContent
+    | ReasoningContent
+    | RefusalContent
+)

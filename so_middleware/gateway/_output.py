@@ -10,6 +10,7 @@ their output one way (seed 004 FR-009).
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Any
@@ -26,7 +27,7 @@ from so_middleware import (
 
 from ._response import new_id, usage_json
 
-__all__ = ["ResponseWriter"]
+__all__ = ["ResponseWriter", "custom_input"]
 
 _INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
 # The spec names reasoning deltas `response.reasoning.*`, OpenAI's API and SDKs `response.reasoning_text.*`:
@@ -51,6 +52,10 @@ class ResponseWriter:
         self._part: dict[str, Any] | None = None  # the open content part of the open message item
         self._item: dict[str, Any] | None = None  # the open output item
         self._calls: dict[str, dict[str, Any]] = {}
+        self._custom = {
+            t.get("name") for t in response.get("tools") or () if isinstance(t, dict) and t.get("type") == "custom"
+        }
+        self._arguments: dict[str, str] = {}  # a custom tool call's arguments, `{"input": ...}`, as they come
         self._finish: FinishReason | None = None
         self._usage: UsageDetails | None = None
 
@@ -136,16 +141,24 @@ class ResponseWriter:
         item = self._calls.get(content.call_id)
         if item is None:
             self._close_item("completed")
-            item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "call_id": content.call_id,
-                    "name": _writable(content.name), "arguments": ""}  # fmt: skip
+            name = _writable(content.name)
+            item = ({"id": new_id("ctc"), "type": "custom_tool_call", "status": "in_progress",
+                     "call_id": content.call_id, "name": name, "input": ""}
+                    if name in self._custom
+                    else {"id": new_id("fc"), "type": "function_call", "status": "in_progress",
+                          "call_id": content.call_id, "name": name, "arguments": ""})  # fmt: skip
             self._calls[content.call_id] = item
             self._open(item)
         item["name"] = item["name"] or _writable(content.name)
-        if content.arguments:
-            delta = _writable(content.arguments)
-            item["arguments"] += delta
-            self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=self._index(),
-                      delta=delta)  # fmt: skip
+        if not content.arguments:
+            return
+        delta = _writable(content.arguments)
+        if item["type"] == "custom_tool_call":  # its input is known once the arguments are whole
+            self._arguments[item["id"]] = self._arguments.get(item["id"], "") + delta
+            return
+        item["arguments"] += delta
+        self.emit("response.function_call_arguments.delta", item_id=item["id"],
+                  output_index=self.response["output"].index(item), delta=delta)  # fmt: skip
 
     def _open(self, item: dict[str, Any]) -> None:
         self._item = item
@@ -173,6 +186,11 @@ class ResponseWriter:
             for name in _REASONING_EVENTS:
                 self.emit(f"{name}.done", item_id=item["id"], output_index=self._index(), content_index=0,
                           text=item["content"][0]["text"])  # fmt: skip
+        elif item["type"] == "custom_tool_call":
+            item["input"] = custom_input(self._arguments.pop(item["id"], ""))
+            where = {"item_id": item["id"], "output_index": self._index()}
+            self.emit("response.custom_tool_call_input.delta", **where, delta=item["input"])
+            self.emit("response.custom_tool_call_input.done", **where, input=item["input"])
         else:
             self.emit("response.function_call_arguments.done", item_id=item["id"], output_index=self._index(),
                       name=item["name"], arguments=item["arguments"])  # fmt: skip
@@ -190,6 +208,16 @@ class ResponseWriter:
             "output_index": self._index(),
             "content_index": len(self._item["content"]) - 1,
         }
+
+
+def custom_input(arguments: str) -> str:
+    """A custom tool's text from the arguments of the function that stands for it (`{"input": ...}`);
+    arguments that are not that object are the text themselves (a backend that ignored the schema)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return value["input"] if isinstance(value, dict) and isinstance(value.get("input"), str) else arguments
 
 
 def _copy(item: dict[str, Any]) -> dict[str, Any]:

@@ -166,9 +166,20 @@ def input_items(value: Any) -> list[dict[str, Any]]:
     return list(value)
 
 
+# A custom tool (free-form text input) offered to a Chat Completions backend as a function taking
+# that text as its one parameter; the call comes back as a `custom_tool_call` item (see _output).
+CUSTOM_TOOL_PARAMETERS = {
+    "type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"], "additionalProperties": False,
+}  # fmt: skip
+
+
 def _tool(tool: Any, where: str) -> FunctionTool:
+    if isinstance(tool, dict) and tool.get("type") == "custom" and isinstance(tool.get("name"), str):
+        return FunctionTool(tool["name"], CUSTOM_TOOL_PARAMETERS, tool.get("description"))
     if not isinstance(tool, dict) or tool.get("type") != "function":
-        raise BadRequest(f"{where}: only function tools can be served by a Chat Completions backend", f"{where}.type")
+        raise BadRequest(
+            f"{where}: only function and custom tools can be served by a Chat Completions backend", f"{where}.type"
+        )
     name, parameters = tool.get("name"), tool.get("parameters") or {"type": "object", "properties": {}}
     if not isinstance(name, str) or not isinstance(parameters, dict):
         raise BadRequest(f"{where} needs a string name and an object parameters", f"{where}.name")
@@ -178,10 +189,11 @@ def _tool(tool: Any, where: str) -> FunctionTool:
 def _tool_choice(value: Any) -> Any:
     if value in ("auto", "none", "required"):
         return value
-    if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("name"), str):
+    if isinstance(value, dict) and value.get("type") in ("function", "custom") and isinstance(value.get("name"), str):
         return ForcedTool(value["name"])
     raise BadRequest(
-        "tool_choice must be 'auto', 'none', 'required' or {'type': 'function', 'name': ...}", "tool_choice"
+        "tool_choice must be 'auto', 'none', 'required' or {'type': 'function' or 'custom', 'name': ...}",
+        "tool_choice",
     )
 
 

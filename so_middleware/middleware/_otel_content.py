@@ -26,6 +26,7 @@ from ..core import (
     Content,
     FunctionCallContent,
     FunctionResultContent,
+    HostedFileContent,
     MessageInput,
     ReasoningContent,
     RefusalContent,
@@ -112,6 +113,8 @@ def _parts(contents: Sequence[Content]) -> list[dict[str, Any]]:
             parts.append({"type": "tool_call", "id": content.call_id, "name": content.name, "arguments": arguments})
         elif isinstance(content, FunctionResultContent):
             parts.append({"type": "tool_call_response", "id": content.call_id, "response": content.result_text})
+        elif isinstance(content, HostedFileContent):  # the semantic conventions' file part: a reference
+            parts.append({"type": "file", "file_id": content.file_id})
         else:  # binary data: its media type only
             parts.append({"type": "blob", "mime_type": content.media_type})
     return parts

@@ -30,6 +30,7 @@ class FakeChatBackend:
     break_after: int | None = None  # text chunks sent before the connection is cut (no finish)
     cut: bool = False  # set while streaming: every open stream's connection is cut at its next chunk
     tool_call: dict[str, str] | None = None  # {"name":..., "arguments":...} answered instead of text
+    tool_calls: list[dict[str, str]] = field(default_factory=list)  # parallel calls (ids call_1, call_2, ...)
     raw_bodies: list[bytes] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
     streams_closed_early: int = 0
@@ -65,11 +66,14 @@ class FakeChatBackend:
             if self.reasoning:
                 message["reasoning_content"] = self.reasoning
             finish = self.finish_reason
-            if self.tool_call:
+            if self.tool_call or self.tool_calls:
+                calls = self.tool_calls or [self.tool_call]
                 message = {
                     "role": "assistant",
                     "content": None,
-                    "tool_calls": [{"id": "call_1", "type": "function", "function": self.tool_call}],
+                    "tool_calls": [
+                        {"id": f"call_{i + 1}", "type": "function", "function": call} for i, call in enumerate(calls)
+                    ],
                 }
                 finish = "tool_calls"
             return JSONResponse({"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
@@ -90,15 +94,16 @@ class FakeChatBackend:
             if self.reasoning:
                 yield chunk({"reasoning_content": self.reasoning[:5]})
                 yield chunk({"reasoning_content": self.reasoning[5:]})
-            if self.tool_call:
-                call = {
-                    "index": 0,
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": self.tool_call["name"], "arguments": ""},
-                }
-                yield chunk({"tool_calls": [call]})
-                yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": self.tool_call["arguments"]}}]})
+            if self.tool_call or self.tool_calls:
+                for i, tool_call in enumerate(self.tool_calls or [self.tool_call]):  # type: ignore[list-item]
+                    call = {
+                        "index": i,
+                        "id": f"call_{i + 1}",
+                        "type": "function",
+                        "function": {"name": tool_call["name"], "arguments": ""},
+                    }
+                    yield chunk({"tool_calls": [call]})
+                    yield chunk({"tool_calls": [{"index": i, "function": {"arguments": tool_call["arguments"]}}]})
                 finish = "tool_calls"
             else:
                 size = max(1, -(-len(text) // self.pieces))

@@ -41,7 +41,9 @@ def validator(component: str) -> Draft202012Validator:
 
 def problems(component: str, value: Any) -> list[str]:
     """Every way `value` breaks the component's schema (empty when it validates)."""
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"[:300] for e in validator(component).iter_errors(value)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"[:300] for e in validator(component).iter_errors(value)
+    ]
 
 
 @cache

@@ -13,10 +13,18 @@ import pytest
 from spec_schema import OPENAI_ONLY_EVENTS, event_problems, problems
 
 TOOL = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+    "additionalProperties": False,
+}
 SCENARIOS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {  # request body extras, backend settings
     "plain": ({}, {}),
-    "tools": ({"tools": [TOOL], "tool_choice": "required"}, {"tool_call": {"name": "lookup", "arguments": '{"q":"x"}'}}),
+    "tools": (
+        {"tools": [TOOL], "tool_choice": "required"},
+        {"tool_call": {"name": "lookup", "arguments": '{"q":"x"}'}},
+    ),
     "reasoning": ({"reasoning": {"effort": "low"}}, {"reasoning": "Ada is named; 36 is her age."}),
     "structured": ({"text": {"format": {"type": "json_schema", "name": "p", "schema": SCHEMA, "strict": True}}}, {}),
     "settings": ({"temperature": 0.2, "top_p": 0.9, "max_output_tokens": 50, "instructions": "Be brief."}, {}),

@@ -23,6 +23,7 @@ from ...core import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    HostedFileContent,
     ProviderResponseError,
     ReasoningContent,
     RefusalContent,
@@ -115,7 +116,7 @@ def _message_to_wire(message: ChatMessage) -> list[dict[str, Any]]:
             ]
         elif entry["content"] is None:
             entry["content"] = message.refusal or ""
-    elif any(isinstance(c, DataContent) for c in rest):
+    elif any(isinstance(c, (DataContent, HostedFileContent)) for c in rest):
         entry["content"] = [_part_to_wire(c) for c in rest]
     else:
         entry["content"] = message.text
@@ -133,6 +134,11 @@ def _part_to_wire(content: Content) -> dict[str, Any]:
         if content.media_type == "application/json" or content.media_type.startswith("text/"):
             text = content.data if isinstance(content.data, str) else content.data.decode("utf-8", "replace")
             return {"type": "text", "text": text}
+        data = content.data
+        uri = data if isinstance(data, str) and data.startswith("data:") else _data_uri(content)
+        return {"type": "file", "file": {"file_data": uri, "filename": content.name or "file"}}
+    if isinstance(content, HostedFileContent):
+        return {"type": "file", "file": {"file_id": content.file_id}}
     raise UserError(f"Chat Completions cannot carry {type(content).__name__} ({getattr(content, 'media_type', '')})")
 
 
