@@ -17,7 +17,9 @@ const tools = {
   }),
 };
 const prompt = "The weather in Paris?";
-const settings = { model, maxRetries: 0, prompt };
+// AI_SDK_STORE=false: the SDK sends earlier items back in full instead of as item references
+const providerOptions = process.env.AI_SDK_STORE === "false" ? { openai: { store: false } } : {};
+const settings = { model, maxRetries: 0, prompt, providerOptions };
 const results = {};
 
 results.generateObject = (await generateObject({ ...settings, schema, schemaName: "weather" })).object;
@@ -31,14 +33,13 @@ results.streamObjectPartials = partials;
 const withTools = { ...settings, tools, stopWhen: stepCountIs(3), output: Output.object({ schema }) };
 const generated = await generateText(withTools);
 results.generateText = { output: generated.output, steps: generated.steps.length,
-                         reasoning: generated.steps.map((s) => s.reasoningText ?? "").join(""),
+                         reasoning: generated.steps.map((s) => s.reasoning.length),
                          calls: generated.steps.flatMap((s) => s.toolCalls.map((c) => [c.toolName, c.input])) };
 
 const streamed = streamText(withTools);
 const parts = new Set();
 for await (const part of streamed.fullStream) parts.add(part.type);
 results.streamText = { output: await streamed.output, steps: (await streamed.steps).length,
-                       reasoning: (await streamed.steps).map((s) => s.reasoningText ?? "").join(""),
                        parts: [...parts].sort() };
 results.looked_up = looked_up;
 console.log(JSON.stringify(results));

@@ -24,10 +24,11 @@ def node_modules() -> Path:
     return modules
 
 
-def run_node(script: str, base_url: str, timeout: float = 120) -> dict[str, Any]:
-    """Runs tests/clients/SCRIPT against the gateway at BASE_URL; returns the JSON it prints last."""
+def run_node(script: str, base_url: str, timeout: float = 120, **env: str) -> dict[str, Any]:
+    """Runs tests/clients/SCRIPT against the gateway at BASE_URL (more environment variables in ENV);
+    returns the JSON it prints last."""
     node_modules()
-    env = {**os.environ, "GATEWAY_BASE_URL": base_url, "OPENAI_API_KEY": "none"}
+    env = {**os.environ, "GATEWAY_BASE_URL": base_url, "OPENAI_API_KEY": "none", **env}
     done = subprocess.run(["node", str(HERE / script)], cwd=HERE, env=env, capture_output=True, text=True,
                           timeout=timeout)  # fmt: skip
     assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"

@@ -80,8 +80,6 @@ def test_codex_exec_runs_a_tool_call_through_the_gateway(scripted: Any, tmp_path
     assert [item["type"] for item in second_request["input"] if item.get("type") == "reasoning"] == ["reasoning"]
 
 
-@pytest.mark.xfail(strict=True, reason="parallel function_call input items reach the backend as one assistant "
-                                       "message each, not one message with both tool_calls")  # fmt: skip
 def test_codex_exec_runs_parallel_tool_calls_through_the_gateway(scripted: Any, tmp_path: Path) -> None:
     """Two calls in one reply: Codex runs both; the backend must see them as ONE assistant message with
     two tool_calls followed by the two results, which is what Chat Completions backends accept."""
