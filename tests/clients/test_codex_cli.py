@@ -17,10 +17,15 @@ from node_run import node_modules
 
 # Codex also offers tools no Chat Completions backend can serve: `web_search` (hosted by OpenAI) and the
 # `multi_agent_v1` namespace of sub-agent tools. The gateway refuses both with a 400 naming the tool, so
-# they are switched off here; every tool Codex still offers is a function tool.
+# they are switched off here; every tool Codex still offers is a function tool. Nothing may leave the
+# machine either: no update check, no analytics.
 CONFIG = """model = "m"
 model_provider = "gateway"
 web_search = "disabled"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
 
 [model_providers.gateway]
 name = "gateway"
