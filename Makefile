@@ -46,6 +46,9 @@ test: $(STAMP) postgres
 	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(BIN)/pyright --pythonpath $(BIN)/python
 	# the docs site: a warning (a broken link, a page left out of the nav, a bad docstring) fails
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+	# the Node clients of tests/clients at the exact versions of its lockfile; without npm their tests skip
+	if command -v npm >/dev/null; then cd tests/clients && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm is not installed: the Node client tests will skip"; fi
 	$(BIN)/python -m pytest
 	# the layers again on wrapt's pure-Python proxies, which differ from the C ones; the real model is not needed for that
 	WRAPT_DISABLE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_server" tests/test_delegating.py \

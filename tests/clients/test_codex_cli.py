@@ -1,0 +1,119 @@
+"""Codex CLI (`@openai/codex` from package-lock.json), unmodified: `codex exec` with a model provider whose
+`wire_api` is "responses" and whose base_url is the gateway, over the scripted backend. The backend calls
+Codex's `exec_command` tool (after some reasoning; twice in one reply for parallel calls); Codex runs the
+commands and sends their output back through the gateway, and the backend closes the turn."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from node_run import node_modules
+
+# Codex also offers tools no Chat Completions backend can serve: `web_search` (hosted by OpenAI) and the
+# `multi_agent_v1` namespace of sub-agent tools. The gateway refuses both with a 400 naming the tool, so
+# they are switched off here; every tool Codex still offers is a function tool. Nothing may leave the
+# machine either: no update check, no analytics.
+CONFIG = """model = "m"
+model_provider = "gateway"
+web_search = "disabled"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.gateway]
+name = "gateway"
+base_url = "{base_url}"
+wire_api = "responses"
+
+[agents]
+enabled = false
+"""
+
+
+def _codex_exec(base_url: str, home: Path, work: Path, prompt: str) -> tuple[list[dict[str, Any]], str]:
+    """`codex exec --json PROMPT` in WORK with HOME as its home; returns (its JSON events, stderr)."""
+    codex = node_modules() / "@openai" / "codex" / "bin" / "codex.js"
+    (home / "config.toml").write_text(CONFIG.format(base_url=base_url))
+    env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home)}
+    env.pop("OPENAI_API_KEY", None)
+    argv = ["node", str(codex), "exec", "--json", "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox", "-C", str(work), prompt]  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"codex exec exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")], done.stderr
+
+
+def _command(word: str) -> tuple[str, str]:
+    return "exec_command", json.dumps({"cmd": f"echo {word} > {word}.txt && cat {word}.txt"})
+
+
+def _dirs(tmp_path: Path) -> tuple[Path, Path]:
+    (home := tmp_path / "home").mkdir()
+    (work := tmp_path / "work").mkdir()
+    return home, work
+
+
+def _completed(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e["item"] for e in events if e["type"] == "item.completed" and e["item"]["type"] == kind]
+
+
+def test_codex_exec_runs_a_tool_call_through_the_gateway(scripted: Any, tmp_path: Path) -> None:
+    """One turn: reasoning and a call to Codex's `exec_command`, its output sent back, the answer."""
+    backend, gateway = scripted
+    backend.calls, backend.final = [_command("first")], "The file is written."
+    backend.reasoning = "The user wants a file; run one command."
+    home, work = _dirs(tmp_path)
+    events, _ = _codex_exec(gateway.base_url, home, work, "Write first.txt")
+    assert (work / "first.txt").read_text() == "first\n"
+    assert [c["aggregated_output"] for c in _completed(events, "command_execution")] == ["first\n"]
+    assert [m["text"] for m in _completed(events, "agent_message")] == ["The file is written."]
+    assert events[-1]["type"] == "turn.completed"
+    assert len(backend.bodies) == 2  # the call, then its result (and the reasoning item, accepted) and the answer
+    call, result = backend.bodies[1]["messages"][-2:]
+    assert [c["function"]["name"] for c in call["tool_calls"]] == ["exec_command"]
+    assert result["role"] == "tool" and result["tool_call_id"] == call["tool_calls"][0]["id"]
+    assert "first" in result["content"]
+    # the reasoning item of the first answer goes back as input of the second request, and is accepted
+    _, second_request = gateway.app.requests
+    assert [item["type"] for item in second_request["input"] if item.get("type") == "reasoning"] == ["reasoning"]
+
+
+def test_codex_exec_runs_parallel_tool_calls_through_the_gateway(scripted: Any, tmp_path: Path) -> None:
+    """Two calls in one reply: Codex runs both; the backend must see them as ONE assistant message with
+    two tool_calls followed by the two results, which is what Chat Completions backends accept."""
+    backend, gateway = scripted
+    backend.calls, backend.final = [_command("first"), _command("second")], "Both files are written."
+    home, work = _dirs(tmp_path)
+    events, _ = _codex_exec(gateway.base_url, home, work, "Write first.txt and second.txt")
+    assert (work / "first.txt").read_text() == "first\n" and (work / "second.txt").read_text() == "second\n"
+    assert sorted(c["aggregated_output"] for c in _completed(events, "command_execution")) == ["first\n", "second\n"]
+    assert [m["text"] for m in _completed(events, "agent_message")] == ["Both files are written."]
+    call, *results = backend.bodies[1]["messages"][-3:]
+    assert [c["id"] for c in call.get("tool_calls", [])] == ["call_1_0", "call_1_1"]
+    assert [(m["role"], m["tool_call_id"]) for m in results] == [("tool", "call_1_0"), ("tool", "call_1_1")]
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [{"type": "web_search", "external_web_access": True},
+     {"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.", "tools": [
+         {"type": "function", "name": "close_agent", "parameters": {"type": "object", "properties": {}}}]}],
+    ids=["web_search", "namespace"],
+)  # fmt: skip
+def test_the_tools_codex_must_switch_off_are_a_400_naming_them(scripted: Any, tool: dict[str, Any]) -> None:
+    """What the Codex config of docs/how-to/gateway.md switches off, and why: these tools, as Codex sends
+    them by default, are refused before any backend call."""
+    backend, gateway = scripted
+    function = {"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}}
+    reply = httpx2.post(f"{gateway.base_url}/responses", json={"model": "m", "input": "hi", "tools": [function, tool]},
+                        timeout=30)  # fmt: skip
+    assert reply.status_code == 400
+    assert reply.json()["error"]["param"] == "tools[1].type"
+    assert backend.bodies == []
