@@ -6,7 +6,7 @@ other layers import from `so_middleware.core`; its module files are private.
 
 from ._attempts import Attempt
 from ._background import with_continuation
-from ._capabilities import Capabilities, SchemaProfileName
+from ._capabilities import Capabilities, SchemaProfile, SchemaProfileName
 from ._client import (
     BaseChatClient,
     ChatClient,
@@ -46,9 +46,10 @@ from ._exceptions import (
     UserError,
 )
 from ._features import Feature
-from ._formats import ResponseFormat, chat_format_to_responses, responses_format_to_chat
+from ._formats import ResponseFormat, chat_format_to_responses, copy_json, responses_format_to_chat
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
+from ._record_keys import CACHE_HIT_KEY, FALLBACK_KEY, RECORD_KEYS, RESUMED_KEY, RETRIES_KEY, STRUCTURED_OUTPUT_KEY
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
 from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
@@ -60,6 +61,12 @@ from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
 
 __all__ = [
+    "CACHE_HIT_KEY",
+    "FALLBACK_KEY",
+    "RECORD_KEYS",
+    "RESUMED_KEY",
+    "RETRIES_KEY",
+    "STRUCTURED_OUTPUT_KEY",
     "MAX_RAW_TEXT",
     "TRANSIENT_ERROR_CODES",
     "ENTRY_POINT_GROUP",
@@ -102,6 +109,7 @@ __all__ = [
     "ResponseStream",
     "Role",
     "SOMiddlewareError",
+    "SchemaProfile",
     "SchemaProfileName",
     "StreamConsumedError",
     "StreamInterruptedError",
@@ -121,6 +129,7 @@ __all__ = [
     "chain",
     "chat_format_to_responses",
     "check_sendable",
+    "copy_json",
     "find_feature",
     "lone_surrogate_in",
     "mend_surrogates",

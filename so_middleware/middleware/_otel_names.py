@@ -102,8 +102,6 @@ METRIC_ATTRIBUTES: Final = (
 
 # ---------------------------------------------------------------- so_middleware's own
 
-STRUCTURED_OUTPUT_KEY: Final = "so_middleware.structured_output"  # response.additional_properties key
-RETRIES_KEY: Final = "so_middleware.retries"  # response.additional_properties key
 RETRY_EVENT: Final = "so_middleware.retry"  # span event, one per retry
 SO_SCHEMA_NAME: Final = "so_middleware.structured_output.schema_name"
 SO_STRATEGY: Final = "so_middleware.structured_output.strategy"
