@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import RETRIES_KEY, STRUCTURED_OUTPUT_KEY, Attempt, ChatResponse, OutputError
+from ..core import Attempt, ChatResponse, OutputError
+from ._otel_names import RETRIES_KEY, STRUCTURED_OUTPUT_KEY
 from ._retry_errors import status_code_of
 from .cache import CACHE_HIT_KEY
 from .fallback import FALLBACK_KEY

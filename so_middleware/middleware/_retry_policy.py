@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
 
-from ..core import RETRIES_KEY, ChatResponse, DeadlineExceededError, UserError
-from ._otel_names import RETRY_EVENT
+from ..core import ChatResponse, DeadlineExceededError, UserError
+from ._otel_names import RETRIES_KEY, RETRY_EVENT
 from ._retry_after import retry_after_seconds
 from ._retry_errors import headers_of, status_code_of
 

@@ -46,7 +46,9 @@ from ._retry_scope import RetryScope
 from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict, outcome_of
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
-__all__ = ["Run"]
+__all__ = ["INFO_KEY", "Run"]
+
+INFO_KEY = STRUCTURED_OUTPUT_KEY  # its name in this layer, kept for code that imports it
 
 
 class Run:

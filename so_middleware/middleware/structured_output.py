@@ -42,10 +42,10 @@ from ..core import (
 )
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
-from ._run import Run
+from ._run import INFO_KEY, Run
 from .strategies import STRATEGIES, Mode
 
-__all__ = ["Lesson", "StructuredOutput", "StructuredOutputChatClient", "with_structured_output"]
+__all__ = ["INFO_KEY", "Lesson", "StructuredOutput", "StructuredOutputChatClient", "with_structured_output"]
 
 
 class StructuredOutputChatClient(DelegatingChatClient):
