@@ -46,7 +46,8 @@ from ._exceptions import (
     UserError,
 )
 from ._features import Feature
-from ._formats import ResponseFormat, chat_format_to_responses, copy_json, responses_format_to_chat
+from ._formats import ResponseFormat, chat_format_to_responses, responses_format_to_chat
+from ._formats import copy_json as copy_json  # for schema and middleware: JSON values copied without deepcopy
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
 from ._record_keys import CACHE_HIT_KEY, FALLBACK_KEY, RECORD_KEYS, RESUMED_KEY, RETRIES_KEY, STRUCTURED_OUTPUT_KEY
@@ -129,7 +130,6 @@ __all__ = [
     "chain",
     "chat_format_to_responses",
     "check_sendable",
-    "copy_json",
     "find_feature",
     "lone_surrogate_in",
     "mend_surrogates",
