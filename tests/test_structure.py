@@ -15,9 +15,11 @@ import so_middleware
 PACKAGE = Path(so_middleware.__file__).parent
 
 # Each layer may import only from the layers listed for it (and the stdlib / third parties
-# other than the SDKs): arrows only go down, agents -> middleware -> providers -> wire -> core
-# (wire: one module per protocol, both directions, shared by the adapters and the gateway).
-# Every import counts, inside functions too; only `if TYPE_CHECKING:` blocks are exempt.
+# other than the SDKs): arrows only go down, agents -> middleware -> providers -> {wire, schema} -> core
+# (wire: one module per protocol, both directions, shared by the adapters and the gateway), and the
+# applications (batch, gateway, cli) sit on top of everything; of them, only the command line reaches
+# the other two. Every import counts, inside functions too; only `if TYPE_CHECKING:` blocks are exempt
+# here (not from the circle and private-import rules).
 LAYER_OF = {
     "core": "core",
     "schema": "schema",
@@ -27,7 +29,12 @@ LAYER_OF = {
     "agents": "agents",
     "local": "local",
     "testing": "testing",
+    "batch": "batch",
+    "gateway": "gateway",
+    "cli": "cli",
+    "__main__": "cli",  # `python -m so_middleware`: the command line
 }
+LIBRARY = {"core", "schema", "middleware", "wire", "providers", "agents", "local", "testing", "top", "root"}
 ALLOWED = {
     "core": {"core"},
     "schema": {"core", "schema"},
@@ -39,22 +46,26 @@ ALLOWED = {
     "local": {"core", "local", "wire", "providers"},
     "top": {"core", "schema", "middleware", "wire", "providers", "agents", "local", "testing", "top"},
     "root": {"core", "schema", "middleware", "agents"},
+    # the applications
+    "batch": LIBRARY | {"batch"},
+    "gateway": LIBRARY | {"gateway"},
+    "cli": LIBRARY | {"batch", "gateway", "cli"},
 }
 SDKS = {"openai", "anthropic"}
-SDK_ALLOWED = {"providers", "local", "top", "testing"}
+SDK_ALLOWED = {"providers", "local", "top", "testing", "batch", "gateway", "cli"}
 # Core modules that import nothing from the package: the other core modules build on them.
-LEAVES = ["_capabilities", "_deadline", "_features", "_registry", "_spans", "_usage"]
+LEAVES = ["_capabilities", "_deadline", "_features", "_record_keys", "_registry", "_spans", "_usage"]
 
 
 def layer_of(module: str) -> str:
     parts = module.split(".")
-    if len(parts) < 2 or parts[0] != "so_middleware":
+    if parts[0] != "so_middleware":
         raise ValueError(module)
+    if len(parts) == 1:
+        return "root"  # `from so_middleware import ...`: the public surface
     head = parts[1]
     if head in LAYER_OF:
         return LAYER_OF[head]
-    if head == "__main__":  # `python -m so_middleware`: an app, like the command it runs
-        return "top"
     assert not head.startswith("_"), f"{module}: private modules belong in a layer folder (core/ ...), not the root"
     return "top"
 
@@ -81,20 +92,23 @@ def parse(source: str) -> ast.Module:
         return ast.parse(source)
 
 
-def imports_of(path: Path) -> list[tuple[str, int]]:
-    package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
-    return imports_in(path.read_text(), package)
+def imports_of(path: Path, *, type_only: bool = False) -> list[tuple[str, int]]:
+    return imports_in(path.read_text(), package_of(path), type_only=type_only)
 
 
-def imports_in(source: str, package: str) -> list[tuple[str, int]]:
+def package_of(path: Path) -> str:
+    return module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
+
+
+def imports_in(source: str, package: str, *, type_only: bool = False) -> list[tuple[str, int]]:
     """Every import in `source` (a module of `package`), at any depth (functions, methods,
-    try/if blocks), except those under `if TYPE_CHECKING:`. `from package import name` counts
-    as importing the submodule `package.name` when there is one, else `package`."""
+    try/if blocks); those under `if TYPE_CHECKING:` only with `type_only`. `from package import
+    name` counts as importing the submodule `package.name` when there is one, else `package`."""
     tree = parse(source)
     found: list[tuple[str, int]] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not type_only:
             for child in node.orelse:
                 visit(child)
             return
@@ -117,26 +131,36 @@ def imports_in(source: str, package: str) -> list[tuple[str, int]]:
     return found
 
 
-def package_imports(path: Path) -> set[str]:
-    return {name for name, _ in imports_of(path) if name.split(".")[0] == "so_middleware" and name in MODULE_NAMES}
+def package_imports(path: Path, *, type_only: bool = False) -> set[str]:
+    return {
+        name
+        for name, _ in imports_of(path, type_only=type_only)
+        if name.split(".")[0] == "so_middleware" and name in MODULE_NAMES
+    }
+
+
+def layer_problems(module: str, imports: list[tuple[str, int]]) -> list[str]:
+    """The imports of `module` that go against the layer table (an SDK where none may be, or a
+    layer not listed for it)."""
+    own = "root" if module == "so_middleware" else layer_of(module)
+    problems = []
+    for imported, line in imports:
+        head = imported.split(".")[0]
+        if head in SDKS and own not in SDK_ALLOWED:
+            problems.append(f"{module}:{line} imports the {head} SDK from layer {own}")
+        if head == "so_middleware" and imported != module and layer_of(imported) not in ALLOWED[own]:
+            problems.append(f"{module}:{line}: layer {own} may not import {imported} ({layer_of(imported)})")
+    return problems
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_import_direction(path: Path) -> None:
-    own = layer_of(module_name(path)) if path != PACKAGE / "__init__.py" else "top"
-    if path == PACKAGE / "__init__.py":
-        own = "root"  # the package root re-exports the public surface, never a provider or SDK
-    for imported, line in imports_of(path):
-        root = imported.split(".")[0]
-        if root in SDKS:
-            assert own in SDK_ALLOWED, f"{path.name}:{line} imports the {root} SDK from layer {own}"
-        if root == "so_middleware" and imported != "so_middleware":
-            target = layer_of(imported)
-            assert target in ALLOWED[own], f"{path.name}:{line}: layer {own} may not import {imported} ({target})"
+    assert layer_problems(module_name(path), imports_of(path)) == []
 
 
 def test_function_level_imports_are_seen() -> None:
-    """The checker sees imports inside functions and methods, and skips TYPE_CHECKING blocks."""
+    """The checker sees imports inside functions and methods, and skips TYPE_CHECKING blocks
+    (but not for the circle rule)."""
     source = (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from ..middleware import retries\n"
@@ -145,6 +169,100 @@ def test_function_level_imports_are_seen() -> None:
     found = [name for name, _ in imports_in(source, "so_middleware.core")]
     assert found == ["typing", "so_middleware.providers.openai"]
     assert layer_of(found[1]) not in ALLOWED["core"]
+    every = [name for name, _ in imports_in(source, "so_middleware.core", type_only=True)]
+    assert "so_middleware.middleware.retries" in every
+
+
+def test_the_applications_are_layers_too() -> None:
+    """Positive control: batch reaching into the gateway, the gateway into batch or the CLI, and
+    a library layer into an application are each caught; the CLI may use both applications."""
+    assert layer_problems("so_middleware.batch._engines", [("so_middleware.gateway._errors", 3)])
+    assert layer_problems("so_middleware.gateway._app", [("so_middleware.batch", 1)])
+    assert layer_problems("so_middleware.gateway._app", [("so_middleware.cli", 1)])
+    assert layer_problems("so_middleware.middleware.retries", [("so_middleware.batch", 1)])
+    assert layer_problems("so_middleware.core._client", [("so_middleware", 1)])
+    assert layer_problems("so_middleware.core._client", [("openai", 1)])
+    assert not layer_problems("so_middleware.cli._commands", [("so_middleware.batch", 1), ("so_middleware.gateway", 2)])
+    assert not layer_problems("so_middleware.batch._run", [("so_middleware", 1), ("openai", 2)])
+
+
+def private_import_problems(module: str, imports: list[tuple[str, int]]) -> list[str]:
+    """Imports of a private module from outside the package that holds it: `so_middleware.x._y`
+    (or `so_middleware.x.y._z`) may be imported only from inside `so_middleware.x` (`.x.y`).
+    A package re-exports, from its `__init__`, what the others may use."""
+    problems = []
+    for imported, line in imports:
+        parts = imported.split(".")
+        if parts[0] != "so_middleware":
+            continue
+        private = [i for i, part in enumerate(parts) if part.startswith("_") and not part.startswith("__")]
+        if not private:
+            continue
+        owner = ".".join(parts[: private[0]])
+        if module != owner and not module.startswith(owner + "."):
+            problems.append(f"{module}:{line} imports {imported}, private to {owner}")
+    return problems
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_import_across_packages(path: Path) -> None:
+    assert private_import_problems(module_name(path), imports_of(path, type_only=True)) == []
+
+
+def test_a_private_import_across_packages_is_caught() -> None:
+    """Positive control: the reach-ins this rule was written against."""
+    assert private_import_problems("so_middleware.cli._commands", [("so_middleware.batch._cli", 15)])
+    assert private_import_problems("so_middleware.schema._output_schema", [("so_middleware.core._formats", 13)])
+    assert private_import_problems("so_middleware.middleware.cache", [("so_middleware.middleware.retries._scope", 1)])
+    assert not private_import_problems(
+        "so_middleware.middleware.retries", [("so_middleware.middleware._otel_names", 1)]
+    )
+    assert not private_import_problems(
+        "so_middleware.middleware.retries", [("so_middleware.middleware.retries._scope", 1)]
+    )
+    assert not private_import_problems("so_middleware.batch._run", [("so_middleware.core", 1)])
+
+
+# Attribute names any object may expose with a leading underscore (namedtuple's API, os._exit).
+PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_fields", "_make", "_exit"}
+
+
+def private_attribute_problems(source: str, where: str) -> list[str]:
+    """Reads of `obj._name` where `_name` is not defined in this module (as `self._name = ...`,
+    a method, a class attribute): another class's private state, reached into."""
+    tree = parse(source)
+    own: set[str] = set(PUBLIC_UNDERSCORED)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            own.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            own.add(node.target.id)
+    problems = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            name = node.attr
+            if name.startswith("_") and not name.startswith("__") and name not in own:
+                problems.append(f"{where}:{node.lineno} reads {ast.unparse(node)}")
+    return problems
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_attribute_of_another_module_is_read(path: Path) -> None:
+    assert private_attribute_problems(path.read_text(), str(path.relative_to(PACKAGE))) == []
+
+
+def test_a_private_attribute_read_is_caught() -> None:
+    """Positive control: `agents/_response.py` read `ChatResponse._value`, defined in core."""
+    reach_in = "def show(response):\n    return response.chat_response._value\n"
+    assert private_attribute_problems(reach_in, "agents/_response.py") == [
+        "agents/_response.py:2 reads response.chat_response._value"
+    ]
+    own = "class A:\n    def __init__(self):\n        self._value = 1\n    def f(self, other):\n        return other._value\n"
+    assert private_attribute_problems(own, "a.py") == []
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -175,10 +293,39 @@ def test_find_cycles_sees_a_cycle() -> None:
     assert find_cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
 
 
+def test_a_type_only_circle_is_a_circle() -> None:
+    """Positive control: `_routes` importing `_app` for a type, `_app` importing `_routes`."""
+    routes = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ._app import GatewayConfig\n"
+    graph = {
+        "so_middleware.gateway._app": {"so_middleware.gateway._routes"},
+        "so_middleware.gateway._routes": {
+            name for name, _ in imports_in(routes, "so_middleware.gateway", type_only=True) if name != "typing"
+        },
+    }
+    assert find_cycles(graph) == [
+        ["so_middleware.gateway._app", "so_middleware.gateway._routes", "so_middleware.gateway._app"]
+    ]
+
+
+# Circles that move_layout.py breaks (GatewayConfig to gateway/_config.py); it empties this set.
+PENDING_CIRCLES: set[frozenset[str]] = {frozenset({"so_middleware.gateway._app", "so_middleware.gateway._routes"})}
+
+
+def import_cycles() -> list[list[str]]:
+    return find_cycles({module_name(path): package_imports(path, type_only=True) for path in MODULES})
+
+
+@pytest.mark.xfail(bool(PENDING_CIRCLES), reason="until move_layout.py breaks PENDING_CIRCLES", strict=True)
 def test_no_import_cycles() -> None:
-    """No module reaches itself through the package's imports (function-level ones included)."""
-    cycles = find_cycles({module_name(path): package_imports(path) for path in MODULES})
+    """No module reaches itself through the package's imports: function-level and type-only ones
+    included (a type-only circle is still two modules that cannot be understood apart)."""
+    cycles = import_cycles()
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_no_import_cycle_but_the_pending_ones() -> None:
+    unexpected = [cycle for cycle in import_cycles() if frozenset(cycle) not in PENDING_CIRCLES]
+    assert not unexpected, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in unexpected)
 
 
 @pytest.mark.parametrize("leaf", LEAVES)
@@ -319,19 +466,90 @@ def logic_lines(path: Path) -> int:
     )
 
 
-OUTSIDE_SCHEMA = [
-    path for path in MODULES if path.relative_to(PACKAGE).parts[0] != "schema"
-]  # wire tables may run longer
+# Size is judged per folder, by what the folder holds: a folder is one concept, and a module may
+# run as long as its part of that concept needs (no per-file cap that invites splitting a module
+# for its own sake). A folder over its budget holds more than one concept: give each its
+# subfolder (as middleware/ did, one per layer).
+FOLDER_BUDGET = {  # lines of logic in a folder's own modules (subfolders count on their own)
+    "layer": 800,  # middleware/<layer>/: the layer's class and factory, and its mechanics
+    "tables": 3_000,  # schema/: the JSON-schema dialects as tables and transforms
+    "package": 2_400,  # a library layer or an application: core/, providers/openai/, gateway/ ...
+}
+MODULE_CEILING = 500  # lines of logic: past that, a module holds two concepts whatever its folder
+PENDING_MOVE: set[str] = {"middleware"}  # flat until move_layout.py gives each layer its subfolder
 
 
-@pytest.mark.parametrize("path", OUTSIDE_SCHEMA, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_module_over_300_lines_outside_schema(path: Path) -> None:
-    assert len(path.read_text().splitlines()) <= 300, f"{path.relative_to(PACKAGE)}: split it by concept"
+def folder_kind(folder: str) -> str:
+    parts = folder.split("/")
+    if parts[0] == "schema":
+        return "tables"
+    if parts[0] == "middleware" and len(parts) == 2 and parts[1] != "strategies":
+        return "layer"
+    return "package"
 
 
-LAYER_FILES = sorted(path for path in (PACKAGE / "middleware").glob("*.py") if not path.name.startswith("_"))
+def folder_problems(sizes: dict[str, dict[str, int]]) -> list[str]:
+    """`sizes`: folder (relative to the package, "." for its root) -> module name -> lines of
+    logic. The folders over their budget, and the modules over the ceiling."""
+    problems = []
+    for folder, modules in sorted(sizes.items()):
+        budget = FOLDER_BUDGET[folder_kind(folder)]
+        if sum(modules.values()) > budget:
+            problems.append(f"{folder}/: {sum(modules.values())} lines of logic, over {budget}: split it by concept")
+        problems.extend(
+            f"{folder}/{name}: {lines} lines of logic"
+            for name, lines in sorted(modules.items())
+            if lines > MODULE_CEILING
+        )
+    return problems
 
 
-@pytest.mark.parametrize("path", LAYER_FILES, ids=lambda p: p.name)
+def folder_sizes() -> dict[str, dict[str, int]]:
+    sizes: dict[str, dict[str, int]] = {}
+    for path in MODULES:
+        folder = str(path.parent.relative_to(PACKAGE))
+        sizes.setdefault(folder, {})[path.name] = logic_lines(path)
+    return sizes
+
+
+FOLDERS = sorted(folder_sizes())
+
+
+@pytest.mark.parametrize(
+    "folder",
+    [
+        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="flat until move_layout.py"))
+        if f in PENDING_MOVE
+        else f
+        for f in FOLDERS
+    ],
+)
+def test_each_folder_holds_one_concept(folder: str) -> None:
+    assert folder_problems({folder: folder_sizes()[folder]}) == []
+
+
+def test_an_overgrown_folder_or_module_is_caught() -> None:
+    """Positive control: a flat middleware/ of 2,825 lines, a layer folder over its budget, a
+    module over the ceiling; a long wire module in schema/ is fine."""
+    assert folder_problems({"middleware": {f"_m{i}.py": 100 for i in range(29)}})
+    assert folder_problems({"middleware/telemetry": {"__init__.py": 150, "_call.py": 700}})
+    assert folder_problems({"core": {"_big.py": MODULE_CEILING + 1}})
+    assert folder_kind("middleware/strategies") == "package"
+    assert not folder_problems({"schema": {"_partial.py": 309, "_transform.py": 450}})
+
+
+# The public module of each middleware layer: its class and `with_<behaviour>()` factory.
+LAYER_FILES = sorted(
+    path
+    for path in (PACKAGE / "middleware").rglob("*.py")
+    if path.parent.name != "strategies"
+    and (
+        (path.parent == PACKAGE / "middleware" and not path.name.startswith("_"))
+        or (path.parent != PACKAGE / "middleware" and path.name == "__init__.py")
+    )
+)
+
+
+@pytest.mark.parametrize("path", LAYER_FILES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_each_layer_file_has_at_most_150_lines_of_logic(path: Path) -> None:
     assert logic_lines(path) <= 150, f"{path.name}: {logic_lines(path)} lines of logic; move mechanics out"

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
 from ..core import (
+    RETRIES_KEY,
     Attempt,
     ChatMessage,
     ChatResponse,
@@ -73,7 +74,7 @@ class AgentResponse(Generic[T]):
         self.messages: list[ChatMessage] = primary
         self.secondary = SecondaryOutput(
             attempts=list(chat_response.attempts),
-            retries=list(chat_response.additional_properties.get("so_middleware.retries", [])),
+            retries=list(chat_response.additional_properties.get(RETRIES_KEY, [])),
             reasoning=[c for c in secondary if isinstance(c, ReasoningContent)],
             tool_activity=[c for c in secondary if not isinstance(c, ReasoningContent)],
         )
@@ -130,7 +131,7 @@ class AgentResponse(Generic[T]):
         return self.chat_response.try_parse(output_type)
 
     def __repr__(self) -> str:
-        value = f", value={self.chat_response._value!r}" if self.chat_response.has_value else ""
+        value = f", value={self.chat_response.value!r}" if self.chat_response.has_value else ""
         return f"AgentResponse(text={self.text!r}{value})"
 
 

@@ -12,6 +12,10 @@ A re-run with the same `output` skips the ids already there; `extract_batch` doe
 OpenAI's or Anthropic's batch API; `so-middleware extract --input ...` is the command-line form.
 """
 
+# The command line's part (`so-middleware extract --input`), for so_middleware.cli: not in __all__.
+from ._cli import add_batch_arguments as add_batch_arguments
+from ._cli import run_batch as run_batch
+from ._cli import server_client as server_client
 from ._engines import BatchJobError, extract_batch
 from ._inputs import InputSource, Item, read_inputs
 from ._results import ItemResult, ResultLog, ResultsWriteError

@@ -15,7 +15,6 @@ line that cannot be read a 502 for its item alone (`_batch_results`), the other 
 from __future__ import annotations
 
 import asyncio
-import copy
 import itertools
 import json
 import os
@@ -140,7 +139,7 @@ def extract_batch(
         async for result in run:
             print(result.id, result.value)
     """
-    adapter = as_chat_client(client)
+    adapter: Any = as_chat_client(client)  # an SDK adapter, checked below
     engine = _ENGINES.get(getattr(adapter, "provider_name", ""))
     sdk = getattr(adapter, "sdk_client", None)
     if engine is None or sdk is None or not getattr(adapter, "is_async", False):
@@ -152,10 +151,9 @@ def extract_batch(
     import httpx2  # the SDKs' HTTP client: installed with either
 
     transport = _Holding()
-    holding: Any = copy.copy(adapter)
     # MockTransport is httpx2's transport-from-a-handler: here the handler holds the request for a batch.
     http_client = httpx2.AsyncClient(transport=httpx2.MockTransport(transport))
-    holding.sdk_client = sdk.with_options(http_client=http_client, max_retries=0)
+    holding = adapter.with_sdk_client(sdk.with_options(http_client=http_client, max_retries=0))
     parts = prepare(
         inputs,
         output_type,

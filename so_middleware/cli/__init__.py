@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..batch._cli import add_batch_arguments
+from ..batch import add_batch_arguments
 from ..core import LocalServerError, OutputError, UserError, failure_of
 from ._commands import (
     _KEYS,

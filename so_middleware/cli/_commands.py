@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..batch._cli import run_batch, server_client
+from ..batch import run_batch, server_client
 from ..core import UserError, redact_url
 from ._types import _check_type, _load_type
 

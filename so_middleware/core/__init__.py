@@ -6,7 +6,7 @@ other layers import from `so_middleware.core`; its module files are private.
 
 from ._attempts import Attempt
 from ._background import with_continuation
-from ._capabilities import Capabilities, SchemaProfileName
+from ._capabilities import Capabilities, SchemaProfile, SchemaProfileName
 from ._carry import carry
 from ._client import (
     BaseChatClient,
@@ -50,8 +50,10 @@ from ._exceptions import (
 from ._failures import FailureKind, TransportFailure, classified, failure_of, is_transient
 from ._features import Feature
 from ._formats import ResponseFormat, chat_format_to_responses, responses_format_to_chat
+from ._formats import copy_json as copy_json  # for schema and middleware: JSON values copied without deepcopy
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
+from ._record_keys import CACHE_HIT_KEY, FALLBACK_KEY, RECORD_KEYS, RESUMED_KEY, RETRIES_KEY, STRUCTURED_OUTPUT_KEY
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
 from ._retry_after import retry_after_seconds
@@ -64,6 +66,12 @@ from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
 
 __all__ = [
+    "CACHE_HIT_KEY",
+    "FALLBACK_KEY",
+    "RECORD_KEYS",
+    "RESUMED_KEY",
+    "RETRIES_KEY",
+    "STRUCTURED_OUTPUT_KEY",
     "MAX_RAW_TEXT",
     "TRANSIENT_ERROR_CODES",
     "ENTRY_POINT_GROUP",
@@ -108,6 +116,7 @@ __all__ = [
     "ResponseStream",
     "Role",
     "SOMiddlewareError",
+    "SchemaProfile",
     "SchemaProfileName",
     "StreamConsumedError",
     "StreamInterruptedError",

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-__all__ = ["Capabilities", "SchemaProfileName"]
+__all__ = ["Capabilities", "SchemaProfile", "SchemaProfileName"]
 
-SchemaProfileName = Literal["openai-strict", "anthropic", "json-schema"]
+SchemaProfile = Literal["openai-strict", "anthropic", "json-schema"]
+"""The JSON-schema dialect a backend accepts, and that `OutputSchema.json_schema` emits."""
+SchemaProfileName = SchemaProfile  # its earlier name, kept for code that imports it
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class Capabilities:
     assistant_prefill: bool = False  # a trailing assistant message is continued
     prefill_echoed: bool = False  # ... and its text is echoed back at the start of the answer
     response_format_passthrough: bool = False  # Responses route honours a Chat Completions response_format key
-    schema_profile: SchemaProfileName = "json-schema"
+    schema_profile: SchemaProfile = "json-schema"
     # The most output tokens the server gives a request that names no max_tokens (llama-server's
     # `-n`), or None: an answer that used them all was cut off, whatever its finish reason says.
     default_max_tokens: int | None = None

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Final
 
+# response.additional_properties keys: defined in core, with every other key of the response record
+from ..core import RETRIES_KEY as RETRIES_KEY
+from ..core import STRUCTURED_OUTPUT_KEY as STRUCTURED_OUTPUT_KEY
+
 # ---------------------------------------------------------------- spans and operations
 
 OPERATION_CHAT: Final = "chat"
@@ -102,8 +106,6 @@ METRIC_ATTRIBUTES: Final = (
 
 # ---------------------------------------------------------------- so_middleware's own
 
-STRUCTURED_OUTPUT_KEY: Final = "so_middleware.structured_output"  # response.additional_properties key
-RETRIES_KEY: Final = "so_middleware.retries"  # response.additional_properties key
 RETRY_EVENT: Final = "so_middleware.retry"  # span event, one per retry
 SO_SCHEMA_NAME: Final = "so_middleware.structured_output.schema_name"
 SO_STRATEGY: Final = "so_middleware.structured_output.strategy"

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from ..core import (
+    RETRIES_KEY,
+    STRUCTURED_OUTPUT_KEY,
     Attempt,
     Capabilities,
     ChatClient,
@@ -33,21 +35,20 @@ from ..core import (
     TextContent,
     UsageDetails,
     UserError,
+    copy_json,
     mend_surrogates,
 )
-from ..core._formats import copy_json
 from ._annotate import keep_attempts
 from ._call import Call
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
-from ._otel_names import RETRIES_KEY
 from ._retry_scope import RetryScope
 from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict, outcome_of
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
 
-INFO_KEY = "so_middleware.structured_output"
+INFO_KEY = STRUCTURED_OUTPUT_KEY  # its name in this layer, kept for code that imports it
 
 
 class Run:
@@ -260,7 +261,7 @@ class Run:
             additional_properties={
                 **response.additional_properties,
                 **({RETRIES_KEY: self.retried} if self.retried else {}),
-                INFO_KEY: self._info(plan, "valid"),
+                STRUCTURED_OUTPUT_KEY: self._info(plan, "valid"),
             },
             attempts=self.attempts,
             value=verdict.value,
@@ -271,7 +272,7 @@ class Run:
         error: OutputError = verdict.error
         error.with_attempts(self.attempts, self._usage())
         error.response = error.response if error.response is not None else response
-        response.additional_properties[INFO_KEY] = self._info(plan, outcome_of(error))
+        response.additional_properties[STRUCTURED_OUTPUT_KEY] = self._info(plan, outcome_of(error))
         response.attempts = list(self.attempts)
         return error
 

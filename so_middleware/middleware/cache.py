@@ -51,6 +51,7 @@ from typing import Any
 import anyio
 
 from ..core import (
+    CACHE_HIT_KEY,
     ChatClient,
     ChatMessage,
     ChatOptions,
@@ -69,7 +70,6 @@ from ._cache_stores import CacheStore, MemoryStore, disk_store
 
 __all__ = ["CACHE_HIT_KEY", "CacheStore", "CachingChatClient", "MemoryStore", "disk_store", "request_key", "with_cache"]
 
-CACHE_HIT_KEY = "so_middleware.cache_hit"
 logger = logging.getLogger("so_middleware")
 KeyFunction = Callable[[list[ChatMessage], ChatOptions, Any], "str | None"]
 

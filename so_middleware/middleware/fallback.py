@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 
 from ..core import (
+    FALLBACK_KEY,
     ChatClient,
     ChatOptions,
     ChatResponse,
@@ -51,7 +52,6 @@ from ..core import (
 
 __all__ = ["FALLBACK_KEY", "FallbackChatClient", "with_fallback"]
 
-FALLBACK_KEY = "so_middleware.fallback"
 FailOverOn = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
 
 

@@ -11,10 +11,10 @@ response type, exactly as `create` does.
 from __future__ import annotations
 
 import inspect
-import os
-import types
 from collections.abc import Callable
 from typing import Any
+
+from ._openai_privates import is_the_sdks_own, request_options_know_security
 
 __all__ = ["CreateCalls", "SDKPost", "create_call"]
 
@@ -47,40 +47,11 @@ def create_call(sdk_client: Any, resource: Any, path: str, cast_to: type, *, is_
 
 
 def _is_the_sdks_own_create(resource: Any) -> bool:
-    return _is_the_sdks_own(inspect.getattr_static(resource, "create", None))
-
-
-def _is_the_sdks_own(function: Any) -> bool:
-    """A plain function defined in the openai package (`type`, not `isinstance`: a wrapt proxy
-    passes for the function it wraps)."""
-    if type(function) is not types.FunctionType:
-        return False
-    return function.__code__.co_filename.startswith(_OPENAI_DIR)
-
-
-def _openai_dir() -> str:
-    try:
-        import openai
-    except ImportError:  # pragma: no cover - only the OpenAI adapters call this
-        return "\0"
-    return os.path.dirname(os.path.abspath(openai.__file__)) + os.sep
-
-
-_OPENAI_DIR = _openai_dir()
-
-
-def _knows_security() -> bool:
-    """Whether this openai SDK's request options carry `security` (which credentials to send);
-    `create` sends the API key only, not an admin key."""
-    try:
-        from openai._models import FinalRequestOptions
-    except ImportError:  # pragma: no cover - the module moved: send what `post` sends by default
-        return False
-    return "security" in FinalRequestOptions.model_fields
+    return is_the_sdks_own(inspect.getattr_static(resource, "create", None))
 
 
 _NOT_GIVEN: Any = object()
-_SECURITY: dict[str, Any] | None = {"bearer_auth": True} if _knows_security() else None
+_SECURITY: dict[str, Any] | None = {"bearer_auth": True} if request_options_know_security() else None
 
 
 class SDKPost:

@@ -14,12 +14,14 @@ connection, no event within the idle timeout, no terminal event) raises `StreamI
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import anyio
 import httpx2
+from typing_extensions import Self
 
 from ..core import (
     BaseChatClient,
@@ -106,6 +108,16 @@ class SDKChatClient(BaseChatClient):
         # A server reached by base URL alone is identified on first use; a profile given, a
         # hosted API or discover=False keep the profile above.
         self.discovery_pending = capabilities is None and discover and not is_hosted(self._sdk_base_url)
+
+    def with_sdk_client(self, sdk_client: Any) -> Self:
+        """This adapter (model, profile, timeouts) over another SDK client of an accepted type,
+        e.g. `sdk_client.with_options(...)` of its own; this one is left as it is."""
+        if not isinstance(sdk_client, self.sdk_types):
+            raise UserError(f"{type(self).__name__} needs an SDK client of its kind, not {type(sdk_client).__name__}")
+        other = copy.copy(self)
+        other.sdk_client = sdk_client
+        other._sdk_copy = None
+        return other
 
     def default_profile(self, base_url: str, model: str | None) -> Capabilities:
         """The profile when none is given and nothing is discovered: from the base URL (and model)."""

@@ -9,8 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..core import ModelBehaviorError, UserError
-from ..core._formats import copy_json
+from ..core import ModelBehaviorError, UserError, copy_json
 from ._checks import check_schema_values
 from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser

@@ -9,16 +9,13 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
-from ..core import UserError
+from ..core import SchemaProfile, UserError
 from ._limits import anthropic_limit_problems, openai_limit_problems
 from ._transform import Problem, ProfileRules, transform_schema
 
 __all__ = ["PROFILES", "SchemaProfile", "render_profile"]
-
-SchemaProfile = Literal["openai-strict", "anthropic", "json-schema"]
-"""Which provider dialect `OutputSchema.json_schema` emits."""
 
 PROFILES: tuple[str, ...] = get_args(SchemaProfile)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core import (
+    RESUMED_KEY,
     ChatResponse,
     ChatResponseUpdate,
     ContinuationToken,
@@ -42,7 +43,6 @@ __all__ = [
 ]
 
 PENDING_STATUSES = ("queued", "in_progress")
-RESUMED_KEY = "so_middleware.resumed_response"  # the whole response, on a resumed stream's last update
 
 
 def background_to_chat(

@@ -1,0 +1,45 @@
+"""Every use of the openai SDK's private names, in one place.
+
+`SDKPost` sends an adapter's request through the SDK client's documented `post` method instead
+of `create`, which needs two things the SDK does not publish: whether a bound `create` is the
+SDK's own (not an instrumentation wrapper or a test double), and whether its request options
+carry `security`. Both are read here and nowhere else; `test_openai_privates.py` fails, naming
+what changed, when an SDK release moves them.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from typing import Any
+
+__all__ = ["OPENAI_PACKAGE_DIR", "is_the_sdks_own", "request_options_know_security"]
+
+
+def _openai_dir() -> str:
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - only the OpenAI adapters call this
+        return "\0"
+    return os.path.dirname(os.path.abspath(openai.__file__)) + os.sep
+
+
+OPENAI_PACKAGE_DIR = _openai_dir()  # the installed openai package's folder, with a trailing separator
+
+
+def is_the_sdks_own(function: Any) -> bool:
+    """A plain function whose source file is in the openai package (`type`, not `isinstance`:
+    a wrapt proxy passes for the function it wraps)."""
+    if type(function) is not types.FunctionType:
+        return False
+    return function.__code__.co_filename.startswith(OPENAI_PACKAGE_DIR)
+
+
+def request_options_know_security() -> bool:
+    """Whether this openai SDK's request options (`openai._models.FinalRequestOptions`) carry
+    `security` (which credentials to send): `create` sends the API key only, not an admin key."""
+    try:
+        from openai._models import FinalRequestOptions
+    except ImportError:  # the module moved: send what `post` sends by default
+        return False
+    return "security" in FinalRequestOptions.model_fields
