@@ -47,7 +47,9 @@ def call_schema(tools: Sequence[FunctionTool], answer: Mapping[str, Any] | None 
     defs: dict[str, Any] = {}
     several = len(tools) + (answer is not None) > 1
     variants = [
-        _closed({"name": {"const": tool.name}, "arguments": _hoisted(tool.parameters, _prefix(tool.name, several), defs)})
+        _closed(
+            {"name": {"const": tool.name}, "arguments": _hoisted(tool.parameters, _prefix(tool.name, several), defs)}
+        )
         for tool in tools
     ]
     if answer is not None:
