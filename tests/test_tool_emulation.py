@@ -144,6 +144,15 @@ def test_an_answer_variant_keeps_its_own_definitions_apart_from_the_tools() -> N
     assert not validator.is_valid({"answer": {"to": {}}})
 
 
+def test_a_ref_at_the_root_of_the_answer_points_at_its_moved_definition() -> None:
+    node = {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}}}
+    schema = call_schema([WEATHER], answer={"$ref": "#/$defs/Node", "$defs": {"Node": node}})
+    assert schema["anyOf"][-1]["properties"]["answer"] == {"$ref": "#/$defs/answer__Node"}
+    validator = jsonschema_rs.validator_for(schema)
+    assert validator.is_valid({"answer": {"next": {"next": None}}})
+    assert not validator.is_valid({"answer": {"next": 3}})
+
+
 def test_a_tool_named_answer_is_still_a_call() -> None:
     tool = FunctionTool("answer", {"type": "object", "properties": {"text": {"type": "string"}}})
     made = ToolEmulation.of(ChatOptions.coerce({"tools": [tool]}), LLAMA_SERVER_CHAT)
