@@ -30,6 +30,7 @@ from so_middleware import (
     FunctionTool,
     OutputError,
     ProviderResponseError,
+    ResponseFormat,
     TextContent,
     UsageDetails,
     UserError,
@@ -41,6 +42,7 @@ from so_middleware.providers._discovery import ServerInfo
 from so_middleware.providers.openai._profiles import server_profile
 from so_middleware.providers.openai._tool_emulation import ToolEmulation, call_schema, offered_tools
 
+CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 WEATHER = FunctionTool(
     "get_weather", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}, "Weather"
 )
@@ -107,9 +109,56 @@ def test_a_required_call_is_sent_as_a_response_format_without_tools(choice: Any,
 
 
 @pytest.mark.parametrize("choice", [None, "auto"])
-def test_a_choice_left_to_the_model_is_refused_naming_the_backend(choice: Any) -> None:
-    with pytest.raises(UserError, match=r"backend \(llama-server\) ignores function tools.*required"):
-        emulation(tool_choice=choice)
+def test_a_choice_left_to_the_model_offers_an_answer_beside_the_calls(choice: Any) -> None:
+    made = emulation(tool_choice=choice)
+    sent = made.options
+    assert sent.tools is None and sent.tool_choice is None and made.answers
+    schema = (sent.response_format and sent.response_format.schema) or {}
+    assert [o["properties"].get("name", {}).get("const") for o in schema["anyOf"]] == ["get_weather", "get_time", None]
+    assert schema["anyOf"][-1]["properties"] == {"answer": {"type": "string"}}
+    assert sent.instructions is not None and '{"answer": ...}' in sent.instructions
+
+
+@pytest.mark.parametrize(
+    ("response_format", "answer"),
+    [
+        ({"type": "json_schema", "json_schema": {"name": "City", "schema": CITY_SCHEMA}}, CITY_SCHEMA),
+        ({"type": "json_object"}, {"type": "object"}),
+        ({"type": "text"}, {"type": "string"}),
+    ],
+)
+def test_with_auto_tools_the_answer_follows_the_response_format(response_format: Any, answer: Any) -> None:
+    schema = emulation(tool_choice="auto", response_format=response_format).options.response_format
+    assert schema is not None and schema.schema is not None
+    assert schema.schema["anyOf"][-1]["properties"] == {"answer": answer}
+
+
+def test_an_answer_variant_keeps_its_own_definitions_apart_from_the_tools() -> None:
+    class Trip(BaseModel):
+        to: Address
+
+    schema = call_schema([FunctionTool("Trip", Trip.model_json_schema())], answer=Trip.model_json_schema())
+    assert set(schema["$defs"]) == {"Trip__Address", "answer__Address"}
+    validator = jsonschema_rs.validator_for(schema)
+    assert validator.is_valid({"answer": {"to": {"city": "Oslo"}}})
+    assert not validator.is_valid({"answer": {"to": {}}})
+
+
+def test_a_ref_at_the_root_of_the_answer_points_at_its_moved_definition() -> None:
+    node = {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}}}
+    schema = call_schema([WEATHER], answer={"$ref": "#/$defs/Node", "$defs": {"Node": node}})
+    assert schema["anyOf"][-1]["properties"]["answer"] == {"$ref": "#/$defs/answer__Node"}
+    validator = jsonschema_rs.validator_for(schema)
+    assert validator.is_valid({"answer": {"next": {"next": None}}})
+    assert not validator.is_valid({"answer": {"next": 3}})
+
+
+def test_a_tool_named_answer_is_still_a_call() -> None:
+    tool = FunctionTool("answer", {"type": "object", "properties": {"text": {"type": "string"}}})
+    made = ToolEmulation.of(ChatOptions.coerce({"tools": [tool]}), LLAMA_SERVER_CHAT)
+    assert made is not None
+    response = made.response(ChatResponse(ChatMessage("assistant", '{"name": "answer", "arguments": {"text": "x"}}')))
+    assert [c.name for c in response.messages[-1].function_calls] == ["answer"]
 
 
 def test_none_sends_no_tools_and_reads_the_answer_as_it_is() -> None:
@@ -123,7 +172,8 @@ def test_none_sends_no_tools_and_reads_the_answer_as_it_is() -> None:
     ("options", "problem"),
     [
         ({"tool_choice": ForcedTool("launch")}, "'launch', which is not among the tools"),
-        ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "cannot have both"),
+        ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "cannot have one too"),
+        ({"tool_choice": "auto", "response_format": ResponseFormat("grammar")}, "cannot carry a 'grammar'"),
     ],
 )
 def test_what_cannot_be_emulated_is_refused(options: dict[str, Any], problem: str) -> None:
@@ -159,9 +209,9 @@ def test_earlier_calls_and_results_are_sent_as_text() -> None:
 # ------------------------------------------------------------------------------- the answer
 
 
-def answered(text: str, finish: FinishReason) -> ChatResponse[Any]:
+def answered(text: str, finish: FinishReason, choice: Any = "required") -> ChatResponse[Any]:
     response = ChatResponse(ChatMessage("assistant", text), finish_reason=finish, usage=UsageDetails(5, 7, 12))
-    return emulation(tool_choice="required").response(response)
+    return emulation(tool_choice=choice).response(response)
 
 
 def test_the_json_answer_is_a_tool_call() -> None:
@@ -189,19 +239,52 @@ def test_an_answer_that_is_no_call_is_a_provider_error_keeping_it() -> None:
     assert caught.value.raw_text == "Sunny in Oslo." and caught.value.usage == UsageDetails(5, 7, 12)
 
 
+@pytest.mark.parametrize(
+    ("text", "finish", "expected"),
+    [
+        ('{"answer": "Sunny in Oslo."}', FinishReason.STOP, "Sunny in Oslo."),
+        ('{"answer": {"city": "Oslo"}}', FinishReason.STOP, '{"city": "Oslo"}'),  # a structured answer: its JSON
+        ('{\n  "answer": "Sunny in \\"Os', FinishReason.LENGTH, 'Sunny in "Os'),  # cut: as far as it came
+        ('{"answer": {"city": "Os', FinishReason.LENGTH, '{"city": "Os'),
+    ],
+)
+def test_with_auto_the_answer_variant_is_plain_text(text: str, finish: FinishReason, expected: str) -> None:
+    response = answered(text, finish, choice="auto")
+    assert (response.text, response.finish_reason) == (expected, finish)
+    assert response.messages[-1].function_calls == []
+
+
+def test_with_auto_a_call_is_still_a_call() -> None:
+    response = answered(CALL, FinishReason.STOP, choice="auto")
+    assert [c.name for c in response.messages[-1].function_calls] == ["get_weather"]
+    assert response.finish_reason == FinishReason.TOOL_CALLS
+
+
+def test_an_answer_variant_is_no_answer_to_a_required_call() -> None:
+    with pytest.raises(ProviderResponseError, match="not a call of get_weather, get_time \\("):
+        answered('{"answer": "Sunny."}', FinishReason.STOP)
+    with pytest.raises(ProviderResponseError, match="nor an 'answer'"):
+        answered("Sunny.", FinishReason.STOP, choice="auto")
+
+
 @pytest.mark.anyio
-async def test_a_stream_holds_the_json_back_and_ends_with_one_call() -> None:
+@pytest.mark.parametrize(("text", "choice"), [(CALL, "required"), ('{"answer": "Sunny."}', "auto")])
+async def test_a_stream_holds_the_json_back_and_ends_with_the_call_or_the_answer(text: str, choice: str) -> None:
     async def backend() -> AsyncGenerator[ChatResponseUpdate[Any], None]:
-        for piece in (CALL[:10], CALL[10:30], CALL[30:]):
+        for piece in (text[:10], text[10:15], text[15:]):
             yield ChatResponseUpdate([TextContent(piece)], role="assistant")
         yield ChatResponseUpdate([], finish_reason=FinishReason.STOP)
         yield ChatResponseUpdate([], usage=UsageDetails(5, 7, 12))
 
-    updates = [u async for u in emulation(tool_choice="required").updates(backend())]
-    assert not any(isinstance(c, TextContent) for u in updates for c in u.contents)
+    updates = [u async for u in emulation(tool_choice=choice).updates(backend())]
+    texts = [c.text for u in updates for c in u.contents if isinstance(c, TextContent)]
     calls = [c for u in updates for c in u.contents if isinstance(c, FunctionCallContent)]
-    assert [(c.name, c.parsed_arguments()) for c in calls] == [("get_weather", {"city": "Oslo"})]
-    assert [u.finish_reason for u in updates if u.finish_reason] == [FinishReason.TOOL_CALLS]
+    if choice == "required":
+        assert texts == [] and [(c.name, c.parsed_arguments()) for c in calls] == [("get_weather", {"city": "Oslo"})]
+        assert [u.finish_reason for u in updates if u.finish_reason] == [FinishReason.TOOL_CALLS]
+    else:
+        assert texts == ["Sunny."] and calls == []  # held back, then the answer's text at once
+        assert [u.finish_reason for u in updates if u.finish_reason] == [FinishReason.STOP]
     assert updates[-1].usage == UsageDetails(5, 7, 12)
 
 
@@ -261,6 +344,30 @@ async def test_the_adapter_answers_a_forced_tool_with_a_call(stream: bool) -> No
     assert response.finish_reason == FinishReason.TOOL_CALLS
     [sent] = backend.bodies
     assert "tools" not in sent and sent["response_format"]["json_schema"]["schema"] == call_schema([WEATHER])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(("text", "calls"), [('{"answer": "Sunny."}', []), (CALL, ["get_weather"])])
+async def test_the_adapter_lets_the_model_decide_with_auto(stream: bool, text: str, calls: list[str]) -> None:
+    backend = Backend(text)
+    response = await get(backend.client(), stream, "Weather in Oslo?", options={"tools": [WEATHER, TIME]})
+    assert [c.name for c in response.messages[-1].function_calls] == calls
+    assert response.text == ("" if calls else "Sunny.")
+    [sent] = backend.bodies
+    assert "tools" not in sent
+    assert sent["response_format"]["json_schema"]["schema"] == call_schema([WEATHER, TIME], {"type": "string"})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_structured_output_with_auto_tools_reads_the_answer_as_its_value(stream: bool) -> None:
+    backend = Backend('{"answer": {"city": "Oslo"}}')
+    client = with_structured_output(backend.client(), mode="native")
+    response = await get(client, stream, "Where?", output_type=Answer, options={"tools": [WEATHER]})
+    assert response.value == Answer(city="Oslo")
+    answer_variant = backend.bodies[0]["response_format"]["json_schema"]["schema"]["anyOf"][-1]
+    assert answer_variant["properties"]["answer"]["properties"] == {"city": {"title": "City", "type": "string"}}
 
 
 class Answer(BaseModel):

@@ -92,7 +92,7 @@ def backend_client(config: GatewayConfig) -> tuple[AsyncOpenAI, ChatClient]:
     sdk = AsyncOpenAI(base_url=config.backend_url, api_key=config.backend_api_key or "none",
                       timeout=config.backend_timeout, http_client=RedactingClient(secrets))  # fmt: skip
     # The backend's profile is discovered on the first call (formats are forwarded whatever it
-    # says): on a backend that ignores function tools, the adapter emulates a required call.
+    # says): on a backend that ignores function tools, the adapter emulates them.
     chain: Any = with_retries(OpenAIChatClient(sdk), max_attempts=config.max_attempts)
     chain = with_telemetry(chain, tracer_provider=config.tracer_provider, meter_provider=config.meter_provider)
     if config.validate:

@@ -1,6 +1,7 @@
 """Function tools through the gateway on a backend that ignores them (llama-server with a chat
 template that has none): a required call comes back as a `function_call` item, asked of the
-backend as JSON under the schema it enforces; `auto` is refused naming the backend's limit.
+backend as JSON under the schema it enforces; with `auto` the schema offers an answer beside the
+calls, and the model's choice comes back as a `function_call` item or a message.
 
 The fake backend answers `/props` as llama-server does, so discovery finds the same profile as
 on the real one; the `local_server` tests run the real llama-server with SmolLM2-135M and assert
@@ -76,16 +77,45 @@ def test_a_required_call_is_asked_by_schema_and_answered_as_a_function_call(
     assert names == (["get_weather", "get_time"] if choice == "required" else ["get_weather"])
 
 
+def create(client: openai.OpenAI, stream: bool, **request: Any) -> Any:
+    if not stream:
+        return client.responses.create(model="m", input=QUESTION, **request)
+    with client.responses.create(model="m", input=QUESTION, stream=True, **request) as events:
+        return next(e for e in events if e.type == "response.completed").response
+
+
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("choice", [None, "auto"])
-def test_a_call_the_model_would_have_to_decide_is_refused_naming_the_limit(
-    llama_like: tuple[FakeChatBackend, AppServer], choice: str | None
+@pytest.mark.parametrize(
+    ("answer", "calls", "text"),
+    [('{"answer": "Sunny."}', [], "Sunny."), ('{"name": "get_time", "arguments": {"zone": "CET"}}', ["get_time"], "")],
+)
+def test_with_auto_the_model_decides_and_its_choice_is_a_call_or_a_message(
+    llama_like: tuple[FakeChatBackend, AppServer], stream: bool, choice: str | None, answer: str, calls: list[str],
+    text: str,
+) -> None:  # fmt: skip
+    backend, server = llama_like
+    backend.text = answer
+    extra = {} if choice is None else {"tool_choice": choice}
+    response = create(sdk(server), stream, tools=[WEATHER, TIME], **extra)
+    assert [c.name for c in calls_of(response.output)] == calls
+    assert response.output_text == text and response.status == "completed"
+    schema = backend.bodies[-1]["response_format"]["json_schema"]["schema"]
+    assert schema["anyOf"][-1]["properties"] == {"answer": {"type": "string"}}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_with_auto_and_a_text_format_the_message_follows_the_format(
+    llama_like: tuple[FakeChatBackend, AppServer], stream: bool
 ) -> None:
     backend, server = llama_like
-    extra = {} if choice is None else {"tool_choice": choice}
-    with pytest.raises(openai.BadRequestError, match="ignores function tools") as caught:
-        sdk(server).responses.create(model="m", input=QUESTION, tools=[WEATHER], **extra)
-    assert caught.value.status_code == 400
-    assert backend.bodies == []  # refused before any call
+    backend.text = '{"answer": {"city": "Oslo"}}'
+    city = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    text = {"format": {"type": "json_schema", "name": "City", "schema": city}}
+    response = create(sdk(server), stream, tools=[WEATHER], tool_choice="auto", text=text)
+    assert json.loads(response.output_text) == {"city": "Oslo"} and calls_of(response.output) == []
+    schema = backend.bodies[-1]["response_format"]["json_schema"]["schema"]
+    assert schema["anyOf"][-1]["properties"]["answer"]["properties"] == city["properties"]
 
 
 def test_an_answer_that_is_no_call_is_a_bad_gateway_not_a_message(
@@ -131,6 +161,25 @@ def test_the_embedded_model_answers_a_forced_tool_with_a_call(gateway_sdk: opena
 
 
 @pytest.mark.local_server
-def test_the_embedded_model_refuses_auto_naming_the_limit(gateway_sdk: openai.OpenAI) -> None:
-    with pytest.raises(openai.BadRequestError, match="ignores function tools"):
-        gateway_sdk.responses.create(model="smollm2", input=QUESTION, tools=[WEATHER], tool_choice="auto")
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("question", [QUESTION, "Say hello to me."])
+def test_the_embedded_model_answers_auto_with_a_call_or_a_message(
+    gateway_sdk: openai.OpenAI, stream: bool, question: str
+) -> None:
+    request: dict[str, Any] = {"model": "smollm2", "input": question, "tools": [WEATHER, TIME], "tool_choice": "auto",
+                               "max_output_tokens": 200}  # fmt: skip
+    try:
+        if stream:
+            with gateway_sdk.responses.create(**request, stream=True) as events:
+                ended = ("response.completed", "response.incomplete")
+                response = next(e for e in events if e.type in ended).response
+        else:
+            response = gateway_sdk.responses.create(**request)
+    except openai.APIStatusError as error:  # the typed outcome of an answer that is neither
+        assert error.status_code == 502
+        return
+    calls = calls_of(response.output)
+    if calls:
+        assert all(c.name in ("get_weather", "get_time") and isinstance(json.loads(c.arguments), dict) for c in calls)
+    else:
+        assert [item.type for item in response.output] == ["message"]

@@ -7,8 +7,12 @@ and answers in text, but it grammar-enforces a `response_format` json_schema. A 
 with one object per tool offered (the name a `const`, the arguments that tool's parameters; an
 `anyOf` when there are several), and the JSON that comes back is answered as a tool call.
 
-Where the model would have to decide whether to call at all (`"auto"`, or no `tool_choice`),
-nothing can decide for it: `UserError` names the backend's limit before any HTTP call.
+Where the model decides whether to call at all (`"auto"`, or no `tool_choice`), the schema
+offers one more object, `{"answer": ...}`, which comes back as plain assistant text: a string,
+or, when the call has a response format, a value of that format (sent back as its JSON text,
+so structured output reads it as it would read any answer). A stream holds the JSON back and
+sends the call or the answer when the backend's answer ends: until the first key is written
+nothing says which it is, and an answer's text arrives escaped inside a JSON string.
 `"none"` sends no tools. Earlier calls and their results in the history are sent as text.
 
 Example:
@@ -20,9 +24,11 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+
+import jiter
 
 from ...core import (
     Capabilities,
@@ -42,72 +48,14 @@ from ...core import (
     UsageDetails,
     UserError,
 )
+from ._tool_schema import ANSWER, call_schema, offered_tools
 
 __all__ = ["ToolEmulation", "call_schema", "offered_tools"]
 
 # The grammar writes the properties in the schema's order: the name comes first, so a cut answer
 # still says which tool it was calling.
 _CUT_CALL = re.compile(r'\s*\{\s*"name"\s*:\s*"(?P<name>[^"\\]*)"\s*(?:,\s*"arguments"\s*:\s*(?P<arguments>.*))?', re.S)
-
-
-def offered_tools(tools: Sequence[FunctionTool | Mapping[str, Any]]) -> list[FunctionTool]:
-    """The function tools of a call (a `FunctionTool`, or a Chat Completions or Responses tool
-    dict); any other kind of tool cannot be emulated and raises `UserError`."""
-    found: list[FunctionTool] = []
-    for tool in tools:
-        if isinstance(tool, FunctionTool):
-            found.append(tool)
-            continue
-        spec = tool.get("function", tool) if tool.get("type") == "function" else None
-        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-            kind = tool.get("type", "untyped")
-            raise UserError(f"a {kind!r} tool cannot be emulated on this backend: only function tools can")
-        found.append(FunctionTool(spec["name"], spec.get("parameters") or {"type": "object"}, spec.get("description")))
-    return found
-
-
-def call_schema(tools: Sequence[FunctionTool]) -> dict[str, Any]:
-    """The JSON schema of one call to one of `tools`: `{"name": <const>, "arguments": <parameters>}`,
-    an `anyOf` of one such object per tool when there are several.
-
-    Each tool's `$defs` (or `definitions`) move to the root, where its `$ref`s point (prefixed by
-    the tool's name when there are several tools, so two tools' `Address` stay apart)."""
-    defs: dict[str, Any] = {}
-    calls = [
-        {
-            "type": "object",
-            "properties": {
-                "name": {"const": tool.name},
-                "arguments": _hoisted(tool.parameters, f"{tool.name}__" if len(tools) > 1 else "", defs),
-            },
-            "required": ["name", "arguments"],
-            "additionalProperties": False,
-        }
-        for tool in tools
-    ]
-    schema = calls[0] if len(calls) == 1 else {"anyOf": calls}
-    return {**schema, "$defs": defs} if defs else schema
-
-
-def _hoisted(parameters: Mapping[str, Any], prefix: str, defs: dict[str, Any]) -> dict[str, Any]:
-    """`parameters` without its definitions, which go into `defs` (renamed with `prefix`), its
-    `$ref`s pointing at them there."""
-    local = {**(parameters.get("definitions") or {}), **(parameters.get("$defs") or {})}
-
-    def moved(node: Any) -> Any:
-        if isinstance(node, Mapping):
-            return {key: _renamed(value, prefix) if key == "$ref" else moved(value) for key, value in node.items()}
-        return [moved(item) for item in node] if isinstance(node, list) else node
-
-    defs.update((prefix + name, moved(definition)) for name, definition in local.items())
-    return {key: moved(value) for key, value in parameters.items() if key not in ("definitions", "$defs")}
-
-
-def _renamed(ref: Any, prefix: str) -> Any:
-    for base in ("#/$defs/", "#/definitions/"):
-        if isinstance(ref, str) and ref.startswith(base):
-            return f"#/$defs/{prefix}{ref[len(base) :]}"
-    return ref
+_CUT_ANSWER = re.compile(rf'\s*\{{\s*"{ANSWER}"\s*:\s*(?P<content>.*)', re.S)
 
 
 @dataclass(frozen=True)
@@ -116,6 +64,7 @@ class ToolEmulation:
 
     options: ChatOptions
     tools: tuple[FunctionTool, ...]
+    answers: bool = False  # the model may answer without a call (`"auto"`)
 
     @classmethod
     def of(cls, options: ChatOptions, capabilities: Capabilities) -> ToolEmulation | None:
@@ -127,24 +76,29 @@ class ToolEmulation:
             return cls(options.replace(tools=None, tool_choice=None), ())
         tools = offered_tools(options.tools)
         choice = options.tool_choice
-        limit = f"the backend ({capabilities.name}) ignores function tools, and they are emulated only"
-        if choice is None or choice == "auto":
-            raise UserError(f'{limit} when a call is required: send tool_choice "required" or a named tool, or "none"')
-        if options.response_format is not None:
-            raise UserError(f"{limit} through a response format, so a call cannot have both")
+        limit = f"the backend ({capabilities.name}) ignores function tools, and they are emulated"
+        answers = choice is None or choice == "auto"
+        answer = _answer_schema(options.response_format, limit) if answers else None
+        if not answers and options.response_format is not None and options.response_format.type != "text":
+            raise UserError(f"{limit} only through a response format, so a required call cannot have one too")
         if isinstance(choice, ForcedTool):
             tools = [tool for tool in tools if tool.name == choice.name]
             if not tools:
                 raise UserError(f"tool_choice names {choice.name!r}, which is not among the tools given")
-        guide = "Answer with a JSON call of one of these functions, its arguments following its parameters:\n"
-        guide += "\n".join(f"- {tool.name}: {tool.description or 'no description'}" for tool in tools)
+        listed = "\n".join(f"- {tool.name}: {tool.description or 'no description'}" for tool in tools)
+        guide = (
+            f"When one of these functions is needed, answer with a JSON call of it, its arguments following its "
+            f'parameters; otherwise answer with {{"{ANSWER}": ...}} holding your reply:\n{listed}'
+            if answers
+            else f"Answer with a JSON call of one of these functions, its arguments following its parameters:\n{listed}"
+        )
         changed = options.replace(
             tools=None,
             tool_choice=None,
-            response_format=ResponseFormat.json_schema(call_schema(tools), name="function_call"),
+            response_format=ResponseFormat.json_schema(call_schema(tools, answer), name="function_call"),
             instructions=f"{options.instructions}\n\n{guide}" if options.instructions else guide,
         )
-        return cls(changed, tuple(tools))
+        return cls(changed, tuple(tools), answers)
 
     def messages(self, messages: list[ChatMessage]) -> list[ChatMessage]:
         """The history as this backend can read it: earlier calls and their results as text."""
@@ -187,11 +141,11 @@ class ToolEmulation:
     def _answer(
         self, text: str, finish: FinishReason | None, usage: UsageDetails | None = None
     ) -> tuple[list[Content], FinishReason | None]:
-        """The call `text` stands for, and the finish reason of an answer that is that call.
+        """The call or the answer `text` stands for, and the finish reason that goes with it.
 
-        An answer cut by the token limit is the call as far as it came (as a backend's own call
-        would be), or its text when not even the tool's name came; any other answer that is no
-        call raises `ProviderResponseError` keeping it (it was paid for)."""
+        An answer cut by the token limit is the call or the answer as far as it came (as a
+        backend's own would be), or its text when not even which one came; any other answer
+        that is neither raises `ProviderResponseError` keeping it (it was paid for)."""
         call_id = f"call_{uuid.uuid4().hex[:24]}"
         try:
             value = json.loads(text)
@@ -200,15 +154,46 @@ class ToolEmulation:
         if isinstance(value, dict) and value.get("name") in {tool.name for tool in self.tools}:
             arguments = json.dumps(value.get("arguments", {}), ensure_ascii=False)
             return [FunctionCallContent(call_id, value["name"], arguments)], FinishReason.TOOL_CALLS
+        if self.answers and isinstance(value, dict) and ANSWER in value:
+            return _text(value[ANSWER]), finish
         if finish == FinishReason.LENGTH:
-            cut = _CUT_CALL.match(text)
-            if cut is None:
-                return [TextContent(text)] if text else [], finish
-            return [FunctionCallContent(call_id, cut["name"], cut["arguments"] or "")], finish
+            return _cut(text, call_id, self.answers), finish
+        expected = ", ".join(tool.name for tool in self.tools) + (f" nor an {ANSWER!r}" if self.answers else "")
         raise ProviderResponseError(
-            f"the backend's answer to an emulated tool call is not a call of {', '.join(t.name for t in self.tools)}"
+            f"the backend's answer to an emulated tool call is not a call of {expected}"
             f" (finish reason {finish.value if finish else 'none'})"
         ).with_answer(text, usage)
+
+
+def _answer_schema(response_format: ResponseFormat | None, limit: str) -> dict[str, Any]:
+    """The schema of an answer without a call: a string, or a value of the call's response format."""
+    if response_format is None or response_format.type == "text":
+        return {"type": "string"}
+    if response_format.type == "json_object":
+        return {"type": "object"}
+    if response_format.type == "json_schema" and response_format.schema is not None:
+        return dict(response_format.schema)
+    raise UserError(f"{limit}, which cannot carry a {response_format.type!r} response format")
+
+
+def _text(content: Any) -> list[Content]:
+    """An answer's content as assistant text: a string as it is, a structured value as its JSON."""
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return [TextContent(text)] if text else []
+
+
+def _cut(text: str, call_id: str, answers: bool) -> list[Content]:
+    """A call or an answer cut by the token limit, as far as it came; its text when neither shows."""
+    call = _CUT_CALL.match(text)
+    if call is not None:
+        return [FunctionCallContent(call_id, call["name"], call["arguments"] or "")]
+    answer = _CUT_ANSWER.match(text) if answers else None
+    if answer is None:
+        return [TextContent(text)] if text else []
+    content = answer["content"]
+    if content.startswith('"'):  # a string as far as it came, unescaped
+        content = jiter.from_json(content.encode(), partial_mode="trailing-strings")
+    return _text(content)
 
 
 def _as_text(message: ChatMessage) -> ChatMessage:
