@@ -13,6 +13,7 @@ from so_middleware import ChatClient, __version__
 
 from ..wire.responses_items import as_listed_item, items_to_messages
 from ._errors import BadRequest, error_response
+from ._output import spec_names
 from ._request import parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, Run, Runs
@@ -24,7 +25,9 @@ from ._watch import event_stream, unless_disconnected
 if TYPE_CHECKING:
     from ._app import GatewayConfig
 
-__all__ = ["Gateway"]
+__all__ = ["SPEC_HEADER", "Gateway"]
+
+SPEC_HEADER = "openresponses-version"  # any value: the client reads the Open Responses spec's event names
 
 
 class Gateway:
@@ -72,13 +75,13 @@ class Gateway:
                 self.runs.forget(run.response["id"])
                 raise
             self.runs.start(run, events)
-            return event_stream(run, run.follow()) if parsed.stream else JSONResponse(run.response)
+            return event_stream(run, _named(request, run.follow())) if parsed.stream else JSONResponse(run.response)
         if not parsed.stream:  # one task runs it (the span's context stays in one task); a client gone stops it
             await unless_disconnected(_drain(events), request.receive)
             return JSONResponse(run.response)
         run.start(events)
         await run.started()  # a backend that refuses the request at once: its status, not a stream
-        return event_stream(run, run.follow(), on_close=run.stop)
+        return event_stream(run, _named(request, run.follow()), on_close=run.stop)
 
     async def retrieve(self, request: Request) -> Response:
         """`GET /v1/responses/{id}` (with `?stream=true&starting_after=N`, the run's events from N on)."""
@@ -89,9 +92,9 @@ class Gateway:
             if after < 0 and "starting_after" in request.query_params:  # -3 would slice from the end
                 raise BadRequest(f"starting_after must be a sequence number (>= 0), got {after}", "starting_after")
             if run is not None:
-                return event_stream(run, run.follow(after))
+                return event_stream(run, _named(request, run.follow(after)))
             if self.shared is not None and await self._background(response_id, owner):  # run by another process
-                return event_stream(None, self.shared.follow(response_id, after))
+                return event_stream(None, _named(request, self.shared.follow(response_id, after)))
             raise BadRequest(f"Response '{response_id}' has no event stream on this gateway.", "stream", 404)
         if run is not None and self.shared is None:
             return JSONResponse(run.response)
@@ -174,6 +177,12 @@ class Gateway:
 def _owner(request: Request) -> str:
     """Who is asking: the hash of the key the guard accepted ("" on a gateway without keys)."""
     return str(request.scope["state"]["owner"])
+
+
+def _named(request: Request, batches: AsyncIterator[list[dict[str, Any]]]) -> AsyncIterator[list[dict[str, Any]]]:
+    """A stream's events under OpenAI's names (what its SDKs read), or the Open Responses spec's where
+    they differ (reasoning deltas) for a client that sends `OpenResponses-Version`."""
+    return spec_names(batches) if SPEC_HEADER in request.headers else batches
 
 
 async def _drain(events: AsyncIterator[dict[str, Any]]) -> None:
