@@ -14,7 +14,7 @@ from so_middleware import ChatClient, __version__
 from ..wire.responses_items import as_listed_item, items_to_messages
 from ._errors import BadRequest, error_response
 from ._output import spec_names
-from ._request import parse_request, read_json
+from ._request import is_reference, parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, Run, Runs
 from ._shared import shared_runs
@@ -62,6 +62,7 @@ class Gateway:
                 raise BadRequest(f"Previous response with id '{parsed.previous_response_id}' not found.",
                                  "previous_response_id", 404)  # fmt: skip
             history = previous.input_items + previous.response["output"]
+        parsed.input_items = await self._resolved(parsed.input_items, owner)
         history = history + parsed.input_items
         status = "queued" if parsed.background else "in_progress"
         run = Run(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), items_to_messages(history),
@@ -155,6 +156,18 @@ class Gateway:
             "object": "list", "data": page, "has_more": len(items) > len(page),
             "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None,
         })  # fmt: skip
+
+    async def _resolved(self, items: list[dict[str, Any]], owner: str) -> list[dict[str, Any]]:
+        """The input with each `item_reference` replaced by the item it names, from this owner's stored
+        responses (what a client that stores, as the AI SDK does by default, sends back); 400 naming it if none."""
+        resolved = list(items)
+        for index, item in enumerate(items):
+            if is_reference(item):
+                found = await self.store.find_item(item["id"], owner)
+                if found is None:
+                    raise BadRequest(f"Item with id '{item['id'][:200]}' not found.", f"input[{index}].id")
+                resolved[index] = found
+        return resolved
 
     async def _background(self, response_id: str, owner: str) -> bool:
         stored = await self.store.get(response_id, owner)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from node_run import run_node
 from scripted import WEATHER
 
@@ -65,9 +64,8 @@ def test_vercel_ai_sdk_with_a_reasoning_backend_and_store_false(scripted: Any) -
     assert {"reasoning-start", "reasoning-end"} <= set(results["streamText"]["parts"])
 
 
-@pytest.mark.xfail(strict=True, reason="with store (its default) the SDK sends the earlier reasoning item back as "
-                                       "an item_reference, which the gateway refuses with a 400")  # fmt: skip
 def test_vercel_ai_sdk_with_a_reasoning_backend_and_store(scripted: Any) -> None:
+    """With `store` (its default) the SDK sends earlier items back as `item_reference`s, resolved from the store."""
     backend, gateway = scripted
     backend.reasoning = "Paris is named; look its weather up."
     _check_ai_sdk(run_node("ai_sdk.mjs", gateway.base_url), backend)
