@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from so_middleware import (
@@ -28,12 +29,12 @@ from ..wire.responses import usage_to_wire
 from ..wire.responses_items import call_item, custom_input, message_item, reasoning_item, text_part
 from ._response import new_id
 
-__all__ = ["ResponseWriter"]
+__all__ = ["ResponseWriter", "spec_names"]
 
 _INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
-# The spec names reasoning deltas `response.reasoning.*`, OpenAI's API and SDKs `response.reasoning_text.*`:
-# both are sent, each reader takes its own and skips the other as an event it does not know.
-_REASONING_EVENTS = ("response.reasoning", "response.reasoning_text")
+# OpenAI's names for reasoning deltas (what its SDKs, Codex CLI and the AI SDK read, and the Node SDK
+# requires: it throws on an event it does not know); `spec_names` renames them for a reader of the spec.
+_REASONING_TEXT = "response.reasoning_text"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a decoded pair is one code point: any left is alone
 
 
@@ -128,8 +129,8 @@ class ResponseWriter:
         assert item is not None
         delta = _writable(content.text)
         item["content"][0]["text"] += delta
-        for name in _REASONING_EVENTS:
-            self.emit(f"{name}.delta", item_id=item["id"], output_index=self._index(), content_index=0, delta=delta)
+        self.emit(f"{_REASONING_TEXT}.delta", item_id=item["id"], output_index=self._index(), content_index=0,
+                  delta=delta)  # fmt: skip
 
     def _call(self, content: FunctionCallContent) -> None:
         item = self._calls.get(content.call_id)
@@ -174,9 +175,8 @@ class ResponseWriter:
         if item["type"] == "message":
             self._close_part()
         elif item["type"] == "reasoning":
-            for name in _REASONING_EVENTS:
-                self.emit(f"{name}.done", item_id=item["id"], output_index=self._index(), content_index=0,
-                          text=item["content"][0]["text"])  # fmt: skip
+            self.emit(f"{_REASONING_TEXT}.done", item_id=item["id"], output_index=self._index(), content_index=0,
+                      text=item["content"][0]["text"])  # fmt: skip
         elif item["type"] == "custom_tool_call":
             item["input"] = custom_input(self._arguments.pop(item["id"], ""))
             where = {"item_id": item["id"], "output_index": self._index()}
@@ -207,3 +207,17 @@ def _copy(item: dict[str, Any]) -> dict[str, Any]:
 
 def _snapshot(response: dict[str, Any]) -> dict[str, Any]:
     return {**response, "output": [_copy(item) for item in response["output"]]}
+
+
+_SPEC_NAMES = {
+    f"{_REASONING_TEXT}.delta": "response.reasoning.delta",
+    f"{_REASONING_TEXT}.done": "response.reasoning.done",
+}
+
+
+async def spec_names(batches: AsyncIterator[list[dict[str, Any]]]) -> AsyncIterator[list[dict[str, Any]]]:
+    """The event batches with the Open Responses spec's names for reasoning deltas
+    (`response.reasoning.delta`/`.done`), for a client that asks for the spec: the same events, the
+    same sequence numbers. A copy is renamed: the run's own events serve every other reader as they are."""
+    async for batch in batches:
+        yield [{**e, "type": _SPEC_NAMES[e["type"]]} if e["type"] in _SPEC_NAMES else e for e in batch]

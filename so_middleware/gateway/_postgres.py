@@ -95,6 +95,16 @@ class PostgresStore:
             row = await cursor.fetchone()
         return StoredResponse(row[0], row[1]) if row else None
 
+    async def find_item(self, item_id: str, owner: str | None = None) -> dict[str, Any] | None:
+        """The stored item with this id, or None."""
+        mine = "NOT deleted" if owner is None else "NOT deleted AND (owner = %(owner)s OR owner IS NULL)"
+        query = (f"SELECT item FROM so_middleware_responses, json_array_elements(response -> 'output') AS item "
+                 f"WHERE {mine} AND item ->> 'id' = %(id)s UNION ALL SELECT item FROM so_middleware_responses, "
+                 f"json_array_elements(input_items) AS item WHERE {mine} AND item ->> 'id' = %(id)s LIMIT 1")  # fmt: skip
+        async with self._pool.connection() as conn:
+            row = await (await conn.execute(query, {"id": item_id, "owner": owner})).fetchone()
+        return dict(row[0]) if row else None
+
     async def delete(self, response_id: str, owner: str | None = None) -> bool:
         """Remove it and its events, leaving a tombstone (a later save of a run still going is refused);
         the process running it is told to stop. False when there was none."""

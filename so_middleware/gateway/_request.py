@@ -25,7 +25,7 @@ from ..wire.responses import WireError, text_format_to_chat, tool_choice_from_wi
 from ..wire.responses_items import item_to_message
 from ._errors import BadRequest
 
-__all__ = ["MAX_DEPTH", "GatewayRequest", "input_items", "parse_request", "read_json"]
+__all__ = ["MAX_DEPTH", "GatewayRequest", "input_items", "is_reference", "parse_request", "read_json"]
 
 MAX_DEPTH = 64  # levels of nesting in a request body (a JSON schema's are far fewer)
 
@@ -151,8 +151,18 @@ def input_items(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise BadRequest("input must be a string or a list of input items", "input")
     for index, item in enumerate(value):
+        if is_reference(item):  # resolved from the store by the route
+            if not isinstance(item.get("id"), str):
+                raise BadRequest(f"input[{index}].id must be a string", f"input[{index}].id")
+            continue
         item_to_message(item, f"input[{index}]")  # checked now: a bad item is a 400, not a failed run
     return list(value)
+
+
+def is_reference(item: dict[str, Any]) -> bool:
+    """An `item_reference` (its `type` may be left out or null, the spec says: then an id and no role)."""
+    kind = item.get("type")
+    return kind == "item_reference" or (kind is None and "id" in item and "role" not in item)
 
 
 def _extra_body(body: dict[str, Any], text: dict[str, Any]) -> dict[str, Any] | None:

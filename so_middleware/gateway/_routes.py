@@ -13,7 +13,8 @@ from so_middleware import ChatClient, __version__
 
 from ..wire.responses_items import as_listed_item, items_to_messages
 from ._errors import BadRequest, error_response
-from ._request import parse_request, read_json
+from ._output import spec_names
+from ._request import is_reference, parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, Run, Runs
 from ._shared import shared_runs
@@ -24,7 +25,9 @@ from ._watch import event_stream, unless_disconnected
 if TYPE_CHECKING:
     from ._app import GatewayConfig
 
-__all__ = ["Gateway"]
+__all__ = ["SPEC_HEADER", "Gateway"]
+
+SPEC_HEADER = "openresponses-version"  # any value: the client reads the Open Responses spec's event names
 
 
 class Gateway:
@@ -59,6 +62,7 @@ class Gateway:
                 raise BadRequest(f"Previous response with id '{parsed.previous_response_id}' not found.",
                                  "previous_response_id", 404)  # fmt: skip
             history = previous.input_items + previous.response["output"]
+        parsed.input_items = await self._resolved(parsed.input_items, owner)
         history = history + parsed.input_items
         status = "queued" if parsed.background else "in_progress"
         run = Run(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), items_to_messages(history),
@@ -72,13 +76,13 @@ class Gateway:
                 self.runs.forget(run.response["id"])
                 raise
             self.runs.start(run, events)
-            return event_stream(run, run.follow()) if parsed.stream else JSONResponse(run.response)
+            return event_stream(run, _named(request, run.follow())) if parsed.stream else JSONResponse(run.response)
         if not parsed.stream:  # one task runs it (the span's context stays in one task); a client gone stops it
             await unless_disconnected(_drain(events), request.receive)
             return JSONResponse(run.response)
         run.start(events)
         await run.started()  # a backend that refuses the request at once: its status, not a stream
-        return event_stream(run, run.follow(), on_close=run.stop)
+        return event_stream(run, _named(request, run.follow()), on_close=run.stop)
 
     async def retrieve(self, request: Request) -> Response:
         """`GET /v1/responses/{id}` (with `?stream=true&starting_after=N`, the run's events from N on)."""
@@ -89,9 +93,9 @@ class Gateway:
             if after < 0 and "starting_after" in request.query_params:  # -3 would slice from the end
                 raise BadRequest(f"starting_after must be a sequence number (>= 0), got {after}", "starting_after")
             if run is not None:
-                return event_stream(run, run.follow(after))
+                return event_stream(run, _named(request, run.follow(after)))
             if self.shared is not None and await self._background(response_id, owner):  # run by another process
-                return event_stream(None, self.shared.follow(response_id, after))
+                return event_stream(None, _named(request, self.shared.follow(response_id, after)))
             raise BadRequest(f"Response '{response_id}' has no event stream on this gateway.", "stream", 404)
         if run is not None and self.shared is None:
             return JSONResponse(run.response)
@@ -153,6 +157,18 @@ class Gateway:
             "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None,
         })  # fmt: skip
 
+    async def _resolved(self, items: list[dict[str, Any]], owner: str) -> list[dict[str, Any]]:
+        """The input with each `item_reference` replaced by the item it names, from this owner's stored
+        responses (what a client that stores, as the AI SDK does by default, sends back); 400 naming it if none."""
+        resolved = list(items)
+        for index, item in enumerate(items):
+            if is_reference(item):
+                found = await self.store.find_item(item["id"], owner)
+                if found is None:
+                    raise BadRequest(f"Item with id '{item['id'][:200]}' not found.", f"input[{index}].id")
+                resolved[index] = found
+        return resolved
+
     async def _background(self, response_id: str, owner: str) -> bool:
         stored = await self.store.get(response_id, owner)
         return stored is not None and bool(stored.response.get("background"))
@@ -174,6 +190,12 @@ class Gateway:
 def _owner(request: Request) -> str:
     """Who is asking: the hash of the key the guard accepted ("" on a gateway without keys)."""
     return str(request.scope["state"]["owner"])
+
+
+def _named(request: Request, batches: AsyncIterator[list[dict[str, Any]]]) -> AsyncIterator[list[dict[str, Any]]]:
+    """A stream's events under OpenAI's names (what its SDKs read), or the Open Responses spec's where
+    they differ (reasoning deltas) for a client that sends `OpenResponses-Version`."""
+    return spec_names(batches) if SPEC_HEADER in request.headers else batches
 
 
 async def _drain(events: AsyncIterator[dict[str, Any]]) -> None:

@@ -42,7 +42,7 @@ class StoredResponse:
 class ResponseStore(Protocol):
     """Where responses are kept. Every method is safe to call from several tasks at once.
 
-    Example (any object with these five coroutines will do):
+    Example (any object with these six coroutines will do):
         store = SQLiteStore(); await store.open(); await store.put(response, items); await store.get(response["id"])
     """
 
@@ -61,6 +61,11 @@ class ResponseStore(Protocol):
 
     async def delete(self, response_id: str, owner: str | None = None) -> bool:
         """Remove it; False when there was none (with an `owner`: none of this owner's)."""
+        ...
+
+    async def find_item(self, item_id: str, owner: str | None = None) -> dict[str, Any] | None:
+        """The item with this id in a stored response's output or input items (an `item_reference`),
+        or None; with an `owner`, only among the responses `get` would give that owner."""
         ...
 
 
@@ -131,6 +136,19 @@ class SQLiteStore:
         where, args = _where(response_id, owner)
         rows = await self._run(f"DELETE FROM responses WHERE {where} RETURNING id", *args)
         return bool(rows)
+
+    async def find_item(self, item_id: str, owner: str | None = None) -> dict[str, Any] | None:
+        """The stored item with this id, or None."""
+        where, args = "json_extract(item.value, '$.id') = ?", [item_id]
+        if owner is not None:  # as `_where`: the owner's responses, and those stored without an owner
+            where, args = where + " AND (responses.owner = ? OR responses.owner IS NULL)", [item_id, owner]
+        rows = await self._run(
+            f"SELECT item.value FROM responses, json_each(responses.response, '$.output') AS item WHERE {where} "
+            f"UNION ALL SELECT item.value FROM responses, json_each(responses.input_items) AS item WHERE {where} "
+            "LIMIT 1", *args, *args,
+        )  # fmt: skip
+        found: dict[str, Any] | None = json.loads(rows[0][0]) if rows else None
+        return found
 
     async def _run(self, sql: str, *args: Any) -> list[Any]:
         worker, db = self._worker, self._db

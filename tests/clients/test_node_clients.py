@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from node_run import run_node
 from scripted import WEATHER
 
@@ -23,10 +22,9 @@ def test_openai_node_zod_text_format_and_tool_round_trip(scripted: Any) -> None:
     assert backend.tool_results() == ['{"temperature_c": 21}'] * 2
 
 
-@pytest.mark.xfail(strict=True, reason="the gateway streams the spec's response.reasoning.* events beside "
-                                       "OpenAI's, and this SDK's responses.stream throws on an event it does not know")  # fmt: skip
 def test_openai_node_streams_backend_reasoning(scripted: Any) -> None:
-    """A backend that reasons (`reasoning_content`): the SDK reads its reasoning item, plain and streamed."""
+    """A backend that reasons (`reasoning_content`): the SDK reads its reasoning item, plain and streamed
+    (its stream accumulator throws on an event it does not know, such as the spec's `response.reasoning.*`)."""
     backend, gateway = scripted
     backend.reasoning = "Paris is named; look its weather up."
     results = run_node("openai_node.mjs", gateway.base_url)
@@ -66,9 +64,8 @@ def test_vercel_ai_sdk_with_a_reasoning_backend_and_store_false(scripted: Any) -
     assert {"reasoning-start", "reasoning-end"} <= set(results["streamText"]["parts"])
 
 
-@pytest.mark.xfail(strict=True, reason="with store (its default) the SDK sends the earlier reasoning item back as "
-                                       "an item_reference, which the gateway refuses with a 400")  # fmt: skip
 def test_vercel_ai_sdk_with_a_reasoning_backend_and_store(scripted: Any) -> None:
+    """With `store` (its default) the SDK sends earlier items back as `item_reference`s, resolved from the store."""
     backend, gateway = scripted
     backend.reasoning = "Paris is named; look its weather up."
     _check_ai_sdk(run_node("ai_sdk.mjs", gateway.base_url), backend)

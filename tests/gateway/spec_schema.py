@@ -20,7 +20,8 @@ _URI = "urn:openresponses:openapi"
 # Corrected here to "an object or null", the shape the request side (`JsonSchemaResponseFormatParam`) takes.
 _SPEC_SLIPS = {("JsonSchemaResponseFormat", "schema"): {"anyOf": [{"type": "object"}, {"type": "null"}]}}
 
-# OpenAI's name for the spec's reasoning events: sent beside them (see docs/gateway.md), not in the spec.
+# OpenAI's names for the spec's reasoning events: sent unless the client asks for the spec's (see
+# docs/how-to/gateway.md), not in the spec.
 OPENAI_ONLY_EVENTS = {"response.reasoning_text.delta", "response.reasoning_text.done"}
 
 

@@ -259,6 +259,7 @@ def test_backend_reasoning_becomes_a_reasoning_item(fake_gateway: Any, stream: b
         kinds = [e.type for e in events]
         assert kinds.count("response.reasoning_text.delta") == 2 and "response.reasoning_text.done" in kinds
         assert kinds.index("response.reasoning_text.done") < kinds.index("response.output_text.delta")
+        assert "response.reasoning.delta" not in kinds  # the spec's name, sent only when asked for (test_gateway_spec)
         response = events[-1].response
     else:
         response = client.responses.create(model="m", input="hi")

@@ -19,6 +19,7 @@ SCHEMA = {
     "required": ["name"],
     "additionalProperties": False,
 }
+SPEC_MODE = {"OpenResponses-Version": "2026-04-24"}  # the client reads the spec's event names
 SCENARIOS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {  # request body extras, backend settings
     "plain": ({}, {}),
     "tools": (
@@ -67,15 +68,15 @@ def test_every_streamed_event_validates(fake_gateway: Any, scenario: str) -> Non
     extra, settings = SCENARIOS[scenario]
     _configure(backend, settings)
     body = {"model": "m", "input": "hi", "stream": True, **extra}
-    reply = httpx2.post(f"{gateway.base_url}/responses", json=body, timeout=30)
+    reply = httpx2.post(f"{gateway.base_url}/responses", json=body, headers=SPEC_MODE, timeout=30)
     events = _events(reply)
     assert events and events[-1]["type"] in ("response.completed", "response.incomplete")
-    if scenario == "reasoning":  # the spec's names, beside OpenAI's (tested in test_gateway_http)
+    if scenario == "reasoning":  # the spec's names, and only those (OpenAI's by default: test_gateway_http)
         kinds = [event["type"] for event in events]
         assert kinds.count("response.reasoning.delta") == 2 and "response.reasoning.done" in kinds
+        assert not OPENAI_ONLY_EVENTS & set(kinds)
     for event in events:
-        if event["type"] not in OPENAI_ONLY_EVENTS:
-            assert event_problems(event) == [], event["type"]
+        assert event_problems(event) == [], event["type"]
 
 
 def test_a_background_response_validates_while_queued_running_and_done(fake_gateway: Any) -> None:
@@ -94,6 +95,26 @@ def test_a_background_response_validates_while_queued_running_and_done(fake_gate
     assert "completed" in seen
     streamed = httpx2.get(f"{gateway.base_url}/responses/{created['id']}", params={"stream": "true"}, timeout=30)
     for event in _events(streamed):
+        assert event_problems(event) == [], event["type"]
+
+
+def test_a_background_stream_is_replayed_in_each_readers_names(fake_gateway: Any) -> None:
+    """One run, two readers: the one that asks for the spec reads `response.reasoning.*`, the other
+    OpenAI's `response.reasoning_text.*`, the same events under the same sequence numbers."""
+    backend, gateway = fake_gateway()
+    backend.reasoning = "Ada is named; 36 is her age."
+    body = {"model": "m", "input": "hi", "background": True}
+    created = httpx2.post(f"{gateway.base_url}/responses", json=body, timeout=30).json()
+    url, query = f"{gateway.base_url}/responses/{created['id']}", {"stream": "true"}
+    spec = _events(httpx2.get(url, params=query, headers=SPEC_MODE, timeout=30))
+    openai = _events(httpx2.get(url, params=query, timeout=30))
+    assert [e["sequence_number"] for e in spec] == [e["sequence_number"] for e in openai]
+    renamed = {"response.reasoning.delta": "response.reasoning_text.delta",
+               "response.reasoning.done": "response.reasoning_text.done"}  # fmt: skip
+    assert [renamed.get(e["type"], e["type"]) for e in spec] == [e["type"] for e in openai]
+    assert "response.reasoning.delta" in {e["type"] for e in spec}
+    assert "response.reasoning.delta" not in {e["type"] for e in openai}
+    for event in spec:
         assert event_problems(event) == [], event["type"]
 
 
