@@ -38,6 +38,7 @@ OPENAI_API = Capabilities(
     strict_tools=True,
     assistant_prefill=False,
     schema_profile="openai-strict",
+    loop_breaking=(("frequency_penalty", 0.5),),
 )
 
 # llama.cpp's llama-server on /v1/chat/completions with SmolLM2-135M: response_format json_schema
@@ -55,6 +56,9 @@ LLAMA_SERVER_CHAT = Capabilities(
     prefill_echoed=True,
     response_format_passthrough=False,
     schema_profile="json-schema",
+    # llama.cpp's DRY sampler penalises extending a sequence already seen (a loop), where a
+    # plain repeat penalty would also push the grammar's own repeated tokens (quotes, commas).
+    loop_breaking=(("dry_multiplier", 0.8), ("dry_allowed_length", 2)),
 )
 LLAMA_SERVER = LLAMA_SERVER_CHAT
 
@@ -75,6 +79,7 @@ OPENAI_COMPATIBLE = Capabilities(
     forced_tool_choice=True,
     strict_tools=False,
     schema_profile="json-schema",
+    loop_breaking=(("frequency_penalty", 0.5),),  # OpenAI's sampling field; vLLM and Ollama read it too
 )
 
 
