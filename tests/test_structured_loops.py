@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from so_middleware import ChatResponse, FinishReason, IncompleteOutputError, ModelBehaviorError
+from so_middleware import ChatResponse, FinishReason, IncompleteOutputError, ModelBehaviorError, UsageDetails
 from so_middleware.middleware._loops import MIN_SPAN, loop_in
 from so_middleware.middleware.structured_output import with_structured_output
 from so_middleware.providers.openai._profiles import LLAMA_SERVER_CHAT, OPENAI_API, OPENAI_COMPATIBLE
@@ -164,3 +164,14 @@ async def test_a_reask_that_repeats_the_answer_before_ends_the_run_when_nothing_
     with pytest.raises(ModelBehaviorError, match="same answer 2 times in a row") as caught:
         await get(with_structured_output(fake, max_retries=3), stream, "x", output_type=Person)
     assert len(fake.calls) == 2 and caught.value.raw_texts == ['{"name": "Ada"}'] * 2
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_loop_the_server_reports_as_completed_at_the_token_limit_is_a_loop(stream: bool) -> None:
+    """llama-server's Responses route says `completed` when max_output_tokens cut the answer."""
+    misreported = Reply(LOOPING, finish_reason=FinishReason.STOP, usage=UsageDetails(10, 300, 310), chunk_size=900)
+    fake = FakeChatClient([misreported, VALID], capabilities=LOOPS)
+    response = await get(with_structured_output(fake), stream, "x", output_type=Person, options={"max_tokens": 300})
+    assert response.value == Person(name="Ada", age=36)
+    assert fake.calls[1].options.extra_body == {"dry_multiplier": 0.8}
+    assert isinstance(response.attempts[0].error, IncompleteOutputError)

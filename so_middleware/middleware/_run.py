@@ -92,7 +92,7 @@ class Run:
         self.target = Target(feature.output_schema, profile, feature.description, feature.text_type)
         every = strategies_for(feature.mode, self.target, plain_text=feature.is_plain_text(), strategies=self.available)
         self.learned = self._memory if len(every) > 1 else None  # only `auto` has anything to learn
-        lesson = self.learned.get(self.key) if self.learned else Lesson()
+        lesson = self.learned.get(self.key, run=True) if self.learned else Lesson()
         self.strategies: list[Strategy] = [s for s in every if s.name not in lesson.ignored] or every[-1:]
 
     async def _discover(self) -> None:
@@ -215,7 +215,9 @@ class Run:
         self.attempts.append(Attempt(len(self.attempts), verdict.answer.text, error, usage, name, finish, plan.strict))
         self.retried.extend(response.additional_properties.get(RETRIES_KEY) or [])  # a retry layer below
         if self.learned is not None and isinstance(verdict, Ignored):
-            self.learned.ignored(self.key, name)
+            self.learned.ignored(
+                self.key, name, f"{brief(verdict.answer.text, 80)!r}: {brief(str(verdict.error), 200)}"
+            )
         if self.learned is not None and isinstance(verdict, Valid):
             self.learned.worked(self.key, name)
 
