@@ -44,7 +44,8 @@ def _rebuilt(tp: Any, seen: set[int]) -> Any:
     if origin is typing.Annotated:
         first = _rebuilt(args[0], seen)
         annotated: Any = typing.Annotated  # subscripted with a computed tuple
-        return tp if first is args[0] else annotated[(first,) + tuple(tp.__metadata__)]
+        items = (first, *tp.__metadata__)
+        return tp if first is args[0] else annotated[items]
     new = tuple(_rebuilt(arg, seen) for arg in args)
     if all(a is b for a, b in zip(new, args, strict=True)):
         return tp
