@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from so_middleware import ChatResponse, FinishReason, IncompleteOutputError, ModelBehaviorError, UsageDetails
 from so_middleware.middleware._loops import MIN_SPAN, loop_in
 from so_middleware.middleware.structured_output import with_structured_output
-from so_middleware.providers.openai._profiles import LLAMA_SERVER_CHAT, OPENAI_API, OPENAI_COMPATIBLE
+from so_middleware.providers.openai._profiles import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OPENAI_API, OPENAI_COMPATIBLE
 from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio
@@ -139,7 +139,8 @@ async def test_the_callers_own_sampling_field_wins() -> None:
 @pytest.mark.parametrize(
     ("profile", "fields"),
     [
-        (LLAMA_SERVER_CHAT, {"dry_multiplier", "dry_allowed_length"}),
+        (LLAMA_SERVER_CHAT, {"frequency_penalty"}),
+        (LLAMA_SERVER_RESPONSES, {"frequency_penalty"}),
         (OPENAI_API, {"frequency_penalty"}),
         (OPENAI_COMPATIBLE, {"frequency_penalty"}),
     ],

@@ -56,9 +56,10 @@ LLAMA_SERVER_CHAT = Capabilities(
     prefill_echoed=True,
     response_format_passthrough=False,
     schema_profile="json-schema",
-    # llama.cpp's DRY sampler penalises extending a sequence already seen (a loop), where a
-    # plain repeat penalty would also push the grammar's own repeated tokens (quotes, commas).
-    loop_breaking=(("dry_multiplier", 0.8), ("dry_allowed_length", 2)),
+    # Measured on the bench tasks that loop (bench/loop_rescue.py): `frequency_penalty` 0.5 ends
+    # both loops; llama.cpp's DRY sampler does nothing to a JSON loop with its default sequence
+    # breakers (`"`, `:`, newline split every repeat), and with none it rescued one of two.
+    loop_breaking=(("frequency_penalty", 0.5),),
 )
 LLAMA_SERVER = LLAMA_SERVER_CHAT
 
