@@ -13,7 +13,12 @@ from pydantic import BaseModel
 from so_middleware import ChatResponse, FinishReason, IncompleteOutputError, ModelBehaviorError, UsageDetails
 from so_middleware.middleware._loops import MIN_SPAN, loop_in
 from so_middleware.middleware.structured_output import with_structured_output
-from so_middleware.providers.openai._profiles import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OPENAI_API, OPENAI_COMPATIBLE
+from so_middleware.providers.openai._profiles import (
+    LLAMA_SERVER_CHAT,
+    LLAMA_SERVER_RESPONSES,
+    OPENAI_API,
+    OPENAI_COMPATIBLE,
+)
 from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio

@@ -36,15 +36,16 @@ def pydantic_ready(tp: Any) -> Any:
 
 
 def _rebuilt(tp: Any, seen: set[int]) -> Any:
-    if isinstance(tp, type) and type(tp) is _TYPING_META and id(tp) not in seen:
+    if type(tp) is _TYPING_META and id(tp) not in seen:
         return _typed_dict(tp, seen | {id(tp)})
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    alias: Any = tp  # a parameterised type (no TypedDict: pyright narrows `tp` by the test above)
+    origin, args = typing.get_origin(alias), typing.get_args(alias)
     if origin is None or not args or origin is typing.Literal:
         return tp
     if origin is typing.Annotated:
         first = _rebuilt(args[0], seen)
         annotated: Any = typing.Annotated  # subscripted with a computed tuple
-        items = (first, *tp.__metadata__)
+        items = (first, *alias.__metadata__)
         return tp if first is args[0] else annotated[items]
     new = tuple(_rebuilt(arg, seen) for arg in args)
     if all(a is b for a, b in zip(new, args, strict=True)):
@@ -53,7 +54,7 @@ def _rebuilt(tp: Any, seen: set[int]) -> Any:
         return typing.Union[new]  # noqa: UP007 - a union of computed members
     if isinstance(tp, types.GenericAlias):
         return types.GenericAlias(origin, new)
-    return tp.copy_with(new)
+    return alias.copy_with(new)
 
 
 def _typed_dict(tp: Any, seen: set[int]) -> Any:
