@@ -17,7 +17,7 @@ from so_middleware.openai import LLAMA_SERVER_CHAT, OpenAIChatClient
 
 pytestmark = [pytest.mark.anyio, pytest.mark.local_server]
 
-REPEAT_PRONE = "List every tag: " + ", ".join(["a"] * 23)  # loops at temperature 0 (bench/loop_rescue.py)
+REPEAT_PRONE = "List every tag: " + ", ".join(["a"] * 23)  # found by hand: loops at temperature 0
 OPTIONS = {"max_tokens": 300, "temperature": 0, "seed": 7}
 
 
