@@ -28,6 +28,11 @@ class TypingCity(typing.TypedDict):
     country: str
 
 
+class TypingNode(typing.TypedDict):
+    name: str
+    children: list[TypingNode]
+
+
 def test_a_typing_extensions_typeddict_value_is_a_plain_dict() -> None:
     """docs/how-to/types.md, "TypedDicts"."""
     fake = FakeChatClient('{"name": "Leeds", "country": "England"}')
@@ -35,12 +40,19 @@ def test_a_typing_extensions_typeddict_value_is_a_plain_dict() -> None:
     assert type(response.value) is dict and response.value == {"name": "Leeds", "country": "England"}
 
 
-@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic takes typing.TypedDict from Python 3.12 on")
-def test_a_typing_typeddict_before_python_3_12_is_a_user_error_before_any_call() -> None:
-    """docs/how-to/types.md, "TypedDicts"."""
+def test_a_typing_typeddict_works_on_every_python() -> None:
+    """docs/how-to/types.md, "TypedDicts" (before: a UserError on Python < 3.12)."""
     fake = FakeChatClient('{"name": "Leeds", "country": "England"}')
+    response = with_structured_output(fake).get_response_sync("Leeds is in England.", output_type=TypingCity)
+    assert type(response.value) is dict and response.value == {"name": "Leeds", "country": "England"}
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic takes typing.TypedDict from Python 3.12 on")
+def test_a_self_referencing_typing_typeddict_before_python_3_12_is_a_user_error_before_any_call() -> None:
+    """docs/how-to/types.md, "TypedDicts"."""
+    fake = FakeChatClient('{"name": "a", "children": []}')
     with pytest.raises(UserError, match=r"typing_extensions\.TypedDict"):
-        with_structured_output(fake).get_response_sync("Leeds is in England.", output_type=TypingCity)
+        with_structured_output(fake).get_response_sync("A tree.", output_type=TypingNode)
     assert fake.calls == []
 
 

@@ -120,12 +120,12 @@ async def test_concurrent_first_calls_all_reach_a_working_strategy() -> None:
 
 
 async def test_invalid_json_is_reasked_not_a_fallback() -> None:
-    fake = FakeChatClient(['{"name": "Ada"}', '{"name": "Ada"}', VALID], capabilities=EVERYTHING)
+    fake = FakeChatClient(['{"name": "Ada"}', '{"age": 36}', VALID], capabilities=EVERYTHING)
     response = await with_structured_output(fake).get_response("x", output_type=Person)
     assert [a.strategy for a in response.attempts] == ["native", "native", "native"]
     with pytest.raises(ModelBehaviorError) as caught:
         await with_structured_output(
-            FakeChatClient('{"name": "Ada"}', capabilities=EVERYTHING), max_retries=1
+            FakeChatClient(['{"name": "Ada"}', '{"age": 36}'], capabilities=EVERYTHING), max_retries=1
         ).get_response("x", output_type=Person)
     assert len(caught.value.attempts) == 2
 
@@ -190,7 +190,7 @@ async def test_a_server_bound_in_the_profile_counts_when_the_request_names_no_ma
 
 
 async def test_forced_mode_never_falls_back() -> None:
-    fake = FakeChatClient(["Sure!", "Sure!", "Sure!"], capabilities=EVERYTHING)
+    fake = FakeChatClient(["Sure!", "Fine!", "Okay!"], capabilities=EVERYTHING)
     with pytest.raises(ModelBehaviorError) as caught:
         await with_structured_output(fake, mode="native").get_response("x", output_type=Person)
     assert [a.strategy for a in caught.value.attempts] == ["native"] * 3

@@ -34,6 +34,10 @@ class Capabilities:
     # The most output tokens the server gives a request that names no max_tokens (llama-server's
     # `-n`), or None: an answer that used them all was cut off, whatever its finish reason says.
     default_max_tokens: int | None = None
+    # Request body fields (`extra_body`) that break a looping answer on this engine: a run whose
+    # answer loops (or repeats the previous one word for word) is re-asked once with them. Empty:
+    # the engine has none known, and a loop ends the run (`IncompleteOutputError`).
+    loop_breaking: tuple[tuple[str, Any], ...] = ()
 
     def replace(self, **changes: Any) -> Capabilities:
         """A copy with some flags changed."""

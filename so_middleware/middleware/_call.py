@@ -1,4 +1,8 @@
-"""One streamed model call of a structured-output run; retried alone under a retry layer's scope."""
+"""One streamed model call of a structured-output run; retried alone under a retry layer's scope.
+
+A stream whose answer loops (`_loops`) is closed there and then: the rest would be paid for and
+thrown away. Its response is what arrived, marked cut off (`length`); its usage is unknown.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ import functools
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from ..core import ChatClient, ChatResponse, ChatResponseUpdate
+from ..core import ChatClient, ChatResponse, ChatResponseUpdate, FinishReason
+from ._loops import LoopWatch
 from ._partial import PartialReader
 from ._retry_scope import RetryScope
 from .strategies import Plan, Target
@@ -34,11 +39,15 @@ class Call:
         """The call's updates, streamed; then its response is `response`."""
         plan = self.plan
         call: Callable[..., Any] = functools.partial(self.inner.get_response, plan.messages, options=plan.options)
-        reader = PartialReader(self.target.schema, plan, self.attempt)
+        reader, watch = PartialReader(self.target.schema, plan, self.attempt), LoopWatch()
         inner = self._stream = self.retries.stream(call) if self.retries else call(stream=True)
-        async with inner:
+        async with inner:  # leaving it closes the stream, a looping one too
             async for update in inner:
                 delta = plan.strategy.delta(plan, update)
                 if delta or update.usage or update.finish_reason or reader.prefill_pending:
                     yield reader.update(delta, update)
+                if watch.add(delta) is not None:
+                    self.response = ChatResponse.from_updates(self.received)
+                    self.response.finish_reason = FinishReason.LENGTH
+                    return
             self.response = await inner.get_final_response()

@@ -26,7 +26,6 @@ from ..core import (
     ChatResponseUpdate,
     ContentFilterError,
     FinishReason,
-    IncompleteOutputError,
     ModelBehaviorError,
     OutputError,
     ProviderResponseError,
@@ -42,8 +41,9 @@ from ._annotate import keep_attempts
 from ._call import Call
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
+from ._resample import repeated, repeated_error, resampled
 from ._retry_scope import RetryScope
-from ._verdicts import Ignored, Invalid, Stopped, Valid, Verdict, outcome_of
+from ._verdicts import Ignored, Invalid, Looped, Stopped, Valid, Verdict, brief, cut_off, outcome_of, used_up
 from .strategies import Answer, Plan, Strategy, Target, strategies_for
 
 __all__ = ["INFO_KEY", "Run"]
@@ -77,6 +77,7 @@ class Run:
         self._use(getattr(inner, "capabilities", None))
         self.index = 0  # the strategy in use
         self.reasks = 0
+        self.resampled = False  # the loop-breaking fields were sent (`_resample`)
         self.attempts: list[Attempt] = []
         self.retried: list[dict[str, Any]] = []  # what a retry layer below retried, over every call
         self.final: ChatResponse[Any] | None = None
@@ -92,7 +93,7 @@ class Run:
         self.target = Target(feature.output_schema, profile, feature.description, feature.text_type)
         every = strategies_for(feature.mode, self.target, plain_text=feature.is_plain_text(), strategies=self.available)
         self.learned = self._memory if len(every) > 1 else None  # only `auto` has anything to learn
-        lesson = self.learned.get(self.key) if self.learned else Lesson()
+        lesson = self.learned.get(self.key, run=True) if self.learned else Lesson()
         self.strategies: list[Strategy] = [s for s in every if s.name not in lesson.ignored] or every[-1:]
 
     async def _discover(self) -> None:
@@ -152,10 +153,24 @@ class Run:
         if isinstance(verdict, Ignored):
             self.index += 1
             return self._plan(self.messages)
+        if isinstance(verdict, Looped) and self._resample():  # the same request, sampled otherwise
+            self.reasks += 1
+            return self._plan(self.messages)
         if isinstance(verdict, Invalid) and self.reasks < self.feature.max_retries:
+            if repeated(self.attempts) and not self._resample():
+                raise self._fail(Stopped(verdict.answer, repeated_error(verdict.error, 2)), response, plan)
             self.reasks += 1
             return self._plan(mend_surrogates(plan.strategy.reask(plan, verdict.answer, verdict.error)))
         raise self._fail(verdict, response, plan)
+
+    def _resample(self) -> bool:
+        """Send the profile's loop-breaking fields from now on: once, and only with a re-ask left."""
+        fields = self.target.capabilities.loop_breaking
+        changed = resampled(self.options, fields) if self.reasks < self.feature.max_retries else None
+        if self.resampled or changed is None:
+            return False
+        self.options, self.resampled = changed, True
+        return True
 
     async def final_response(self, updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
         if self.final is None:
@@ -171,17 +186,18 @@ class Run:
         strategy = plan.strategy
         answer = strategy.answer(plan, response)
         if response.refusal or response.finish_reason == FinishReason.REFUSAL:
-            reason = _brief(response.refusal or "(no reason given)")
+            reason = brief(response.refusal or "(no reason given)")
             return Stopped(answer, RefusalError(f"the model refused: {reason}", refusal=response.refusal or ""))
         if response.finish_reason == FinishReason.CONTENT_FILTER:
             return Stopped(answer, ContentFilterError("the answer was withheld by the provider's content filter"))
         # A cut-off answer is never evidence that the strategy was ignored: a server may withhold
         # its start (llama-server's "```json"), or report it `completed` with every token used.
-        cut_off = response.finish_reason == FinishReason.LENGTH
-        verdict = None if cut_off else self._validate(strategy, answer)
+        verdict = None if response.finish_reason == FinishReason.LENGTH else self._validate(strategy, answer)
         limit = plan.options.max_tokens or self.target.capabilities.default_max_tokens
-        if verdict is None or (isinstance(verdict, Invalid) and _used_up(limit, response.usage)):
-            return self._cut_off(strategy, answer)
+        if verdict is None or (isinstance(verdict, Invalid) and used_up(limit, response.usage)):
+            return cut_off(
+                strategy, self.target, answer, self.target.capabilities.loop_breaking if self.resampled else ()
+            )
         ignored = self.index + 1 < len(self.strategies) and strategy.ignored(plan, answer)
         if isinstance(verdict, Invalid) and ignored:
             return Ignored(answer, verdict.error)
@@ -193,26 +209,6 @@ class Run:
         except ModelBehaviorError as error:
             return Invalid(answer, error)
 
-    def _cut_off(self, strategy: Strategy, answer: Answer) -> Verdict:
-        """A cut-off answer. Constrained output (native, tool) and plain text were on their way:
-        the token limit is the problem. Unconstrained output often holds a complete JSON value
-        followed by rambling: that value counts (and when it is invalid, a re-ask with its errors
-        may fix it: it fitted). Without a complete value, a re-ask would be cut off again."""
-        incomplete = IncompleteOutputError(
-            f"the answer was cut off at the token limit after {len(answer.text)} characters "
-            "before it held a complete JSON value; raise max_tokens"
-            if not strategy.cut_off_is_final
-            else f"the answer was cut off at the token limit after {len(answer.text)} characters; raise max_tokens"
-        )
-        if strategy.cut_off_is_final:
-            return Stopped(answer, incomplete)
-        try:
-            return Valid(answer, self.target.schema.validate_complete_json(answer.text))
-        except ModelBehaviorError as error:
-            if any(isinstance(e, dict) and e.get("type") == "cut_off" for e in error.errors):
-                return Stopped(answer, incomplete)
-            return Invalid(answer, error)
-
     def _record(self, plan: Plan, response: ChatResponse[Any], verdict: Verdict) -> None:
         error = None if isinstance(verdict, Valid) else verdict.error
         usage, finish = response.usage, response.finish_reason
@@ -220,7 +216,9 @@ class Run:
         self.attempts.append(Attempt(len(self.attempts), verdict.answer.text, error, usage, name, finish, plan.strict))
         self.retried.extend(response.additional_properties.get(RETRIES_KEY) or [])  # a retry layer below
         if self.learned is not None and isinstance(verdict, Ignored):
-            self.learned.ignored(self.key, name)
+            self.learned.ignored(
+                self.key, name, f"{brief(verdict.answer.text, 80)!r}: {brief(str(verdict.error), 200)}"
+            )
         if self.learned is not None and isinstance(verdict, Valid):
             self.learned.worked(self.key, name)
 
@@ -268,7 +266,9 @@ class Run:
             response_format=_own_copy(plan.options.response_format),
         )
 
-    def _fail(self, verdict: Invalid | Ignored | Stopped, response: ChatResponse[Any], plan: Plan) -> OutputError:
+    def _fail(
+        self, verdict: Invalid | Ignored | Looped | Stopped, response: ChatResponse[Any], plan: Plan
+    ) -> OutputError:
         error: OutputError = verdict.error
         error.with_attempts(self.attempts, self._usage())
         error.response = error.response if error.response is not None else response
@@ -282,12 +282,3 @@ def _own_copy(fmt: ResponseFormat | None) -> ResponseFormat | None:
     if fmt is None or fmt.schema is None:
         return fmt
     return dataclasses.replace(fmt, schema=copy_json(dict(fmt.schema)))
-
-
-def _used_up(max_tokens: int | None, usage: UsageDetails | None) -> bool:
-    """Every allowed output token was used: the answer was cut off, whatever the finish reason says."""
-    return max_tokens is not None and usage is not None and (usage.output_tokens or 0) >= max_tokens
-
-
-def _brief(text: str, limit: int = 500) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"

@@ -98,7 +98,10 @@ class StructuredOutputChatClient(DelegatingChatClient):
 
     @property
     def learned(self) -> Mapping[tuple[str, str | None], Lesson]:
-        """What runs learned, per (route, model): the strategies the backend ignored, the one that worked.
+        """What runs learned, per (route, model): the strategies the backend ignored, the one that
+        worked, why (`evidence`: the answer that showed each ignored) and when (`learned_at`). A
+        lesson is forgotten after an hour or 1,000 runs that started from it (the first strategy
+        is probed again).
 
         Example: `client.learned[("OpenAIResponsesClient", "m")].ignored == {"native", "tool"}`.
         """

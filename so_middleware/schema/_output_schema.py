@@ -17,6 +17,7 @@ from ._plan import EnvelopePlan, Plan, plan_for
 from ._profiles import PROFILES, SchemaProfile, render_profile
 from ._refs import check_references
 from ._schema_tools import check_schema_size, flatten_root, is_object_schema, wrap_schema
+from ._typeddict import pydantic_ready
 from ._typeinfo import (
     cache_key,
     check_satisfiable,
@@ -65,6 +66,7 @@ def _compile(output_type: Any) -> _Compiled:
 
 def _compile_type(output_type: Any) -> _Compiled:
     what = readable_name(output_type)
+    output_type = pydantic_ready(output_type)  # typing.TypedDict on Python < 3.12
     check_supported(output_type)
     check_satisfiable(output_type)
     try:

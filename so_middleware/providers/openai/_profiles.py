@@ -38,6 +38,7 @@ OPENAI_API = Capabilities(
     strict_tools=True,
     assistant_prefill=False,
     schema_profile="openai-strict",
+    loop_breaking=(("frequency_penalty", 0.5),),
 )
 
 # llama.cpp's llama-server on /v1/chat/completions with SmolLM2-135M: response_format json_schema
@@ -57,6 +58,10 @@ LLAMA_SERVER_CHAT = Capabilities(
     prefill_echoed=True,
     response_format_passthrough=False,
     schema_profile="json-schema",
+    # Measured on the bench tasks that loop (bench/loop_rescue.py): `frequency_penalty` 0.5 ends
+    # both loops; llama.cpp's DRY sampler does nothing to a JSON loop with its default sequence
+    # breakers (`"`, `:`, newline split every repeat), and with none it rescued one of two.
+    loop_breaking=(("frequency_penalty", 0.5),),
 )
 LLAMA_SERVER = LLAMA_SERVER_CHAT
 
@@ -79,6 +84,7 @@ OPENAI_COMPATIBLE = Capabilities(
     forced_tool_choice=True,
     strict_tools=False,
     schema_profile="json-schema",
+    loop_breaking=(("frequency_penalty", 0.5),),  # OpenAI's sampling field; vLLM and Ollama read it too
 )
 
 

@@ -1,0 +1,154 @@
+"""What the loop-breaking re-ask rescues, and what watching for loops costs, on the real local model.
+
+Runs every task of `tasks.py` on the Chat Completions route of the local llama-server
+(SmolLM2-135M) with the default strategy, `max_tokens=300`, temperature 0, seed 7, at most 2
+re-asks, plain and streamed, in two configurations of the same layer:
+
+- `on`: the llama-server profile as shipped: an answer cut off in a loop is stopped (a stream is
+  closed there) and re-asked once with the profile's loop-breaking fields (`loop_breaking`);
+- `off`: the same profile with `loop_breaking=()` and no loop watch on the stream: a loop ends
+  the run at once, as a cut-off did before.
+
+A task is *rescued* when `on` returns a valid value after an attempt that looped; the cost on
+answers that needed no rescue is the tokens and seconds of the tasks that did not loop in
+either configuration, `on` against `off`. Results: bench/results/loop_rescue.json.
+
+    .venv/bin/python bench/loop_rescue.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tasks import TASKS, Task
+
+SEED = 7
+MAX_TOKENS = 300
+MAX_RETRIES = 2
+RESULTS = Path(__file__).parent / "results" / "loop_rescue.json"
+
+
+class _NoWatch:
+    """The stream's loop watch, switched off (the `off` configuration)."""
+
+    def add(self, delta: str) -> None:
+        return None
+
+
+async def _one(client: Any, task: Task, stream: bool) -> dict[str, Any]:
+    from so_middleware import OutputError, StructuredOutput
+
+    feature = StructuredOutput(task.output_type, max_retries=MAX_RETRIES)
+    options = {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS, "features": [feature]}
+    start = time.perf_counter()
+    try:
+        if stream:
+            response = await client.get_response(task.prompt(), options=options, stream=True).get_final_response()
+        else:
+            response = await client.get_response(task.prompt(), options=options)
+        attempts, error, valid = response.attempts, None, True
+        exact = task.is_exact(response.value)
+    except OutputError as caught:
+        attempts, error, valid, exact = caught.attempts, type(caught).__name__, False, False
+    except Exception as caught:  # an API error from the server: reported, not hidden
+        attempts, error, valid, exact = [], type(caught).__name__, False, False
+    seconds = time.perf_counter() - start
+    return {
+        "task": task.name,
+        "valid": valid,
+        "exact": exact,
+        "error": error,
+        "looped": any("looped" in str(a.error or "") for a in attempts),
+        "attempts": len(attempts),
+        "tokens": sum((a.usage.total_tokens or 0) for a in attempts if a.usage is not None),
+        "seconds": seconds,
+    }
+
+
+def _client(server: Any, sdk: Any, *, on: bool) -> Any:
+    from so_middleware import with_structured_output
+    from so_middleware.openai import LLAMA_SERVER_CHAT, OpenAIChatClient
+
+    profile = LLAMA_SERVER_CHAT if on else LLAMA_SERVER_CHAT.replace(loop_breaking=())
+    return with_structured_output(OpenAIChatClient(sdk, server.model, capabilities=profile))
+
+
+def _watching(on: bool) -> None:
+    import so_middleware.middleware._call as call_module
+    from so_middleware.middleware._loops import LoopWatch
+
+    call_module.LoopWatch = LoopWatch if on else _NoWatch  # type: ignore[misc,assignment]
+
+
+async def _both(server: Any, *, stream: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each task under `on` then `off` (or the other way round, every other task): a drift in
+    the machine's load falls on both configurations alike."""
+    import openai
+
+    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
+    clients = {True: _client(server, sdk, on=True), False: _client(server, sdk, on=False)}
+    rows: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    try:
+        for index, task in enumerate(TASKS):
+            for on in (True, False) if index % 2 else (False, True):
+                _watching(on)
+                rows[on].append(await _one(clients[on], task, stream))
+    finally:
+        await sdk.close()
+    return rows[True], rows[False]
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows) or 1
+    return {
+        "tasks": len(rows),
+        "valid_share": sum(r["valid"] for r in rows) / n,
+        "exact_share": sum(r["exact"] for r in rows) / n,
+        "looped": sum(r["looped"] for r in rows),
+        "errors": {e: sum(r["error"] == e for r in rows) for e in {r["error"] for r in rows} if e},
+    }
+
+
+def _compare(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> dict[str, Any]:
+    rescued = [a["task"] for a in on if a["looped"] and a["valid"]]
+    calm = [(a, b) for a, b in zip(on, off, strict=True) if not a["looped"] and not b["looped"]]
+    n = len(calm) or 1
+    return {
+        "looped_off": [b["task"] for b in off if b["looped"]],
+        "rescued": rescued,
+        "rescue_rate": len(rescued) / (sum(b["looped"] for b in off) or 1),
+        "no_rescue_needed_tasks": len(calm),
+        "tokens_per_task_on": sum(a["tokens"] for a, _ in calm) / n,
+        "tokens_per_task_off": sum(b["tokens"] for _, b in calm) / n,
+        "seconds_per_task_on": sum(a["seconds"] for a, _ in calm) / n,
+        "seconds_per_task_off": sum(b["seconds"] for _, b in calm) / n,
+    }
+
+
+async def _main() -> dict[str, Any]:
+    from so_middleware.local import LocalModelServer
+
+    results: dict[str, Any] = {}
+    with LocalModelServer(threads=1, parallel=1) as server:
+        for stream in (False, True):
+            on, off = await _both(server, stream=stream)
+            results["stream" if stream else "plain"] = {
+                "on": _summary(on),
+                "off": _summary(off),
+                "compare": _compare(on, off),
+                "rows": {"on": on, "off": off},
+            }
+            print(json.dumps(results["stream" if stream else "plain"]["compare"], indent=1), flush=True)
+    results["run"] = {"python": sys.version.split()[0], "machine": platform.machine(), "max_tokens": MAX_TOKENS}
+    return results
+
+
+if __name__ == "__main__":
+    RESULTS.write_text(json.dumps(asyncio.run(_main()), indent=1) + "\n")
+    print(f"wrote {RESULTS}")
