@@ -16,6 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from so_middleware import ChatClient, ChatMessage, ChatResponseUpdate, StructuredOutput
+from so_middleware.core import mend_surrogates
 
 from ._errors import BadRequest
 from ._output import ResponseWriter
@@ -92,16 +93,19 @@ class Run:
         if self.validate and fmt is not None and fmt.type == "json_schema" and fmt.schema is not None:
             feature: StructuredOutput[Any] = StructuredOutput(schema=dict(fmt.schema), name=fmt.name, mode="native")
             options = options.with_features([feature])
-            response = await self.client.get_response(self.messages, options=options)
-            message = response.messages[-1] if response.messages else ChatMessage("assistant", "")
-            yield ChatResponseUpdate(message.contents, usage=response.usage, finish_reason=response.finish_reason)
+        elif self.request.stream or self.request.background:  # a background run streams: its followers see it go
+            stream = self.client.get_response(self.messages, options=options, stream=True)
+            try:
+                async for update in stream:
+                    yield update
+            finally:
+                await stream.aclose()
             return
-        stream = self.client.get_response(self.messages, options=options, stream=True)
-        try:
-            async for update in stream:
-                yield update
-        finally:
-            await stream.aclose()
+        # validated, or a plain request: a plain call (the backend sees `stream: false`)
+        response = await self.client.get_response(self.messages, options=options)
+        message = response.messages[-1] if response.messages else ChatMessage("assistant", "")
+        message = mend_surrogates([message])[0]  # valid JSON, not text: U+FFFD, as the streamed path reads it
+        yield ChatResponseUpdate(message.contents, usage=response.usage, finish_reason=response.finish_reason)
 
     async def _publish(self, event: dict[str, Any]) -> dict[str, Any]:
         self.published = event["sequence_number"] + 1
