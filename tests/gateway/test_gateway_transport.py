@@ -4,9 +4,11 @@ recording fake Chat Completions backend on loopback (its replies follow the docu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
+import httpx2
 import openai
 import pytest
 from fakes import sdk
@@ -14,6 +16,7 @@ from fakes import sdk
 from so_middleware import UserError
 from so_middleware.gateway import GatewayConfig, SQLiteStore, _store
 from so_middleware.gateway._cli import parser
+from so_middleware.gateway._watch import frames
 
 
 def test_a_plain_request_is_a_plain_call_to_the_backend(fake_gateway: Callable[..., Any]) -> None:
@@ -92,3 +95,32 @@ def test_a_bad_memory_store_bound_is_refused(bad: Any) -> None:
         GatewayConfig(backend_url="http://127.0.0.1:1/v1", memory_store_size=bad)
     with pytest.raises(UserError, match="max_responses"):
         SQLiteStore(max_responses=bad)
+
+
+# ------------------------------------------------------------ SSE bytes, written by the gateway itself
+
+
+def test_a_stream_is_framed_as_server_sent_events(fake_gateway: Callable[..., Any]) -> None:
+    _, server = fake_gateway()
+    body = {"model": "m", "input": "hi", "stream": True}
+    with httpx2.stream("POST", f"{server.base_url}/responses", json=body, timeout=30) as reply:
+        raw = reply.read().decode()
+    assert reply.headers["content-type"] == "text/event-stream; charset=utf-8"
+    assert "content-length" not in reply.headers and reply.headers["cache-control"] == "no-store"
+    frames = raw.split("\n\n")
+    assert frames[-1] == ""  # every frame ends with a blank line
+    events = []
+    for frame in frames[:-1]:
+        name, data = frame.split("\n")
+        assert name.startswith("event: ") and data.startswith("data: ")
+        events.append(json.loads(data[6:]))
+        assert events[-1]["type"] == name[7:]
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed"
+
+
+def test_what_orjson_refuses_is_still_written() -> None:
+    """A lone surrogate (a model's, kept as sent) and an integer past 64 bits are valid JSON to send."""
+    event = {"type": "t", "text": "a\ud83db", "n": 2**70}
+    (frame,) = frames([event])[:-2].split(b"\n\n")
+    assert json.loads(frame.split(b"\ndata: ")[1]) == event
