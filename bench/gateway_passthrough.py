@@ -19,7 +19,7 @@ server's own CPU time (utime + stime from /proc) before and after, divided by th
 - memory per open stream: the server's RSS with 200 `hold` streams open, minus before, / 200;
 - RSS over many streamed requests with default settings (no `store` field: our default store
   keeps them): RSS after the first 10% of them and at the end (100,000 for the gateway; the floor
-  and the peers, 5,000).
+  and the peers, 2,000).
 
     python bench/gateway_passthrough.py [--quick] [--rss-requests N]   # writes bench/results/gateway_passthrough.json
 """
@@ -45,6 +45,9 @@ PEERS = ["litellm==1.110.2", "open-responses-server==0.4.1", "fastapi", "uvicorn
          "backports-zstd", "fastapi-sso", "soundfile", "polars", "pyroscope-io", "mcp>=2.3.0,<3", "boto3",
          "azure-identity", "azure-storage-blob"]  # fmt: skip
 PIECES = 50
+# seen in this bench (litellm 1.110.2): both the openai/ and hosted_vllm/ providers send /v1/responses on to
+# the backend's own /v1/responses and fail to read the Chat Completions body they get (KeyError 'created_at')
+LITELLM_FAILS = "its /v1/responses went to the backend's /v1/responses, not through its Chat Completions bridge"
 HELD = 200
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -220,14 +223,19 @@ def _contenders(backend: str, peers: Path | None) -> tuple[list[_Server], dict[s
     if peers is None:
         missing = {"litellm": "not installed", "open-responses-server": "not installed"}
         return servers, missing
+    # hosted_vllm/: a Chat Completions server, so /v1/responses goes through LiteLLM's bridge (openai/
+    # would send it on to the backend's own /v1/responses)
     config = ROOT / ".venv-peers" / "litellm.yaml"
     config.write_text("model_list:\n" + "".join(
-        f"  - model_name: {name}\n    litellm_params:\n      model: openai/{name}\n      api_base: {backend}\n"
+        f"  - model_name: {name}\n    litellm_params:\n      model: hosted_vllm/{name}\n      api_base: {backend}\n"
         "      api_key: none\n" for name in ("m", "hold")))  # fmt: skip
     port = free_port()
-    servers.append(_Server("litellm", [str(peers.parent / "litellm"), "--config", str(config), "--port", str(port)],
-                           port, {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR",
-                            "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"}))  # fmt: skip
+    if "--no-litellm" in sys.argv:
+        missing["litellm"] = LITELLM_FAILS
+    else:
+        servers.append(_Server("litellm", [str(peers.parent / "litellm"), "--config", str(config), "--port", str(port)],
+                               port, {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR",
+                                "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"}))  # fmt: skip
     port = free_port()
     servers.append(_Server("open-responses-server", [str(peers), "-m", "uvicorn",
                            "open_responses_server.api_controller:app", "--port", str(port), "--log-level", "warning"],
@@ -316,19 +324,28 @@ async def _held(server: _Server) -> dict[str, Any]:
     return {"rss_before_kib": before, "rss_open_kib": after, "kib_per_open_stream": (after - before) / HELD}
 
 
-def _rss_row(servers: list[_Server], total: int, peer_total: int) -> dict[str, Any]:
+def _rss_row(servers: list[_Server], total: int, peer_total: int, result: dict[str, Any]) -> dict[str, Any]:
+    """RSS after each tenth of the requests (saved as it goes: a long run cut short keeps its trend)."""
     body = {"model": "m", "input": "hi", "stream": True}  # no `store`: the default settings
-    rows: dict[str, Any] = {}
-    for server in servers:
+    rows: dict[str, Any] = result.setdefault("rss_progress", {})
+    for server in sorted(servers, key=lambda s: s.name == "gateway"):  # the long one last
         count = total if server.name == "gateway" else peer_total
-        first = count // 10
-        asyncio.run(_requests(server.url, body, 16, first))
-        early = server.rss_kib()
-        asyncio.run(_requests(server.url, body, 16, count - first))
-        late = server.rss_kib()
-        rows[server.name] = {"requests": count, "rss_after_10pct_kib": early, "rss_end_kib": late,
-                             "growth": (late - early) / early}  # fmt: skip
+        steps: list[tuple[int, int]] = []
+        for _ in range(10):
+            asyncio.run(_requests(server.url, body, 16, count // 10))
+            steps.append(((len(steps) + 1) * (count // 10), server.rss_kib()))
+            early, late = steps[0][1], steps[-1][1]
+            rows[server.name] = {"requests": steps[-1][0], "rss_after_10pct_kib": early, "rss_end_kib": late,
+                                 "growth": (late - early) / early, "steps": steps}  # fmt: skip
+            _save(result)
     return rows
+
+
+def _save(result: dict[str, Any]) -> None:
+    from _common import write_json
+
+    write_json("gateway_passthrough.json", {**result, "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                            "load_average": os.getloadavg(), "cpus": os.cpu_count()})  # fmt: skip
 
 
 def _peer_versions(peers: Path | None) -> dict[str, str]:
@@ -358,13 +375,17 @@ def run(quick: bool = False, rss_requests: int = 100_000) -> dict[str, Any]:
         rounds = 2 if quick else 5
         streamed = {"model": "m", "input": "hi", "stream": True, "store": False}
         plain = {"model": "m", "input": "hi", "store": False}
-        result: dict[str, Any] = {
-            "stream_1": _cpu_row(ready, streamed, 1, 20 if quick else 100, rounds),
-            "stream_64": _cpu_row(ready, streamed, 64, 128 if quick else 640, rounds),
-            "plain": _cpu_row(ready, plain, 8, 40 if quick else 400, rounds),
-            "memory": {server.name: asyncio.run(_held(server)) for server in ready},
-            "rss": _rss_row(ready, rss_requests, min(rss_requests, 5_000)),
+        result: dict[str, Any] = {"not_run": missing}
+        rows = {
+            "stream_1": lambda: _cpu_row(ready, streamed, 1, 20 if quick else 100, rounds),
+            "stream_64": lambda: _cpu_row(ready, streamed, 64, 128 if quick else 320, rounds),
+            "plain": lambda: _cpu_row(ready, plain, 8, 40 if quick else 400, rounds),
+            "memory": lambda: {server.name: asyncio.run(_held(server)) for server in ready},
+            "rss": lambda: _rss_row(ready, rss_requests, min(rss_requests, 2_000), result),
         }
+        for name, measure in rows.items():  # each row is written as soon as it is measured
+            result[name] = measure()
+            _save(result)
     finally:
         for server in servers:
             server.stop()
@@ -376,7 +397,50 @@ def run(quick: bool = False, rss_requests: int = 100_000) -> dict[str, Any]:
             "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_average": os.getloadavg()}  # fmt: skip
 
 
+NAMES = ("floor", "gateway", "litellm", "open-responses-server")
+TARGETS = {"stream_1": 1.3, "stream_64": 1.3, "plain": 1.3}
+
+
+def table(data: dict[str, Any]) -> list[str]:
+    """The BENCHMARKS.md table of a result: one row per measure, one column per contender."""
+
+    def cpu(row: str, name: str) -> str:
+        found = data[row].get(name)
+        if found is None:
+            return f"not run ({data['not_run'].get(name, 'absent')})"
+        if found["failed"]:
+            return f"cannot ({found['failed']} of {found['requests']} not answered in full)"
+        ratio = found["cpu_ms_per_request"] / data[row]["floor"]["cpu_ms_per_request"]
+        return f"{found['cpu_ms_per_request']:.2f} ms ({ratio:.2f}x)"
+
+    def memory(name: str) -> str:
+        found = data["memory"].get(name)
+        if found is None:
+            return "not run"
+        return found.get("note") or f"{found['kib_per_open_stream']:.0f} KiB"
+
+    def rss(name: str) -> str:
+        found = data["rss"].get(name)
+        if found is None:
+            return "not run"
+        return (f"{found['growth']:+.1%} over {found['requests']:,} ({found['rss_after_10pct_kib'] / 1024:.1f} to "
+                f"{found['rss_end_kib'] / 1024:.1f} MiB)")  # fmt: skip
+
+    lines = ["| measure | " + " | ".join(NAMES) + " | target (gateway) |", "|---|" + "---:|" * (len(NAMES) + 1)]
+    labels = {"stream_1": "CPU per streamed request, 1 stream", "stream_64": "CPU per streamed request, 64 streams",
+              "plain": "CPU per plain request (8 at once)"}  # fmt: skip
+    for row, label in labels.items():
+        lines.append(f"| {label} | " + " | ".join(cpu(row, n) for n in NAMES) + f" | <= {TARGETS[row]}x the floor |")
+    lines.append("| memory per open stream | " + " | ".join(memory(n) for n in NAMES) + " | <= 48 KiB |")
+    lines.append("| RSS growth, from 10% of the requests to the end | " + " | ".join(rss(n) for n in NAMES) +
+                 " | within 5% |")  # fmt: skip
+    return lines
+
+
 if __name__ == "__main__":
+    if "--table" in sys.argv:
+        print("\n".join(table(json.loads((ROOT / "bench" / "results" / "gateway_passthrough.json").read_text()))))
+        sys.exit(0)
     if "--backend" in sys.argv:
         asyncio.run(_serve_backend())
     elif "--floor" in sys.argv:
