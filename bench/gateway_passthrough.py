@@ -420,7 +420,7 @@ def table(data: dict[str, Any]) -> list[str]:
         return found.get("note") or f"{found['kib_per_open_stream']:.0f} KiB"
 
     def rss(name: str) -> str:
-        found = data["rss"].get(name)
+        found = (data.get("rss") or data.get("rss_progress", {})).get(name)  # a run cut short: its progress
         if found is None:
             return "not run"
         return (f"{found['growth']:+.1%} over {found['requests']:,} ({found['rss_after_10pct_kib'] / 1024:.1f} to "
