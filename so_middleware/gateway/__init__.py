@@ -15,7 +15,7 @@ Example:
 """
 
 try:
-    import sse_starlette as _sse_starlette  # noqa: F401
+    import orjson as _orjson  # noqa: F401
     import starlette as _starlette  # noqa: F401
     import uvicorn as _uvicorn  # noqa: F401
 except ImportError as error:  # pragma: no cover - exercised in a subprocess without the extra

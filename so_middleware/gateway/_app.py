@@ -30,7 +30,7 @@ from ._errors import BadRequest, error_response, to_error_response
 from ._open_store import open_store
 from ._routes import Gateway
 from ._secrets import RedactingClient, owner_of, url_password
-from ._store import ResponseStore, check_store_path
+from ._store import MEMORY_MAX_AGE, MEMORY_MAX_RESPONSES, ResponseStore, check_store_path
 
 __all__ = ["GatewayConfig", "create_app"]
 
@@ -48,6 +48,8 @@ class GatewayConfig:
     backend_api_key: str | None = None
     api_keys: Sequence[str] = ()  # empty: no key needed
     store: str | None = None  # a SQLite file, a postgresql:// URL, or None (SQLite in memory)
+    memory_store_size: int = MEMORY_MAX_RESPONSES  # the in-memory store keeps this many newest responses
+    memory_store_age: float = MEMORY_MAX_AGE  # ... for this many seconds after their last write
     max_body_bytes: int = 16 * 1024 * 1024
     default_model: str | None = None  # used when a request names no model
     validate: bool = False  # re-ask a backend that ignores json_schema (beyond seed 004)
@@ -74,10 +76,12 @@ class GatewayConfig:
             if key != key.strip():  # HTTP strips a header's surrounding spaces: this key could never match
                 raise UserError(f"API key {number} of {len(self.api_keys)} starts or ends with whitespace")
         for name in ("max_body_bytes", "max_connections", "max_attempts", "header_timeout", "body_timeout",
-                     "max_background_runs", "run_lease"):  # fmt: skip
+                     "max_background_runs", "run_lease", "memory_store_size", "memory_store_age"):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise UserError(f"{name} must be a positive number, got {value!r}")
+        if not isinstance(self.memory_store_size, int):  # a count of responses
+            raise UserError(f"memory_store_size must be a whole number, got {self.memory_store_size!r}")
         queued = self.max_queued_runs
         if isinstance(queued, bool) or not isinstance(queued, int) or queued < 0:  # 0: no run waits, a 429 at once
             raise UserError(f"max_queued_runs must be a whole number of 0 or more, got {queued!r}")
@@ -108,7 +112,10 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
         uvicorn.run(app, host="127.0.0.1", port=8000)
     """
     sdk, chain = backend_client(config)
-    gateway = Gateway(config, sdk, chain, store or open_store(config.store, lease=config.run_lease))
+    if store is None:
+        store = open_store(config.store, lease=config.run_lease, max_responses=config.memory_store_size,
+                           max_age=config.memory_store_age)  # fmt: skip
+    gateway = Gateway(config, sdk, chain, store)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -22,6 +22,8 @@ from typing import Any
 
 from so_middleware import UserError
 
+from ._store import MEMORY_MAX_AGE, MEMORY_MAX_RESPONSES
+
 __all__ = ["main"]
 
 ENV_BACKEND_KEY = "SO_MIDDLEWARE_BACKEND_API_KEY"
@@ -43,6 +45,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key", action="append", default=None,
                    help=f"a key clients must send (repeatable; or ${ENV_API_KEYS}, comma-separated)")  # fmt: skip
     p.add_argument("--store", help="a SQLite file or a postgresql:// URL (default: SQLite in memory)")
+    p.add_argument("--memory-store-size", type=_positive(int), default=MEMORY_MAX_RESPONSES,
+                   help="without --store: the newest responses kept in memory (default: %(default)s)")  # fmt: skip
+    p.add_argument("--memory-store-age", type=_positive(float), default=MEMORY_MAX_AGE,
+                   help="without --store: seconds a response is kept after its last write (default: %(default)s)")  # fmt: skip
     p.add_argument("--model", help="the model for requests that name none")
     p.add_argument("--max-body-bytes", type=_positive(int), default=16 * 1024 * 1024)
     p.add_argument("--max-connections", type=_positive(int), default=400,
@@ -126,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                validate=args.validate, max_body_bytes=args.max_body_bytes,
                                max_connections=args.max_connections, header_timeout=args.header_timeout,
                                body_timeout=args.body_timeout, max_background_runs=args.max_background_runs,
-                               max_queued_runs=args.max_queued_runs, run_lease=args.run_lease)  # fmt: skip
+                               max_queued_runs=args.max_queued_runs, run_lease=args.run_lease,
+                               memory_store_size=args.memory_store_size,
+                               memory_store_age=args.memory_store_age)  # fmt: skip
     except UserError as error:
         options.error(str(error))
 

@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from so_middleware import ChatClient, ChatMessage, ChatResponseUpdate, StructuredOutput
+from so_middleware.core import mend_surrogates
 
 from ._errors import BadRequest
 from ._output import ResponseWriter
@@ -51,7 +52,7 @@ class Run:
         self.store, self.validate = store, validate
         self.owner = owner  # who made it (a hash of the client's key): only they see it
         self.writer = ResponseWriter(response)
-        self._changed = asyncio.Condition()
+        self._waiters: list[asyncio.Future[None]] = []  # followers waiting for the next event
         self.task: asyncio.Task[None] | None = None
         self.error: Exception | None = None
         self.published = 0  # events before this index are visible to followers (the stored state is saved)
@@ -99,21 +100,24 @@ class Run:
         if self.validate and fmt is not None and fmt.type == "json_schema" and fmt.schema is not None:
             feature: StructuredOutput[Any] = StructuredOutput(schema=dict(fmt.schema), name=fmt.name, mode="native")
             options = options.with_features([feature])
-            response = await self.client.get_response(self.messages, options=options)
-            message = response.messages[-1] if response.messages else ChatMessage("assistant", "")
-            yield ChatResponseUpdate(message.contents, usage=response.usage, finish_reason=response.finish_reason)
+        elif self.request.stream or self.request.background:  # a background run streams: its followers see it go
+            stream = self.client.get_response(self.messages, options=options, stream=True)
+            try:
+                async for update in stream:
+                    yield update
+            finally:
+                await stream.aclose()
             return
-        stream = self.client.get_response(self.messages, options=options, stream=True)
-        try:
-            async for update in stream:
-                yield update
-        finally:
-            await stream.aclose()
+        # validated, or a plain request: a plain call (the backend sees `stream: false`)
+        response = await self.client.get_response(self.messages, options=options)
+        message = response.messages[-1] if response.messages else ChatMessage("assistant", "")
+        message = mend_surrogates([message])[0]  # valid JSON, not text: U+FFFD, as the streamed path reads it
+        yield ChatResponseUpdate(message.contents, usage=response.usage, finish_reason=response.finish_reason)
 
     async def _publish(self, event: dict[str, Any]) -> dict[str, Any]:
         await self.share()  # the batch `event` came in, all at once
         self.published = event["sequence_number"] + 1
-        await self.notify()
+        self._wake()
         return event
 
     async def share(self) -> None:
@@ -128,21 +132,32 @@ class Run:
 
     async def notify(self) -> None:
         """Wake the followers of this run."""
-        async with self._changed:
-            self._changed.notify_all()
+        self._wake()
+
+    def _wake(self) -> None:
+        # a future per waiting follower, not a condition's lock round trip per event: nobody waiting costs nothing
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _changed(self) -> None:
+        """Wait for the next wake-up."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        await waiter
 
     async def follow(self, starting_after: int = -1) -> AsyncIterator[list[dict[str, Any]]]:
         """The events after `starting_after`, the stored ones first, then live until the run ends;
         in batches (every event ready at once), so a fast backend costs one write per batch."""
         sent = starting_after
         while True:
-            async with self._changed:
-                pending = self.writer.events[sent + 1 : self.published]
-                if not pending:
-                    if self.finished:
-                        return
-                    await self._changed.wait()
-                    continue
+            pending = self.writer.events[sent + 1 : self.published]
+            if not pending:
+                if self.finished:
+                    return
+                await self._changed()
+                continue
             yield pending
             sent = pending[-1]["sequence_number"]
 
@@ -173,9 +188,8 @@ class Run:
 
     async def started(self) -> None:
         """Wait for the first event; raise the backend's error when it refused the request."""
-        async with self._changed:
-            while not self.published and not self.finished:
-                await self._changed.wait()
+        while not self.published and not self.finished:
+            await self._changed()
         if self.error is not None:
             raise self.error
 

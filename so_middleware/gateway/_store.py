@@ -12,13 +12,24 @@ import asyncio
 import json
 import os
 import sqlite3
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from so_middleware import UserError
 
-__all__ = ["ResponseStore", "SQLiteStore", "StoredResponse", "check_store_path"]
+__all__ = [
+    "MEMORY_MAX_AGE",
+    "MEMORY_MAX_RESPONSES",
+    "ResponseStore",
+    "SQLiteStore",
+    "StoredResponse",
+    "check_store_path",
+]
+
+MEMORY_MAX_RESPONSES = 10_000  # the default in-memory store keeps the newest 10,000 responses
+MEMORY_MAX_AGE = 3600.0  # ... for at most an hour after their last write
 
 _T = TypeVar("_T")
 # A run still `queued`/`in_progress` in the file when it opens was left by a gateway that stopped
@@ -70,8 +81,13 @@ class ResponseStore(Protocol):
 
 
 class SQLiteStore:
-    """Responses in one SQLite file (or in memory with `":memory:"`, for tests), owned by one gateway
-    process: on open, runs a previous process left `queued`/`in_progress` are marked `failed`.
+    """Responses in one SQLite file (or in memory with `":memory:"`), owned by one gateway process:
+    on open, runs a previous process left `queued`/`in_progress` are marked `failed`.
+
+    `max_responses` and `max_age` (seconds since its last write) bound what is kept: each write
+    drops the oldest responses past either (None: no bound). The gateway's default store, in
+    memory, is bounded (`MEMORY_MAX_RESPONSES`, `MEMORY_MAX_AGE`), so a long-running process does
+    not grow without end.
 
     Every statement runs on one worker thread, in the order it was asked for: a write whose caller
     was cancelled still lands before a later one (a run's final status is its last write), and
@@ -81,9 +97,17 @@ class SQLiteStore:
         store = SQLiteStore("responses.db")
     """
 
-    def __init__(self, path: str = ":memory:") -> None:
+    def __init__(
+        self, path: str = ":memory:", *, max_responses: int | None = None, max_age: float | None = None
+    ) -> None:
         check_store_path(path)  # here, so a wrong --store is refused before the gateway serves
-        self.path = path
+        if max_responses is not None and (isinstance(max_responses, bool) or not isinstance(max_responses, int)
+                                          or max_responses < 1):  # fmt: skip
+            raise UserError(f"max_responses must be None or a whole number >= 1, got {max_responses!r}")
+        if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float))
+                                    or not 0 < max_age < float("inf")):  # fmt: skip
+            raise UserError(f"max_age must be None or a number of seconds > 0, got {max_age!r}")
+        self.path, self.max_responses, self.max_age = path, max_responses, max_age
         self._worker: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
 
@@ -98,11 +122,14 @@ class SQLiteStore:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             await self._run(
                 "CREATE TABLE IF NOT EXISTS responses "
-                "(id TEXT PRIMARY KEY, response TEXT NOT NULL, input_items TEXT NOT NULL, owner TEXT)"
+                "(id TEXT PRIMARY KEY, response TEXT NOT NULL, input_items TEXT NOT NULL, owner TEXT, written REAL)"
             )
             columns = [row[1] for row in await self._run("PRAGMA table_info(responses)")]
             if "owner" not in columns:  # rows stored before owners were: NULL, anyone's (as they were)
                 await self._run("ALTER TABLE responses ADD COLUMN owner TEXT")
+            if "written" not in columns:  # rows stored before ages were: NULL, never too old
+                await self._run("ALTER TABLE responses ADD COLUMN written REAL")
+            await self._run("CREATE INDEX IF NOT EXISTS responses_written ON responses (written)")
             await self._run(_FAIL_ABANDONED)
         except sqlite3.DatabaseError as error:
             await self.close()
@@ -119,11 +146,22 @@ class SQLiteStore:
         self._db = None
 
     async def put(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str | None = None) -> None:
-        """Insert or replace."""
-        await self._run(
-            "INSERT OR REPLACE INTO responses (id, response, input_items, owner) VALUES (?, ?, ?, ?)",
-            response["id"], json.dumps(response), json.dumps(input_items), owner,
-        )  # fmt: skip
+        """Insert or replace; then drop what is past the bounds, in the same trip to the worker."""
+        worker, db = self._worker, self._db
+        if worker is None or db is None:
+            raise RuntimeError("the response store is not open")
+        row = (response["id"], json.dumps(response), json.dumps(input_items), owner, time.time())
+        await _shielded(worker.submit(self._write, db, row))
+
+    def _write(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+        # a replaced row gets a new rowid: rowid order is the order of last writes
+        cursor = db.execute(
+            "INSERT OR REPLACE INTO responses (id, response, input_items, owner, written) VALUES (?, ?, ?, ?, ?)", row
+        )
+        if self.max_responses is not None and cursor.lastrowid is not None:
+            db.execute("DELETE FROM responses WHERE rowid <= ?", (cursor.lastrowid - self.max_responses,))
+        if self.max_age is not None:
+            db.execute("DELETE FROM responses WHERE written < ?", (row[-1] - self.max_age,))
 
     async def get(self, response_id: str, owner: str | None = None) -> StoredResponse | None:
         """The stored response, or None."""

@@ -23,6 +23,7 @@ import anyio.to_thread
 import httpx2
 
 from ..core import MAX_RAW_TEXT, ProviderResponseError, SOMiddlewareError, StreamInterruptedError, UsageDetails
+from ._idle import Watchdog
 
 __all__ = [
     "IdleTimeout",
@@ -123,30 +124,37 @@ async def iterate_sdk_stream(is_async: bool, stream: Any, idle_timeout: float | 
     events of a chunk already read come out at once.
     """
     chunks = aiter(stream.response.aiter_bytes()) if is_async else iter(stream.response.iter_bytes())
-    deadline = None if idle_timeout is None else anyio.current_time() + idle_timeout
-    while True:
-        try:
-            with anyio.fail_after(None if deadline is None else max(deadline - anyio.current_time(), 0)):
+    watchdog = None if idle_timeout is None else Watchdog(idle_timeout)
+    try:
+        while True:
+            if watchdog is not None:
+                watchdog.reading = True
+                watchdog.arm()
+            try:
                 if is_async:
                     chunk = await anext(chunks, _END)
                 else:
                     chunk = await _in_thread(lambda: next(chunks, _END))
-        except TimeoutError as error:
-            _wake_reader(is_async, stream)
-            raise IdleTimeout(f"no event from the server for {idle_timeout:g} s") from error
-        except BaseException as error:
-            _wake_reader(is_async, stream)
-            raised = stream.sdk_error(error)
-            if raised is not error:
-                raise raised from error
-            raise
-        events = stream.finish() if chunk is _END else stream.feed(chunk)
-        for event in events:
-            yield event
-            if idle_timeout is not None:
-                deadline = anyio.current_time() + idle_timeout
-        if chunk is _END:
-            return
+            except BaseException as error:
+                _wake_reader(is_async, stream)
+                if watchdog is not None and watchdog.expired(error):
+                    raise IdleTimeout(f"no event from the server for {idle_timeout:g} s") from error
+                raised = stream.sdk_error(error)
+                if raised is not error:
+                    raise raised from error
+                raise
+            if watchdog is not None:
+                watchdog.reading = False
+            events = stream.finish() if chunk is _END else stream.feed(chunk)
+            for event in events:
+                yield event
+                if watchdog is not None:
+                    watchdog.deadline = watchdog.loop.time() + watchdog.seconds
+            if chunk is _END:
+                return
+    finally:
+        if watchdog is not None:
+            watchdog.disarm()
 
 
 def _wake_reader(is_async: bool, stream: Any) -> None:

@@ -83,9 +83,11 @@ class FakeChatBackend:
                     ],
                 }
                 finish = "tool_calls"
-            return JSONResponse({"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
-                                 "model": body["model"], "usage": usage, "choices": [
-                                     {"index": 0, "message": message, "finish_reason": finish}]})  # fmt: skip
+            answer = {"id": "chatcmpl-1", "object": "chat.completion", "created": int(time.time()),
+                      "model": body["model"], "usage": usage, "choices": [
+                          {"index": 0, "message": message, "finish_reason": finish}]}  # fmt: skip
+            # json.dumps escapes what is not text (a lone surrogate: `"\ud83d"`), as a backend's JSON may
+            return Response(json.dumps(answer), media_type="application/json")
         return StreamingResponse(self._chunks(body["model"], text, usage), media_type="text/event-stream")
 
     async def _chunks(self, model: str, text: str, usage: dict[str, int]) -> Any:

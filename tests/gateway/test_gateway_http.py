@@ -219,8 +219,6 @@ def test_a_stream_broken_mid_way_fails_the_response(fake_gateway: Any) -> None:
     assert failed.status == "failed" and failed.error is not None and "broke off" in failed.error.message
     assert "".join(e.delta for e in events if e.type == "response.output_text.delta")  # what came is kept
     assert client.responses.retrieve(failed.id).status == "failed"
-    plain = httpx2.post(f"{gateway.base_url}/responses", json={"model": "m", "input": "hi"}, timeout=30).json()
-    assert plain["status"] == "failed" and plain["output"][0]["status"] == "incomplete"
     client.close()
 
 

@@ -63,7 +63,7 @@ def test_the_limits_must_be_positive(name: str, value: int, message: str) -> Non
 def test_a_client_that_hangs_up_stops_the_backend_call(fake_gateway: Any) -> None:
     backend, gateway = fake_gateway(max_attempts=3)
     backend.chunk_delay, backend.pieces = 0.2, 200  # 40 s of answer
-    body = json.dumps({"model": "m", "input": "hi"}).encode()
+    body = json.dumps({"model": "m", "input": "hi", "stream": True}).encode()  # a plain request is a plain call
     with socket.create_connection((gateway.host, gateway.port), timeout=10) as raw:
         raw.sendall(b"POST /v1/responses HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n"
                     b"content-length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
