@@ -15,8 +15,17 @@ from ._output_schema import OutputSchema
 from ._parse import parse_text
 from ._partial import CompletedItem, PartialParser, TextPartialParser
 from ._profiles import SchemaProfile
+from ._opening import opening
 from ._shape import shape_hint
 
-__all__ = ["CompletedItem", "OutputSchema", "PartialParser", "SchemaProfile", "TextPartialParser", "shape_hint"]
+__all__ = [
+    "CompletedItem",
+    "OutputSchema",
+    "PartialParser",
+    "SchemaProfile",
+    "TextPartialParser",
+    "opening",
+    "shape_hint",
+]
 
 register_text_parser(parse_text)  # ChatResponse.parse reads text through the schema layer
