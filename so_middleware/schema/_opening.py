@@ -4,13 +4,15 @@ A small model asked for JSON without constrained decoding still continues a star
 and what it continues is what it gets right: prefilled `{"numbers": ` SmolLM2-135M wrote
 `4, 8, 15}` (a list without its brackets); prefilled `{"numbers": [` it closed the list. So the
 opening goes as deep as the schema has a single way on: into an object's first property, an
-array's items, a string's opening quote; it stops before a number, a boolean, a choice
-between shapes (`anyOf`) and anything it cannot follow.
+array's items, a string's opening quote, and through a choice between shapes (`anyOf`) as far
+as every option starts alike (`{"kind": "` of a tagged union); it stops before a number, a
+boolean, and anything it cannot follow.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,8 +34,11 @@ def opening(schema: Mapping[str, Any]) -> str:
 
 def _open(root: Mapping[str, Any], node: Any, depth: int) -> str:
     node = _followed(root, node)
-    if node is None or depth > _MAX_DEPTH or any(key in node for key in ("anyOf", "oneOf", "allOf")):
+    if node is None or depth > _MAX_DEPTH or "allOf" in node:
         return ""
+    options = node.get("anyOf", node.get("oneOf"))
+    if isinstance(options, list):  # what every option starts with: `{"kind": "` of a tagged union
+        return os.path.commonprefix([_open(root, option, depth + 1) for option in options]) if options else ""
     kind = node.get("type")
     if isinstance(node.get("enum"), list) or "const" in node:
         choices = node["enum"] if "enum" in node else [node["const"]]
