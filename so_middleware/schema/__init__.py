@@ -11,11 +11,11 @@ Example:
 """
 
 from ..core import register_text_parser
+from ._opening import opening
 from ._output_schema import OutputSchema
 from ._parse import parse_text
 from ._partial import CompletedItem, PartialParser, TextPartialParser
 from ._profiles import SchemaProfile
-from ._opening import opening
 from ._shape import shape_hint
 
 __all__ = [

@@ -12,7 +12,6 @@ boolean, and anything it cannot follow.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,7 +37,7 @@ def _open(root: Mapping[str, Any], node: Any, depth: int) -> str:
         return ""
     options = node.get("anyOf", node.get("oneOf"))
     if isinstance(options, list):  # what every option starts with: `{"kind": "` of a tagged union
-        return os.path.commonprefix([_open(root, option, depth + 1) for option in options]) if options else ""
+        return _common_prefix([_open(root, option, depth + 1) for option in options])
     kind = node.get("type")
     if isinstance(node.get("enum"), list) or "const" in node:
         choices = node["enum"] if "enum" in node else [node["const"]]
@@ -64,3 +63,12 @@ def _followed(root: Mapping[str, Any], node: Any) -> Mapping[str, Any] | None:
         pointer = pointer_of(node["$ref"])
         node = resolve(root, pointer) if pointer is not None else None
     return None
+
+
+def _common_prefix(texts: list[str]) -> str:
+    """The longest text every one of `texts` starts with ("" for none)."""
+    if not texts:
+        return ""
+    shortest, longest = min(texts), max(texts)  # the sorted extremes differ first where any two do
+    at = next((i for i, (a, b) in enumerate(zip(shortest, longest, strict=False)) if a != b), len(shortest))
+    return shortest[:at]
