@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from _common import MODEL_ALIAS, RESULTS, log
@@ -77,7 +78,7 @@ def _pydantic_ai(server: Any, route: str, output: str) -> Run:
     async def run(task: Task) -> tuple[Any, int, int]:
         agent: Any = Agent(model, output_type=marker(task.output_type), retries=MAX_RETRIES)
         result = await agent.run(task.prompt(), model_settings=settings)
-        usage = result.usage()
+        usage = result.usage
         return result.output, usage.requests, usage.total_tokens
 
     return run
@@ -157,12 +158,16 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--routes", default="chat,responses,anthropic", help="comma-separated routes")
+    parser.add_argument(
+        "--into", default=str(RESULTS / "quality.json"), help="the results file the rows are merged into"
+    )
     args = parser.parse_args()
+    into = Path(args.into)
     routes = args.routes.split(",")
     measured = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = [round(value, 2) for value in os.getloadavg()]
     python = os.path.relpath(sys.executable, RESULTS.parent.parent)
-    saved = json.loads((RESULTS / "quality.json").read_text())
+    saved = json.loads(into.read_text())
     configs: list[Config] = []
 
     def save() -> None:
@@ -172,7 +177,7 @@ def main() -> None:
             "load_average_before": load_before,
             "load_average_after": [round(value, 2) for value in os.getloadavg()],
         }
-        (RESULTS / "quality.json").write_text(json.dumps(merge(saved, configs, run_info), indent=2, default=str) + "\n")
+        into.write_text(json.dumps(merge(saved, configs, run_info), indent=2, default=str) + "\n")
 
     async def go(server: Any) -> None:
         for config, run in peer_rows(server, routes):
@@ -184,7 +189,7 @@ def main() -> None:
 
     with LocalModelServer(threads=THREADS, parallel=IN_FLIGHT, extra_args=["--alias", MODEL_ALIAS]) as server:
         asyncio.run(go(server))
-    log("wrote bench/results/quality.json")
+    log(f"wrote {into}")
 
 
 if __name__ == "__main__":
