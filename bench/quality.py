@@ -17,7 +17,7 @@ from an SDK client with only a `base_url`, no profile passed, so capability disc
 identify llama-server. Those rows alone, merged into `bench/results/quality.json` (the other
 rows kept, the new ones marked with when they were measured):
 
-    SO_MIDDLEWARE_THREADS=1 .venv-bench/bin/python bench/quality.py --defaults [--discovery-off]
+    SO_MIDDLEWARE_THREADS=1 .venv-bench/bin/python bench/quality.py --defaults [--discovery-off] [--routes anthropic]
 
 `--discovery-off` adds the generic adapter with `discover=False`, the generic protocol profile.
 """
@@ -361,11 +361,13 @@ def run(*, quick: bool) -> dict[str, Any]:
     }
 
 
-def run_defaults(*, discovery_off: bool) -> None:
-    """Only the default-strategy rows of every route, merged into `bench/results/quality.json`."""
+def run_defaults(*, discovery_off: bool, only: list[str] | None = None) -> None:
+    """Only the default-strategy rows of every route (or of the `only` ones), merged into
+    `bench/results/quality.json`."""
     from so_middleware.local import LocalModelServer
 
     routes, _ = available_routes()
+    routes = [route for route in routes if not only or route in only]
     configs: list[Config] = []
     measured = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = [round(value, 2) for value in os.getloadavg()]
@@ -386,7 +388,8 @@ def run_defaults(*, discovery_off: bool) -> None:
         run_info = {
             "measured": measured,
             "command": f"SO_MIDDLEWARE_THREADS=1 {python} bench/quality.py --defaults"
-            + (" --discovery-off" if discovery_off else ""),
+            + (" --discovery-off" if discovery_off else "")
+            + (f" --routes {','.join(only)}" if only else ""),
             "load_average_before": load_before,
             "load_average_after": [round(value, 2) for value in os.getloadavg()],
         }
@@ -418,6 +421,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--defaults", action="store_true", help="only the default-strategy rows, merged in")
     parser.add_argument("--discovery-off", action="store_true", help="with --defaults: add discover=False rows")
+    parser.add_argument(
+        "--routes", help="with --defaults: only these routes, comma-separated (chat,responses,anthropic)"
+    )
     parser.add_argument("--instructor", nargs=2, metavar=("BASE_URL", "MODES"), help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -426,7 +432,7 @@ def main() -> None:
         return
     if not args.defaults:
         parser.error("run the whole section with `python bench/run.py --only quality`; here only --defaults")
-    run_defaults(discovery_off=args.discovery_off)
+    run_defaults(discovery_off=args.discovery_off, only=args.routes.split(",") if args.routes else None)
     log("wrote bench/results/quality.json; `python bench/run.py --report` writes BENCHMARKS.md")
 
 

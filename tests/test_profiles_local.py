@@ -198,3 +198,41 @@ async def test_messages_route(local_server: LocalModelServer, local_sdk: Any) ->
             [ChatMessage("user", "x")], ChatOptions.coerce({"response_format": {"type": "json_object"}})
         )
     assert "output_config" not in request
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_engine_constraints_reach_chat_but_not_messages(
+    local_server: LocalModelServer, local_sdk: Any, stream: bool
+) -> None:
+    """llama-server's own body fields, `json_schema` and `grammar`, constrain the Chat route and
+    are ignored on /v1/messages: no engine strategy can stand in for the missing format there,
+    so the Messages profile keeps `prompted` only (bench/route_constraints.py measures all routes)."""
+    grammar = 'root ::= "{\\"zebra_count\\": " [0-9] "}"'
+    engine_fields = ({"json_schema": ZEBRA}, {"grammar": grammar})
+    chat, messages = local_sdk("async-openai"), local_sdk("async-anthropic")
+    user = [{"role": "user", "content": QUESTION}]
+    for extra in engine_fields:
+        on_chat = await chat.chat.completions.create(
+            model=local_server.model, messages=user, max_tokens=30, stream=stream, extra_body={**extra, **GREEDY}
+        )
+        on_messages = await messages.messages.create(
+            model=local_server.model,
+            max_tokens=30,
+            messages=user,
+            stream=stream,
+            extra_body={**extra, "temperature": 0},
+        )
+        if stream:
+            chat_text = "".join([c.choices[0].delta.content or "" async for c in on_chat if c.choices])
+            messages_text = "".join(
+                [
+                    e.delta.text
+                    async for e in on_messages
+                    if e.type == "content_block_delta" and e.delta.type == "text_delta"
+                ]
+            )
+        else:
+            chat_text, messages_text = on_chat.choices[0].message.content or "", on_messages.content[0].text
+        assert conforms(chat_text), (extra, chat_text)
+        assert not conforms(messages_text), (extra, messages_text)
+    assert not LLAMA_SERVER_MESSAGES.native_json_schema and not LLAMA_SERVER_MESSAGES.tools

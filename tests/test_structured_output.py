@@ -294,6 +294,40 @@ async def test_prompted_prefill_is_prepended(stream: bool) -> None:
     assert response.text == '{"name": "Ada", "age": 36}'
 
 
+class _Email(BaseModel):
+    kind: Literal["email"]
+    address: str
+
+
+class _Phone(BaseModel):
+    kind: Literal["phone"]
+    number: str
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("output_type", "prefill", "continued", "expected"),
+    [
+        # `{"numbers": ` was continued by SmolLM2 as `4, 8, 15}`: the bracket is in the prefill
+        (list[int], '{"response": [', "4, 8, 15]}", [4, 8, 15]),
+        # a tagged union: every option starts with its tag, so the tag's quote is opened too
+        (
+            list[_Email | _Phone],
+            '{"response": [{"kind": "',
+            'phone", "number": "555"}]}',
+            [_Phone(kind="phone", number="555")],
+        ),
+    ],
+)
+async def test_prompted_prefill_opens_as_deep_as_one_shape(
+    stream: bool, output_type: Any, prefill: str, continued: str, expected: Any
+) -> None:
+    fake = FakeChatClient(continued, capabilities=PREFILL)
+    response = await get(with_structured_output(fake), stream, "x", output_type=output_type)
+    assert fake.calls[0].messages[-1].role == "assistant" and fake.calls[0].messages[-1].text == prefill
+    assert response.value == expected and response.text == prefill + continued
+
+
 async def test_instructions_of_caller_are_kept_in_prompted_mode() -> None:
     fake = FakeChatClient('{"response": 1}', capabilities=PROMPT_ONLY)
     await with_structured_output(fake).get_response("x", output_type=int, options={"instructions": "Be terse."})

@@ -6,9 +6,10 @@ max_tokens); never anything else."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel
 from test_structured_local import CASES
 
 from so_middleware import (
@@ -93,3 +94,54 @@ async def test_cut_off_prompted_answer_is_incomplete_without_reasks(route_client
             await client.get_response("John Smith is 35.", output_type=Person, options=options)
     assert len(caught.value.attempts) == 1 and caught.value.attempts[0].strategy == "prompted"
     assert caught.value.attempts[0].text.startswith("{") and caught.value.usage is not None
+
+
+class _Email(BaseModel):
+    kind: Literal["email"]
+    address: str
+
+
+class _Phone(BaseModel):
+    kind: Literal["phone"]
+    number: str
+
+
+class _Contacts(BaseModel):
+    contacts: list[_Email | _Phone]
+
+
+class _Numbers(BaseModel):
+    numbers: list[int]
+
+
+@pytest.mark.parametrize("route_client", ["anthropic"], indirect=True)
+@pytest.mark.parametrize(
+    ("output_type", "prefill", "prompt"),
+    [
+        (_Numbers, '{"numbers": [', "The winning numbers were 4, 8 and 15."),
+        (_Contacts, '{"contacts": [{"kind": "', "Reach Li at li@example.org or on 555-0199."),
+    ],
+    ids=["list", "tagged-union"],
+)
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_anthropic_route_prompted_with_the_deep_prefill(
+    route_client: Any, output_type: Any, prefill: str, prompt: str, stream: bool
+) -> None:
+    """The Messages route honours no engine constraint (bench/route_constraints.py), so the
+    default strategy there is `prompted`, its answer opened as deep as one shape goes; the
+    server's echo of that longer prefill is removed once, never kept twice."""
+    client = with_structured_output(route_client)
+    options = {"features": [StructuredOutput(output_type)], "max_tokens": 100, "temperature": 0}
+    try:
+        if stream:
+            response = await client.get_response(prompt, options=options, stream=True).get_final_response()
+        else:
+            response = await client.get_response(prompt, options=options)
+        attempts = response.attempts
+        assert isinstance(response.value, output_type)
+    except (ModelBehaviorError, IncompleteOutputError) as error:
+        attempts = error.attempts
+        assert error.usage is not None and error.usage.output_tokens
+    assert attempts and all(a.strategy == "prompted" for a in attempts)
+    first = attempts[0].text
+    assert first.startswith(prefill) and not first[len(prefill) :].startswith(prefill)

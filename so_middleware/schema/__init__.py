@@ -10,6 +10,7 @@ Example:
     schema.validate_json('{"response": [1]}')  # [1]
 """
 
+from ._opening import opening
 from ._output_schema import OutputSchema
 from ._parse import parse_text
 from ._partial import CompletedItem, PartialParser, TextPartialParser
@@ -22,6 +23,7 @@ __all__ = [
     "PartialParser",
     "SchemaProfile",
     "TextPartialParser",
+    "opening",
     "parse_text",
     "shape_hint",
 ]

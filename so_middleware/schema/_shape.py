@@ -109,6 +109,8 @@ class _Skeleton:
         label = node.get("description")  # not the title: pydantic's titles only repeat the field name
         if kind == "string":
             return f'"<{label or "string"}>"'
+        if kind == "boolean":  # SmolLM2 answered `<boolean>` with 2: the two values are spelled out too
+            self.choices.append(f"{path or 'the value'} is true or false")
         if kind in ("integer", "number", "boolean"):
             return f"<{kind}: {label}>" if label else f"<{kind}>"
         return f"<{label or 'value'}>"

@@ -34,7 +34,7 @@ class Item(BaseModel):
     ("output_type", "expected"),
     [
         (list[int], '{"response": [<integer>, ...]}'),
-        (bool, '{"response": <boolean>}'),
+        (bool, '{"response": <boolean>}\nresponse is true or false'),  # spelled out: SmolLM2 wrote 2
         (dict[str, int], '{"<key>": <integer>, ...}'),
         (
             Item,

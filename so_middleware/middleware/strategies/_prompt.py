@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core import ChatOptions
-from ...schema import OutputSchema, shape_hint
+from ...schema import OutputSchema, opening, shape_hint
 
 __all__ = ["instructions_for", "prefill_for"]
 
@@ -32,15 +32,11 @@ def instructions_for(options: ChatOptions, schema: OutputSchema, profile: Any) -
 
 
 def prefill_for(schema: OutputSchema, profile: Any) -> str:
-    """A JSON prefill that starts the first value.
+    """A JSON prefill that starts the answer as deep as only one shape can go.
 
     Small models that ignore instructions (and copy the schema back) still continue a started
-    object. A string value is opened with its quote, so the model writes a value rather than
-    another object.
+    object, and write the value the opening asks for: a string opened with its quote gets a
+    value rather than another object, a list opened with its bracket gets its items rather than
+    bare numbers (`schema.opening`).
     """
-    properties = _hint_schema(schema, profile).get("properties") or {}
-    first = next(iter(properties), None)
-    if not isinstance(first, str):
-        return "{"
-    opening = '{"' + first + '": '
-    return opening + '"' if properties[first].get("type") == "string" else opening
+    return opening(_hint_schema(schema, profile)) or "{"

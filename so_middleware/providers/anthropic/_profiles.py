@@ -53,6 +53,9 @@ _PREFILL_MODELS = re.compile(r"claude-(instant|[123](?!\d)|(opus|sonnet|haiku)-4
 # llama.cpp's llama-server on /v1/messages with SmolLM2-135M: output_config is ignored (free
 # text comes back), tools never reach the model, and there is no JSON mode; an assistant
 # prefill is continued but echoed at the start of the answer (the adapter strips the echo).
+# The engine's own constraints, honoured on its other routes, are ignored here too: the
+# `json_schema`, `grammar` and `response_format` body fields (bench/route_constraints.py), so
+# `prompted` with its prefill is the one strategy left.
 LLAMA_SERVER_MESSAGES = Capabilities(
     name="llama-server-messages",
     native_json_schema=False,
