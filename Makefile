@@ -51,9 +51,9 @@ test: $(STAMP) postgres
 	else echo "npm is not installed: the Node client tests will skip"; fi
 	$(BIN)/python -m pytest
 	# the layers again on wrapt's pure-Python proxies, which differ from the C ones; the real model is not needed for that
-	WRAPT_DISABLE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_server" tests/test_delegating.py \
-		tests/test_structured_output.py tests/test_retries.py tests/test_telemetry.py tests/test_agents.py \
-		tests/test_logging.py tests/test_fallback.py tests/test_cache.py tests/test_options.py
+	WRAPT_DISABLE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_server" tests/core/test_delegating.py \
+		tests/middleware/structured_output/test_structured_output.py tests/middleware/retries/test_retries.py tests/middleware/telemetry/test_telemetry.py tests/agents/test_agents.py \
+		tests/middleware/logging/test_logging.py tests/middleware/fallback/test_fallback.py tests/middleware/cache/test_cache.py tests/middleware/options/test_options.py
 
 # The benchmarks compare with instructor, which pins openai<4 and jiter<0.15: instructor's rows
 # run in their own environment, everything else in the test environment with the current SDKs.

@@ -80,8 +80,8 @@ def _client(server: Any, sdk: Any, *, on: bool) -> Any:
 
 
 def _watching(on: bool) -> None:
-    import so_middleware.middleware._call as call_module
-    from so_middleware.middleware._loops import LoopWatch
+    import so_middleware.middleware.structured_output._call as call_module
+    from so_middleware.middleware.structured_output._loops import LoopWatch
 
     call_module.LoopWatch = LoopWatch if on else _NoWatch  # type: ignore[misc,assignment]
 

@@ -432,7 +432,7 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
             "still does auth, base URL, headers, its retries, HTTP errors and reading the body into its "
             "`ChatCompletion`), which skips `create`'s request transform (a walk of every nested dict of the request "
             "against the parameter types): that walk is about half of a raw `create` call's CPU time here, which is "
-            "why a layer stack can cost less than the raw call (`tests/test_sdk_post.py` checks that the request "
+            "why a layer stack can cost less than the raw call (`tests/providers/openai/test_sdk_post.py` checks that the request "
             "sent is the same).",
             "",
         ]

@@ -22,7 +22,8 @@ except ImportError as error:  # pragma: no cover - exercised in a subprocess wit
     raise ImportError("so_middleware.gateway needs its extra: pip install 'so-middleware[gateway]'") from error
 
 from ..wire.responses import text_format_to_chat as chat_response_format
-from ._app import GatewayConfig, create_app
+from ._app import create_app
+from ._config import GatewayConfig
 from ._limits import server_options
 from ._open_store import open_store
 from ._store import ResponseStore, SQLiteStore, StoredResponse

@@ -124,7 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the gateway until Ctrl-C or SIGTERM (exit 2, before anything starts, on a wrong option)."""
     options = parser()
     args = options.parse_args(argv)
-    from ._app import GatewayConfig, create_app
+    from ._app import create_app
+    from ._config import GatewayConfig
 
     try:  # checked before the embedded model starts; the backend URL is known after
         config = GatewayConfig(backend_url=args.backend or "", backend_api_key=args.backend_api_key,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 if TYPE_CHECKING:
-    from ._app import GatewayConfig
+    from ._config import GatewayConfig
 
 __all__ = ["LimitedH11Protocol", "server_options"]
 

@@ -16,14 +16,14 @@ from ._errors import BadRequest, error_response
 from ._output import spec_names
 from ._request import is_reference, parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
-from ._runs import TERMINAL, Run, Runs
+from ._runs import TERMINAL, ResponseRun, Runs
 from ._shared import shared_runs
 from ._store import ResponseStore
 from ._telemetry import server_span
 from ._watch import event_stream, unless_disconnected
 
 if TYPE_CHECKING:
-    from ._app import GatewayConfig
+    from ._config import GatewayConfig
 
 __all__ = ["SPEC_HEADER", "Gateway"]
 
@@ -65,7 +65,7 @@ class Gateway:
         parsed.input_items = await self._resolved(parsed.input_items, owner)
         history = history + parsed.input_items
         status = "queued" if parsed.background else "in_progress"
-        run = Run(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), items_to_messages(history),
+        run = ResponseRun(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), items_to_messages(history),
                   history, self.store, self.config.validate, owner, self.shared if parsed.background else None)  # fmt: skip
         events = server_span(self.config.tracer_provider, "POST /v1/responses").wrap(run.events())
         if parsed.background:
@@ -181,7 +181,7 @@ class Gateway:
         if deleted:
             self.runs.forget(response_id)
 
-    def _run(self, response_id: str, owner: str) -> Run | None:
+    def _run(self, response_id: str, owner: str) -> ResponseRun | None:
         """The live run with this id, unless another key made it (then, as for any stranger, none)."""
         run = self.runs.get(response_id)
         return run if run is not None and run.owner == owner else None

@@ -25,7 +25,7 @@ from ._request import GatewayRequest
 from ._shared import SharedRuns
 from ._store import ResponseStore
 
-__all__ = ["RETRY_AFTER", "SHUTTING_DOWN", "Run", "Runs"]
+__all__ = ["RETRY_AFTER", "SHUTTING_DOWN", "ResponseRun", "Runs"]
 
 _log = logging.getLogger("so_middleware.gateway")
 TERMINAL = ("completed", "incomplete", "failed", "cancelled")
@@ -33,7 +33,7 @@ RETRY_AFTER = 2  # seconds, the `retry-after` of a 429 when the background queue
 SHUTTING_DOWN = "the gateway shut down before this response finished"
 
 
-class Run:
+class ResponseRun:
     """One response: `events()` runs it (once) and yields its events; `follow()` reads them again."""
 
     def __init__(
@@ -244,12 +244,12 @@ class Runs:
     def __init__(self, max_running: int = 8, max_queued: int = 64, keep_finished: int = 256) -> None:
         if max_running < 1 or max_queued < 0:
             raise ValueError(f"max_running must be >= 1 and max_queued >= 0, got {max_running} and {max_queued}")
-        self._runs: OrderedDict[str, Run] = OrderedDict()
+        self._runs: OrderedDict[str, ResponseRun] = OrderedDict()
         self._keep = keep_finished  # finished runs kept for resuming their streams
         self._slots = asyncio.Semaphore(max_running)
         self._limit = max_running + max_queued
 
-    def get(self, response_id: str) -> Run | None:
+    def get(self, response_id: str) -> ResponseRun | None:
         """The live run with this id, if this process runs it."""
         return self._runs.get(response_id)
 
@@ -257,7 +257,7 @@ class Runs:
         """The ids of the runs not finished yet (queued or running)."""
         return [key for key, run in self._runs.items() if not run.finished]
 
-    def admit(self, run: Run) -> None:
+    def admit(self, run: ResponseRun) -> None:
         """Count `run` in (before it is first stored); a 429 with `retry-after` when the queue is full."""
         if sum(not kept.finished for kept in self._runs.values()) >= self._limit:
             raise BadRequest(f"This gateway already has {self._limit} background responses queued or running; "
@@ -265,7 +265,7 @@ class Runs:
                              headers={"retry-after": str(RETRY_AFTER)})  # fmt: skip
         self._runs[run.response["id"]] = run
 
-    def start(self, run: Run, events: AsyncIterator[dict[str, Any]]) -> None:
+    def start(self, run: ResponseRun, events: AsyncIterator[dict[str, Any]]) -> None:
         """Run an admitted run in the background until done or cancelled; kept for
         `GET ...?stream=true` and cancel."""
         run.start(events, self._slots)

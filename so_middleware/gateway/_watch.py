@@ -25,7 +25,7 @@ import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from ._runs import Run
+from ._runs import ResponseRun
 
 __all__ = ["FINISH_WINDOW", "SHUTDOWN_GRACE", "event_stream", "frames", "unless_disconnected"]
 
@@ -73,7 +73,9 @@ def _json(event: dict[str, Any]) -> bytes:
 
 
 def event_stream(
-    run: Run | None, batches: AsyncIterator[list[dict[str, Any]]], on_close: Callable[[], Awaitable[None]] | None = None
+    run: ResponseRun | None,
+    batches: AsyncIterator[list[dict[str, Any]]],
+    on_close: Callable[[], Awaitable[None]] | None = None,
 ) -> Response:
     """The SSE response for a run's event batches (`run` None: one running on another process, whose
     stream is cut when this server stops); `on_close` runs when the stream ends for any reason."""
@@ -85,7 +87,7 @@ class _EventStream(Response):
 
     def __init__(
         self,
-        run: Run | None,
+        run: ResponseRun | None,
         batches: AsyncIterator[list[dict[str, Any]]],
         on_close: Callable[[], Awaitable[None]] | None,
     ) -> None:

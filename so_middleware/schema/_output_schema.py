@@ -13,7 +13,7 @@ from ..core import ModelBehaviorError, UserError, copy_json
 from ._checks import check_schema_values
 from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser
-from ._plan import EnvelopePlan, Plan, plan_for
+from ._plan import EnvelopePlan, PartialPlan, plan_for
 from ._profiles import PROFILES, SchemaProfile, render_profile
 from ._refs import check_references
 from ._schema_tools import check_schema_size, flatten_root, is_object_schema, wrap_schema
@@ -42,7 +42,7 @@ class _Compiled:
     wrapped: bool
     base_schema: dict[str, Any]
     validator: Validator
-    plan: Plan
+    plan: PartialPlan
     profiles: dict[tuple[str, bool], dict[str, Any]] = field(default_factory=dict)
     # Identity cache keys are unique only while the type lives: the entry keeps it alive.
     keepalive: Any = None
@@ -85,7 +85,7 @@ def _compile_type(output_type: Any) -> _Compiled:
     except Exception as exc:
         raise UserError(f"Cannot build a validator for output type {what}: {exc}") from None
     inner_plan = plan_for(output_type)
-    plan: Plan = EnvelopePlan(inner_plan) if wrapped else inner_plan
+    plan: PartialPlan = EnvelopePlan(inner_plan) if wrapped else inner_plan
     return _Compiled(what=what, wrapped=wrapped, base_schema=base, validator=validator, plan=plan)
 
 
@@ -107,7 +107,7 @@ def _compile_raw(schema: dict[str, Any]) -> _Compiled:
     base = wrap_schema(inner) if wrapped else inner
     validator = RawSchemaValidator(schema, wrapped=wrapped, what=what)
     inner_plan = plan_for(schema)
-    plan: Plan = EnvelopePlan(inner_plan) if wrapped else inner_plan
+    plan: PartialPlan = EnvelopePlan(inner_plan) if wrapped else inner_plan
     return _Compiled(what=what, wrapped=wrapped, base_schema=base, validator=validator, plan=plan)
 
 

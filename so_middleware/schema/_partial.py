@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._errors import json_error, validation_error
-from ._plan import EnvelopePlan, Plan, SequencePlan
+from ._plan import EnvelopePlan, PartialPlan, SequencePlan
 from ._tokenizer import IncrementalJsonParser, JsonSyntaxError
 
 __all__ = ["CompletedItem", "PartialParser", "TextPartialParser"]
@@ -51,7 +51,7 @@ class CompletedItem:
 class _Frame:
     __slots__ = ("collect", "display", "in_item", "is_object", "key", "path", "plan", "raw", "slot")
 
-    def __init__(self, is_object: bool, raw: Any, display: Any, plan: Plan | None, slot: Any) -> None:
+    def __init__(self, is_object: bool, raw: Any, display: Any, plan: PartialPlan | None, slot: Any) -> None:
         self.is_object = is_object
         self.raw = raw
         self.display = display
@@ -92,7 +92,7 @@ class PartialParser:
 
     def __init__(
         self,
-        plan: Plan,
+        plan: PartialPlan,
         finish: Callable[[str], Any],
         *,
         what: str,
@@ -187,7 +187,7 @@ class PartialParser:
 
     # Sink events, called by the incremental parser.
 
-    def _child(self) -> tuple[_Frame | None, Plan | None, Any]:
+    def _child(self) -> tuple[_Frame | None, PartialPlan | None, Any]:
         if not self._stack:
             return None, self._plan, None
         parent = self._stack[-1]
@@ -259,7 +259,7 @@ class PartialParser:
         parent, plan, slot = self._child()
         self._attach(parent, slot, raw, plan, raw)
 
-    def _attach(self, parent: _Frame | None, slot: Any, raw: Any, plan: Plan | None, fallback: Any) -> None:
+    def _attach(self, parent: _Frame | None, slot: Any, raw: Any, plan: PartialPlan | None, fallback: Any) -> None:
         """Record a closed value: validated once here, then placed in both trees."""
         self._changed = True
         if parent is not None and parent.collect:
@@ -273,7 +273,7 @@ class PartialParser:
         _put(parent.raw, slot, raw)
         self._show(parent, slot, typed, raw)
 
-    def _item(self, raw: Any, plan: Plan | None, path: Path) -> Any:
+    def _item(self, raw: Any, plan: PartialPlan | None, path: Path) -> Any:
         """A list item: it must validate on its own, as list[T] validates each T alone."""
         typed = raw
         if plan is not None:

@@ -19,7 +19,7 @@ from typing_extensions import is_typeddict
 
 from ._typeinfo import cache_key
 
-__all__ = ["MISSING", "EnvelopePlan", "Plan", "SequencePlan", "plan_for"]
+__all__ = ["MISSING", "EnvelopePlan", "PartialPlan", "SequencePlan", "plan_for"]
 
 _SEQUENCES = (
     list,
@@ -34,14 +34,14 @@ _MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
 MISSING: Any = object()
 
 
-class Plan:
+class PartialPlan:
     """A leaf: open containers are shown as the raw JSON so far; closed values are validated."""
 
     def __init__(self, output_type: Any) -> None:
         self.output_type = output_type
         self._adapter: TypeAdapter[Any] | None = None
 
-    def child(self, key: str | None) -> Plan | None:
+    def child(self, key: str | None) -> PartialPlan | None:
         """The plan for a property (`key`) or an item (`None`); None means "raw only"."""
         return None
 
@@ -78,21 +78,21 @@ class Plan:
         return fallback if value is MISSING else value
 
 
-class _RawPlan(Plan):
+class _RawPlan(PartialPlan):
     """No type information (raw JSON-schema outputs): never validates during streaming."""
 
     def validate_or_raise(self, raw: Any) -> Any:
         return raw
 
 
-class EnvelopePlan(Plan):
+class EnvelopePlan(PartialPlan):
     """The `{"response": ...}` wrapper: shows a dict, validates nothing itself."""
 
-    def __init__(self, inner: Plan) -> None:
+    def __init__(self, inner: PartialPlan) -> None:
         super().__init__(None)
         self.inner = inner
 
-    def child(self, key: str | None) -> Plan | None:
+    def child(self, key: str | None) -> PartialPlan | None:
         return self.inner if key == "response" else None
 
     def new_display(self, is_object: bool, raw: Any) -> Any:
@@ -102,13 +102,13 @@ class EnvelopePlan(Plan):
         return MISSING
 
 
-class SequencePlan(Plan):
+class SequencePlan(PartialPlan):
     def __init__(self, output_type: Any, item_type: Any) -> None:
         super().__init__(output_type)
         self.item_type = item_type
-        self._item: Plan | None = None
+        self._item: PartialPlan | None = None
 
-    def child(self, key: str | None) -> Plan | None:
+    def child(self, key: str | None) -> PartialPlan | None:
         if key is not None:
             return None
         if self._item is None:
@@ -119,13 +119,13 @@ class SequencePlan(Plan):
         return [] if not is_object else raw
 
 
-class _MappingPlan(Plan):
+class _MappingPlan(PartialPlan):
     def __init__(self, output_type: Any, value_type: Any) -> None:
         super().__init__(output_type)
         self.value_type = value_type
-        self._value: Plan | None = None
+        self._value: PartialPlan | None = None
 
-    def child(self, key: str | None) -> Plan | None:
+    def child(self, key: str | None) -> PartialPlan | None:
         if key is None:
             return None
         if self._value is None:
@@ -136,16 +136,16 @@ class _MappingPlan(Plan):
         return {} if is_object else raw
 
 
-class _RecordPlan(Plan):
+class _RecordPlan(PartialPlan):
     """Fixed keys: pydantic models, dataclasses and TypedDicts."""
 
     def __init__(self, output_type: Any, shape: type, fields: dict[str, tuple[str, Any]]) -> None:
         super().__init__(output_type)
         self.shape = shape
         self.fields = fields  # JSON key -> (attribute name, annotation)
-        self._children: dict[str, Plan] = {}
+        self._children: dict[str, PartialPlan] = {}
 
-    def child(self, key: str | None) -> Plan | None:
+    def child(self, key: str | None) -> PartialPlan | None:
         if key is None or key not in self.fields:
             return None
         if key not in self._children:
@@ -226,11 +226,11 @@ def _record_fields(cls: Any) -> dict[str, tuple[str, Any]] | None:
     return {name: (name, hint) for name, hint in hints.items()}
 
 
-_PLANS: dict[Any, Plan] = {}
+_PLANS: dict[Any, PartialPlan] = {}
 _MAX_PLANS = 512
 
 
-def plan_for(output_type: Any) -> Plan:
+def plan_for(output_type: Any) -> PartialPlan:
     """The (cached) plan for a type; a raw-schema dict gets a plan that never validates."""
     if isinstance(output_type, dict):
         return _RawPlan(output_type)
@@ -244,7 +244,7 @@ def plan_for(output_type: Any) -> Plan:
     return plan
 
 
-def _build(output_type: Any) -> Plan:
+def _build(output_type: Any) -> PartialPlan:
     shape = _strip_optional(output_type)
     origin = typing.get_origin(shape)
     args = typing.get_args(shape)
@@ -262,4 +262,4 @@ def _build(output_type: Any) -> Plan:
         return SequencePlan(output_type, args[0])
     if origin in _MAPPINGS and len(args) == 2:
         return _MappingPlan(output_type, args[1])
-    return Plan(output_type)
+    return PartialPlan(output_type)

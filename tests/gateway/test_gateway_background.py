@@ -65,17 +65,17 @@ def test_cancel_closes_the_backend_stream(fake_gateway: Any) -> None:
 
 def test_a_cancelled_run_says_so_before_its_followers_see_it_end(fake_gateway: Any, monkeypatch: Any) -> None:
     """A stream following the run ends when the run stops; a poll right then must read `cancelled`."""
-    from so_middleware.gateway._runs import Run
+    from so_middleware.gateway._runs import ResponseRun
 
     status_when_ended: list[str] = []
-    notify = Run.notify
+    notify = ResponseRun.notify
 
-    async def recording(self: Run) -> None:
+    async def recording(self: ResponseRun) -> None:
         if self.finished:
             status_when_ended.append(self.response["status"])
         await notify(self)
 
-    monkeypatch.setattr(Run, "notify", recording)
+    monkeypatch.setattr(ResponseRun, "notify", recording)
     backend, gateway = fake_gateway()
     backend.chunk_delay, backend.pieces = 0.2, 50
     client = sdk(gateway)

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from so_middleware import ModelBehaviorError, with_structured_output
+from so_middleware import ModelBehaviorError
 from so_middleware.schema import OutputSchema
-from so_middleware.testing import FakeChatClient
 
 
 class Reading(BaseModel):
@@ -82,12 +81,3 @@ def test_a_type_that_allows_non_finite_floats_gets_them(output_type: Any) -> Non
     parser = schema.partial_parser()
     parser.feed('{"value": 1e999}')
     assert math.isinf(parser.finish().value)
-
-
-@pytest.mark.anyio
-async def test_the_engine_re_asks_after_a_non_finite_answer() -> None:
-    fake = FakeChatClient(['{"value": NaN}', '{"value": 1e999}', '{"value": 2.5}'])
-    client = with_structured_output(fake)
-    response = await client.get_response("How much?", output_type=Reading)
-    assert response.value == Reading(value=2.5)
-    assert len(response.attempts) == 3 and len(fake.calls) == 3

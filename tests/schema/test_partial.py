@@ -11,9 +11,8 @@ import pytest
 from pydantic import BaseModel, field_validator
 from typing_extensions import TypedDict
 
-from so_middleware import ModelBehaviorError, with_structured_output
+from so_middleware import ModelBehaviorError
 from so_middleware.schema import OutputSchema, PartialParser
-from so_middleware.testing import FakeChatClient
 
 
 class Address(BaseModel):
@@ -327,17 +326,3 @@ def test_an_invalid_nested_item_names_its_list() -> None:
         parser.feed(
             '{"title": "t", "people": [{"name": "a", "age": 1, "address": {"city": "c", "zip": "z"}}, {"name": 5}]'
         )
-
-
-@pytest.mark.anyio
-async def test_streamed_updates_carry_the_items_of_a_list_inside_a_model() -> None:
-    """docs/how-to/streaming.md: `update.completed_items` holds the list items that just closed."""
-    people = [{"name": f"p{index}", "age": index, "address": {"city": "c", "zip": "z"}} for index in range(2)]
-    fake = FakeChatClient([json.dumps({"title": "t", "people": people})])
-    stream = with_structured_output(fake).get_response("Who?", output_type=People, stream=True)
-    seen: list[Any] = []
-    async with stream:
-        async for update in stream:
-            seen.extend(update.completed_items)
-    assert seen == [Person.model_validate(person) for person in people]
-    assert (await stream.get_final_response()).value.people == seen

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ...core import UserError
-from ._base import Answer, Plan, Strategy, Target
+from ._base import Answer, AttemptRequest, Strategy, Target
 from .json_object import JsonObject
 from .native import Native
 from .prompted import Prompted
@@ -40,6 +40,7 @@ __all__ = [
     "JsonObject",
     "Mode",
     "Native",
+    "AttemptRequest",
     "Plan",
     "Prompted",
     "Strategy",
@@ -151,3 +152,6 @@ def strategies_for(
             )
         return [strategy]
     return [s for s in available if s.in_auto(target.capabilities) and s.unavailable(target) is None]
+
+
+Plan = AttemptRequest  # its earlier name, for strategies written against it

@@ -23,7 +23,7 @@ from ...core import (
 )
 from ...schema import OutputSchema
 
-__all__ = ["Answer", "Plan", "Strategy", "Target"]
+__all__ = ["Answer", "AttemptRequest", "Strategy", "Target"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Plan:
+class AttemptRequest:
     """One attempt's request: what to send, and what a reader of the answer needs to know."""
 
     strategy: Strategy
@@ -81,15 +81,15 @@ class Strategy:
         """`capabilities` as learned once the backend was seen to ignore this strategy."""
         return capabilities
 
-    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> Plan:
+    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> AttemptRequest:
         """The request of one attempt (the caller's messages and options are not changed)."""
         raise NotImplementedError
 
-    def delta(self, plan: Plan, update: ChatResponseUpdate[Any]) -> str:
+    def delta(self, plan: AttemptRequest, update: ChatResponseUpdate[Any]) -> str:
         """The part of the answer a streamed update carries."""
         return update.text
 
-    def answer(self, plan: Plan, response: ChatResponse[Any]) -> Answer:
+    def answer(self, plan: AttemptRequest, response: ChatResponse[Any]) -> Answer:
         """The raw answer of a response."""
         return Answer(plan.prefill + response.text)
 
@@ -97,11 +97,11 @@ class Strategy:
         """The typed value of an answer; raises `ModelBehaviorError` (a message the model can read)."""
         return target.schema.validate_json(answer.text, lenient=self.lenient)
 
-    def ignored(self, plan: Plan, answer: Answer) -> bool:
+    def ignored(self, plan: AttemptRequest, answer: Answer) -> bool:
         """True when the answer shows the backend ignored this strategy (asking again would not help)."""
         return False
 
-    def reask(self, plan: Plan, answer: Answer, error: Exception) -> list[ChatMessage]:
+    def reask(self, plan: AttemptRequest, answer: Answer, error: Exception) -> list[ChatMessage]:
         """The conversation of the next attempt: the failed answer, then what was wrong with it."""
         return [
             *history_of(plan),
@@ -113,7 +113,7 @@ class Strategy:
         return f"<strategy {self.name}>"
 
 
-def history_of(plan: Plan) -> list[ChatMessage]:
+def history_of(plan: AttemptRequest) -> list[ChatMessage]:
     """The plan's messages without its prefill (a re-ask starts a new assistant turn)."""
     return [m for m in plan.messages if not (plan.prefill and m is plan.messages[-1])]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ResponseFormat
-from ._base import Answer, Plan, Strategy, Target, starts_like_json
+from ._base import Answer, AttemptRequest, Strategy, Target, starts_like_json
 from ._prompt import instructions_for
 
 __all__ = ["JsonObject"]
@@ -28,12 +28,12 @@ class JsonObject(Strategy):
     def turned_off(self, capabilities: Capabilities) -> Capabilities:
         return capabilities.replace(json_object=False)
 
-    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> Plan:
+    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> AttemptRequest:
         changed = options.replace(
             response_format=ResponseFormat.json_object(),
             instructions=instructions_for(options, target.schema, target.profile),
         )
-        return Plan(self, list(messages), changed)
+        return AttemptRequest(self, list(messages), changed)
 
-    def ignored(self, plan: Plan, answer: Answer) -> bool:
+    def ignored(self, plan: AttemptRequest, answer: Answer) -> bool:
         return not starts_like_json(answer)  # prose under JSON mode: the mode was not enforced

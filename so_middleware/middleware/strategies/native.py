@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ResponseFormat
-from ._base import Answer, Plan, Strategy, Target, schema_problem, starts_like_json
+from ._base import Answer, AttemptRequest, Strategy, Target, schema_problem, starts_like_json
 
 __all__ = ["Native"]
 
@@ -25,7 +25,7 @@ class Native(Strategy):
     def turned_off(self, capabilities: Capabilities) -> Capabilities:
         return capabilities.replace(native_json_schema=False)
 
-    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> Plan:
+    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> AttemptRequest:
         schema, profile = target.schema, target.profile
         # Only OpenAI's dialect has a strict switch; elsewhere `strict` is left unsent.
         strict = schema.is_strict_json_schema() if profile == "openai-strict" else None
@@ -35,7 +35,7 @@ class Native(Strategy):
             strict=strict,
             description=target.description,
         )
-        return Plan(self, list(messages), options.replace(response_format=fmt), strict=bool(strict))
+        return AttemptRequest(self, list(messages), options.replace(response_format=fmt), strict=bool(strict))
 
-    def ignored(self, plan: Plan, answer: Answer) -> bool:
+    def ignored(self, plan: AttemptRequest, answer: Answer) -> bool:
         return not starts_like_json(answer)

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from pydantic import TypeAdapter, ValidationError
 
 from ...core import ChatMessage, ChatOptions, ModelBehaviorError, TextContent
-from ._base import Answer, Plan, Strategy, Target, history_of
+from ._base import Answer, AttemptRequest, Strategy, Target, history_of
 
 __all__ = ["Text"]
 
@@ -17,8 +17,8 @@ __all__ = ["Text"]
 class Text(Strategy):
     name: ClassVar[str] = "text"
 
-    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> Plan:
-        return Plan(self, list(messages), options)
+    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> AttemptRequest:
+        return AttemptRequest(self, list(messages), options)
 
     def validate(self, target: Target, answer: Answer) -> Any:
         if target.text_type in (None, str):
@@ -29,7 +29,7 @@ class Text(Strategy):
             problems = "; ".join(e["msg"] for e in error.errors())
             raise ModelBehaviorError(f"the text does not fit: {problems}", raw_text=answer.text[:1000]) from None
 
-    def reask(self, plan: Plan, answer: Answer, error: Exception) -> list[ChatMessage]:
+    def reask(self, plan: AttemptRequest, answer: Answer, error: Exception) -> list[ChatMessage]:
         return [
             *history_of(plan),
             ChatMessage("assistant", [TextContent(answer.text or "(no answer)")]),

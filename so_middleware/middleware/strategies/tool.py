@@ -18,7 +18,7 @@ from ...core import (
     FunctionTool,
     TextContent,
 )
-from ._base import Answer, Plan, Strategy, Target, feedback, history_of, schema_problem
+from ._base import Answer, AttemptRequest, Strategy, Target, feedback, history_of, schema_problem
 
 __all__ = ["Tool"]
 
@@ -38,7 +38,7 @@ class Tool(Strategy):
     def turned_off(self, capabilities: Capabilities) -> Capabilities:
         return capabilities.replace(tools=False, forced_tool_choice=False, strict_tools=False, tool_emulation=False)
 
-    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> Plan:
+    def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> AttemptRequest:
         schema, caps = target.schema, target.capabilities
         name = schema.wire_name(target.profile)
         strict = caps.strict_tools and schema.is_strict_json_schema()
@@ -51,26 +51,26 @@ class Tool(Strategy):
         # an emulated tool choice is always honoured: the adapter asks for the call by schema
         choice = ForcedTool(name) if caps.forced_tool_choice or caps.tool_emulation else "required"
         changed = options.replace(tools=[*(options.tools or []), tool], tool_choice=choice)
-        return Plan(self, list(messages), changed, tool_name=name, strict=strict)
+        return AttemptRequest(self, list(messages), changed, tool_name=name, strict=strict)
 
-    def delta(self, plan: Plan, update: ChatResponseUpdate[Any]) -> str:
+    def delta(self, plan: AttemptRequest, update: ChatResponseUpdate[Any]) -> str:
         return "".join(
             c.arguments
             for c in update.contents
             if isinstance(c, FunctionCallContent) and c.name in ("", plan.tool_name)
         )
 
-    def answer(self, plan: Plan, response: ChatResponse[Any]) -> Answer:
+    def answer(self, plan: AttemptRequest, response: ChatResponse[Any]) -> Answer:
         for message in reversed(response.messages):
             for call in message.function_calls:
                 if call.name == plan.tool_name:
                     return Answer(call.arguments, call, message)
         return Answer(response.text)
 
-    def ignored(self, plan: Plan, answer: Answer) -> bool:
+    def ignored(self, plan: AttemptRequest, answer: Answer) -> bool:
         return answer.call is None  # the tool choice was forced: no call means it was not honoured
 
-    def reask(self, plan: Plan, answer: Answer, error: Exception) -> list[ChatMessage]:
+    def reask(self, plan: AttemptRequest, answer: Answer, error: Exception) -> list[ChatMessage]:
         history = history_of(plan)
         call = answer.call
         if call is None:

@@ -1,7 +1,7 @@
 """Capability profiles of Anthropic-protocol backends: what each one really enforces.
 
 Picked from the base URL and model, overridable on the adapter with `capabilities=...`.
-The llama-server profile is re-checked against the real server by tests/test_profiles_local.py.
+The llama-server profile is re-checked against the real server by tests/integration/test_profiles_local.py.
 """
 
 from __future__ import annotations

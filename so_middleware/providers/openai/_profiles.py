@@ -1,7 +1,7 @@
 """Capability profiles of OpenAI-protocol backends, per route: what each one really enforces.
 
 Picked from the base URL (and model), overridable on every adapter with `capabilities=...`.
-The llama-server profiles are re-checked against the real server by tests/test_profiles_local.py.
+The llama-server profiles are re-checked against the real server by tests/integration/test_profiles_local.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,163 @@
+"""Retries: a call that fails transiently is tried again, with backoff, within a deadline.
+
+    client = with_retries(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), max_attempts=4, deadline=60)
+
+**Retried:** connection errors, timeouts, HTTP 408, 409, 429, 5xx (Anthropic's 529 `overloaded_error`
+too), `x-should-retry: true`, `StreamInterruptedError`, and a `ProviderResponseError` that is
+`transient` (a failure the server reports inside a 2xx answer with a transient error type, such as
+Anthropic's in-stream `overloaded_error` or a Responses `error` event with `server_error`, or with
+no type at all).
+Errors are read through `failure_of` (the `TransportFailure` an adapter records on the SDK's
+exception at its boundary; `so_middleware.core`). Anything else (400, 401, 403, 404, 422, `OutputError`,
+an unreadable answer) is raised at once, unchanged; `retry_if=` replaces the classifier.
+
+**Waits:** full-jitter exponential backoff, a random time in `[0, min(max_delay, base_delay * 2**(n-1))]`
+after attempt n; a `retry-after-ms`/`retry-after` header (seconds or HTTP date) replaces it, capped
+at `max_retry_after` (ignored when it does not parse). `deadline` bounds the whole call: a wait that
+would end past it is not started, and an attempt still running when it passes (a slow answer, a
+stalled stream) is cancelled and the call raises `DeadlineExceededError`; an adapter caps its HTTP
+timeouts by the time left, so no request outlives the deadline. When retries stop, the last error
+is raised as it was.
+
+**SDK retries:** both SDKs retry by themselves (`max_retries=2`). Under this layer each attempt
+would hide up to three HTTP requests from the attempt count, the deadline and telemetry, so the
+layer's calls carry the option `sdk_max_retries=0` (unless the caller set it): the adapter makes
+them through a copy of its SDK client without retries. Nothing the caller holds changes: the
+adapter and its SDK client keep their own retries for calls that do not pass through this layer.
+`max_attempts` is then the number of HTTP requests.
+
+**Streams:** retried only before the first content delta (text, tool-call arguments, reasoning or a
+refusal): the updates before it (Anthropic's `message_start`, the Responses `response.created`) are
+held back until it comes, so nothing of a failed attempt reaches the caller. After a content delta
+a transient failure raises `StreamInterruptedError` carrying `partial_text`, chained from the
+original error.
+
+**Background runs:** a background create (`options={"background": True}`) is sent once, never
+retried, since the server may have accepted it before the failure; polls and resumed streams
+(`continuation_token=...`) are retried like any call.
+
+**Visible:** each retry is a dict `{"attempt", "error", "status_code", "wait"}` (`error` is the
+error's type name: a provider's message may quote the request, so it is never recorded) in
+`response.additional_properties["so_middleware.retries"]` (a stream's final response too) and a
+`so_middleware.retry` event on the current OpenTelemetry span (when opentelemetry-api is installed).
+
+**Order:** `with_telemetry(with_retries(c))` gives one `chat` span per call, retries as its events,
+waits inside it; `with_retries(with_telemetry(c))` one `chat` span per attempt, waits between them.
+With structured output below, the layer sends its settings down as a feature (`RetryScope`): the run
+takes it and retries each of its model calls itself, so a fault during a re-ask retries that call
+only, every attempt stays on `.attempts`/`.usage`, and the layer does not restart the run.
+The loop is tenacity's `AsyncRetrying` with our stop, wait and retry callables, entered only after a
+first failure: the first try is a plain call.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from ...core import (
+    FEATURES_KEY,
+    ChatClient,
+    ChatOptions,
+    ChatResponse,
+    ChatStream,
+    DelegatingChatClient,
+    MessageInput,
+    OptionsInput,
+    ResponseStream,
+    is_transient,
+    retry_after_seconds,
+)
+from ._policy import RetryPolicy, Sleep, with_retry_records
+from ._scope import RetryScope as RetryScope
+
+__all__ = ["RetryingChatClient", "is_transient", "retry_after_seconds", "with_retries"]
+
+
+class RetryingChatClient(DelegatingChatClient):
+    """Retries transient failures; a stream only until its first content delta.
+
+    Example:
+        client = RetryingChatClient(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), max_attempts=5)
+        response = await client.get_response("Hi")
+        response.additional_properties.get("so_middleware.retries", [])  # one dict per retry
+    """
+
+    def __init__(
+        self,
+        inner: ChatClient | Any,
+        *,
+        max_attempts: int = 3,
+        deadline: float | None = None,
+        base_delay: float = 0.5,
+        max_delay: float = 30.0,
+        max_retry_after: float = 60.0,
+        retry_if: Callable[[BaseException], bool] = is_transient,
+        sleep: Sleep = anyio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        policy = RetryPolicy(max_attempts, deadline, base_delay, max_delay, max_retry_after, retry_if, sleep, clock)
+        super().__init__(inner)
+        self._self_policy = policy
+
+    def process(
+        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
+    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+        """Call the inner client, retrying transient failures; see the module docstring."""
+        chat_options = ChatOptions.coerce(options)
+        sdk_retries = 0 if chat_options.sdk_max_retries is None else chat_options.sdk_max_retries
+        if chat_options.starts_background_run:  # sent once, with no scope a run below could retry it with
+            inner = self.__wrapped__  # a retry could start a second job
+            chat_options = chat_options.replace(sdk_max_retries=sdk_retries)  # the SDK's own retries off
+            return inner.get_response(messages, options=chat_options, stream=stream, output_type=output_type)  # type: ignore[no-any-return]
+        scope = RetryScope(self._self_policy)  # a structured-output run below takes it and retries each call
+        # one copy of the options: the SDK's own retries off for these calls only, and the scope added
+        chat_options = chat_options.replace(
+            sdk_max_retries=sdk_retries,
+            additional_properties={**chat_options.additional_properties, FEATURES_KEY: [*chat_options.features, scope]},
+        )
+        call = functools.partial(self.__wrapped__.get_response, messages, options=chat_options, output_type=output_type)
+        if stream:
+            retried = scope.retried_stream(call, scope.retry_if)
+            return ResponseStream(
+                retried.updates(), lambda updates: _with_records(retried.final_response(updates), scope)
+            )
+        return scope.respond(call, scope.retry_if, with_records=True)
+
+
+async def _with_records(response: Awaitable[ChatResponse[Any]], scope: RetryScope) -> ChatResponse[Any]:
+    return with_retry_records(await response, scope.records)
+
+
+def with_retries(
+    client: ChatClient | Any,
+    *,
+    max_attempts: int = 3,
+    deadline: float | None = None,
+    base_delay: float = 0.5,
+    max_delay: float = 30.0,
+    max_retry_after: float = 60.0,
+    retry_if: Callable[[BaseException], bool] = is_transient,
+    sleep: Sleep = anyio.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> RetryingChatClient:
+    """Wrap `client` in a `RetryingChatClient` (its calls go out without the SDK's own retries).
+
+    Example:
+        client = with_retries(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), max_attempts=4, deadline=30)
+    """
+    return RetryingChatClient(
+        client,
+        max_attempts=max_attempts,
+        deadline=deadline,
+        base_delay=base_delay,
+        max_delay=max_delay,
+        max_retry_after=max_retry_after,
+        retry_if=retry_if,
+        sleep=sleep,
+        clock=clock,
+    )

@@ -1,0 +1,53 @@
+"""One streamed model call of a structured-output run; retried alone under a retry layer's scope.
+
+A stream whose answer loops (`_loops`) is closed there and then: the rest would be paid for and
+thrown away. Its response is what arrived, marked cut off (`length`); its usage is unknown.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from ...core import ChatClient, ChatResponse, ChatResponseUpdate, FinishReason
+from ..retries import RetryScope
+from ..strategies import AttemptRequest, Target
+from ._loops import LoopWatch
+from ._partial import PartialReader
+
+__all__ = ["Call"]
+
+
+class Call:
+    """One streamed model call of a run: its updates, then its response."""
+
+    def __init__(
+        self, inner: ChatClient, plan: AttemptRequest, attempt: int, target: Target, retries: RetryScope | None = None
+    ) -> None:
+        self.inner, self.plan, self.attempt, self.target = inner, plan, attempt, target
+        self.retries = retries  # a retry layer's scope: this HTTP call is retried, not the run
+        self.response: ChatResponse[Any] = ChatResponse()
+        self._stream: Any = None
+
+    @property
+    def received(self) -> list[ChatResponseUpdate[Any]]:
+        """The updates the server sent so far ([] before the first)."""
+        return list(getattr(self._stream, "updates", None) or [])
+
+    async def updates(self) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        """The call's updates, streamed; then its response is `response`."""
+        plan = self.plan
+        call: Callable[..., Any] = functools.partial(self.inner.get_response, plan.messages, options=plan.options)
+        reader, watch = PartialReader(self.target.schema, plan, self.attempt), LoopWatch()
+        inner = self._stream = self.retries.stream(call) if self.retries else call(stream=True)
+        async with inner:  # leaving it closes the stream, a looping one too
+            async for update in inner:
+                delta = plan.strategy.delta(plan, update)
+                if delta or update.usage or update.finish_reason or reader.prefill_pending:
+                    yield reader.update(delta, update)
+                if watch.add(delta) is not None:
+                    self.response = ChatResponse.from_updates(self.received)
+                    self.response.finish_reason = FinishReason.LENGTH
+                    return
+            self.response = await inner.get_final_response()

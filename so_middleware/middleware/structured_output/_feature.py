@@ -1,0 +1,120 @@
+"""`StructuredOutput`: the feature object that asks a run for a typed answer."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, Generic, TypeVar, overload
+
+from typing_extensions import Unpack
+
+from ...core import ChatResponse, Feature, UserError
+from ...schema import OutputSchema
+from ..strategies import Mode
+from ._settings import OutputSettings, SettingsKeywords
+
+__all__ = ["OutputSettings", "SettingsKeywords", "StructuredOutput"]
+
+T = TypeVar("T")
+
+
+class StructuredOutput(Feature, Generic[T]):
+    """Ask for a typed answer: a feature for `options={"features": [StructuredOutput(Person)]}`.
+
+    `output_type` is any type `OutputSchema` takes (a pydantic model, a dataclass, `list[int]`,
+    an `Enum`, a union, `str`, ...); `schema` a raw JSON-schema dict for types known only at run
+    time. The keywords `name`, `description`, `strict`, `mode` and `max_retries` are the fields of
+    `OutputSettings` (see there), kept on `.settings`; a strict=True the type cannot honour is a
+    `UserError` here. A type that cannot be used raises `UserError`
+    here, before any call. After the run, `feature.response` holds the response, so a caller
+    that only handed the feature down still gets its answer. A class as `output_type` types it:
+    `StructuredOutput(Person).response` is a `ChatResponse[Person] | None`; other type forms and
+    `schema=` give `StructuredOutput[Any]`.
+
+    Example:
+        feature = StructuredOutput(list[int], max_retries=1)
+        await agent.run("three primes", options={"features": [feature]})
+        feature.response.value  # [2, 3, 5]
+    """
+
+    handled_by = "with_structured_output"
+
+    @overload
+    def __init__(self, output_type: type[T], *, schema: None = None, **settings: Unpack[SettingsKeywords]) -> None: ...
+
+    @overload
+    def __init__(
+        self: StructuredOutput[Any],
+        output_type: Any = None,
+        *,
+        schema: dict[str, Any] | None = None,
+        **settings: Unpack[SettingsKeywords],
+    ) -> None: ...
+
+    def __init__(
+        self, output_type: Any = None, *, schema: dict[str, Any] | None = None, **settings: Unpack[SettingsKeywords]
+    ) -> None:
+        if (output_type is None) == (schema is None):
+            raise UserError("StructuredOutput needs exactly one of output_type=... or schema={...}")
+        self.settings = OutputSettings(**settings)
+        self.output_type = output_type if schema is None else schema
+        self.text_type = self.output_type if _is_text_type(self.output_type) else None
+        target = str if self.text_type is not None else self.output_type
+        self.output_schema = _schema_of(target, self.settings.strict, self.settings.name)
+        self.response: ChatResponse[T] | None = None
+
+    @property
+    def name(self) -> str | None:
+        """The answer's name on the wire (`settings.name`)."""
+        return self.settings.name
+
+    @property
+    def description(self) -> str | None:
+        """What the answer is, for the model (`settings.description`)."""
+        return self.settings.description
+
+    @property
+    def strict(self) -> bool | None:
+        """Strict schema: `None` automatic, `True` demanded, `False` never (`settings.strict`)."""
+        return self.settings.strict
+
+    @property
+    def mode(self) -> Mode:
+        """The strategy asked for, or `auto` (`settings.mode`)."""
+        return self.settings.mode
+
+    @property
+    def max_retries(self) -> int:
+        """Re-asks after an invalid answer (`settings.max_retries`)."""
+        return self.settings.max_retries
+
+    def is_plain_text(self) -> bool:
+        """True for `str`, `None` and `Annotated[str, ...]`: the answer is the text."""
+        return self.text_type is not None or self.output_schema.is_plain_text()
+
+    def copy_for_run(self) -> StructuredOutput[T]:
+        """A fresh feature with the same settings (the creation-time default is never written to)."""
+        clone: StructuredOutput[T] = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.response = None
+        return clone
+
+    def __repr__(self) -> str:
+        return f"StructuredOutput({self.output_schema.name()}, mode={self.mode!r}, max_retries={self.max_retries})"
+
+
+def _is_text_type(output_type: Any) -> bool:
+    if typing.get_origin(output_type) is typing.Annotated:
+        return typing.get_args(output_type)[0] is str
+    return output_type is str
+
+
+def _schema_of(output_type: Any, strict: bool | None, name: str | None) -> OutputSchema:
+    """The strict schema when asked for or when the type allows it (strict=None); else the plain one."""
+    if strict is False:
+        return OutputSchema(output_type, strict=False, name=name)
+    if strict is True:
+        return OutputSchema(output_type, strict=True, name=name)
+    try:
+        return OutputSchema(output_type, strict=True, name=name)
+    except UserError:
+        return OutputSchema(output_type, strict=False, name=name)

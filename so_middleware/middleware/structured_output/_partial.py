@@ -1,0 +1,55 @@
+"""Streamed updates of one attempt: the answer's deltas with the partial value so far."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core import ChatResponseUpdate, ModelBehaviorError, TextContent
+from ...schema import OutputSchema
+from ..strategies import AttemptRequest
+
+__all__ = ["PartialReader"]
+
+
+class PartialReader:
+    """Turns one attempt's deltas into updates carrying `partial_value` and `completed_items`.
+
+    An assistant prefill is part of the answer but was never streamed by the server: it is sent
+    with the first update that arrives, so nothing reaches the caller before the server answered
+    (a retry layer outside can still retry the first request).
+    """
+
+    def __init__(self, schema: OutputSchema, plan: AttemptRequest, attempt: int) -> None:
+        plain = schema.is_plain_text() or plan.strategy.name == "text"
+        self._parser = None if plain else schema.partial_parser(lenient=plan.strategy.lenient)
+        self._broken = False
+        self._attempt = attempt
+        self._prefill = plan.prefill
+
+    @property
+    def prefill_pending(self) -> bool:
+        return bool(self._prefill)
+
+    def update(self, delta: str, source: ChatResponseUpdate[Any]) -> ChatResponseUpdate[Any]:
+        delta, self._prefill = self._prefill + delta, ""
+        completed: list[Any] = []
+        if self._parser is not None and not self._broken and delta:
+            try:
+                self._parser.feed(delta)
+                completed = list(self._parser.pop_completed())
+            except ModelBehaviorError:
+                self._broken = True  # no partial values for the rest; the final check re-asks
+        partial = self._parser.value if self._parser is not None and not self._broken else None
+        return ChatResponseUpdate(
+            [TextContent(delta)] if delta else [],
+            role="assistant",
+            usage=source.usage,
+            finish_reason=source.finish_reason,
+            response_id=source.response_id,
+            model_id=source.model_id,
+            raw_representation=source.raw_representation,
+            attempt=self._attempt,
+            partial_value=partial,
+            completed_items=completed,
+            continuation_token=source.continuation_token,
+        )

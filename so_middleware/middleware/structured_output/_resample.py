@@ -1,0 +1,51 @@
+"""A re-ask that would only repeat itself is sampled otherwise, once, or not made.
+
+An answer cut off in a loop, or a re-ask's answer equal word for word to the one before, shows
+the request as sampled cannot do better. The backend's profile names the request fields that
+break loops on its engine (`Capabilities.loop_breaking`: llama.cpp's DRY sampler, OpenAI's
+`frequency_penalty`); a run sends them, from then on, for one more attempt. Without them, or
+once they were sent, such an answer ends the run with its typed error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...core import Attempt, ChatOptions, IncompleteOutputError, ModelBehaviorError
+from ._loops import Loop
+
+__all__ = ["loop_error", "repeated", "repeated_error", "resampled"]
+
+
+def resampled(options: ChatOptions, fields: Sequence[tuple[str, Any]]) -> ChatOptions | None:
+    """`options` with the loop-breaking `fields` in `extra_body` (the caller's own fields win), or
+    None when there are none to add."""
+    body = dict(options.extra_body or {})
+    added = {name: value for name, value in fields if name not in body}
+    return options.replace(extra_body={**body, **added}) if added else None
+
+
+def repeated(attempts: Sequence[Attempt]) -> bool:
+    """The last attempt's answer is the previous one's, word for word, from the same strategy."""
+    if len(attempts) < 2:
+        return False
+    last, before = attempts[-1], attempts[-2]
+    return last.strategy == before.strategy and last.text.strip() == before.text.strip()
+
+
+def repeated_error(error: ModelBehaviorError, count: int) -> ModelBehaviorError:
+    """The error ending a run whose re-ask repeated the answer before it."""
+    return ModelBehaviorError(
+        f"the model gave the same answer {count} times in a row, so another re-ask would too: {error}",
+        raw_text=error.raw_text,
+        errors=error.errors,
+    )
+
+
+def loop_error(loop: Loop, sent: Sequence[tuple[str, Any]] | None) -> IncompleteOutputError:
+    """The error of an answer cut off in `loop`; `sent`: the loop-breaking fields it was asked with."""
+    again = f" even when sampled with {dict(sent)}" if sent else ""
+    return IncompleteOutputError(
+        f"the answer looped{again}: {loop.describe()} (stopped there, the rest not paid for when streamed)"
+    )

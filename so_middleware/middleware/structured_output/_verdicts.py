@@ -1,0 +1,108 @@
+"""What a run makes of one answer: valid, invalid (re-ask), ignored (next strategy), looped
+(re-ask once, sampled to break the loop) or stopped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...core import (
+    ContentFilterError,
+    IncompleteOutputError,
+    ModelBehaviorError,
+    OutputError,
+    RefusalError,
+    UsageDetails,
+)
+from ..strategies import Answer, Strategy, Target
+from ._loops import Loop, loop_in
+from ._resample import loop_error
+
+__all__ = ["Ignored", "Invalid", "Looped", "Stopped", "Valid", "Verdict", "brief", "cut_off", "outcome_of", "used_up"]
+
+
+@dataclass(frozen=True)
+class Valid:
+    answer: Answer
+    value: Any
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Not valid; a re-ask with `error` may fix it."""
+
+    answer: Answer
+    error: ModelBehaviorError
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """The backend ignored the strategy: the next strategy is tried, without spending a re-ask."""
+
+    answer: Answer
+    error: ModelBehaviorError
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Refused, filtered or cut off: asking again would not help."""
+
+    answer: Answer
+    error: OutputError
+
+
+@dataclass(frozen=True)
+class Looped:
+    """Cut off in a loop (`_loops`): the same request would loop again; another sampling may not."""
+
+    answer: Answer
+    error: IncompleteOutputError
+    loop: Loop
+
+
+Verdict = Valid | Invalid | Ignored | Looped | Stopped
+
+
+def outcome_of(error: OutputError) -> str:
+    """The `outcome` a run that ended with `error` reports."""
+    if isinstance(error, RefusalError):
+        return "refusal"
+    if isinstance(error, IncompleteOutputError):
+        return "incomplete"
+    if isinstance(error, ContentFilterError):
+        return "content_filter"
+    return "invalid"
+
+
+def cut_off(strategy: Strategy, target: Target, answer: Answer, sent: Sequence[tuple[str, Any]]) -> Verdict:
+    """A cut-off answer (`sent`: the loop-breaking fields it was asked with). Constrained output
+    (native, tool) and plain text were on their way: the token limit is the problem, unless the
+    answer loops. Unconstrained output often holds a complete JSON value followed by rambling:
+    that value counts (and when it is invalid, a re-ask with its errors may fix it: it fitted)."""
+    if not strategy.cut_off_is_final:
+        try:
+            return Valid(answer, target.schema.validate_complete_json(answer.text))
+        except ModelBehaviorError as error:
+            if not any(isinstance(e, dict) and e.get("type") == "cut_off" for e in error.errors):
+                return Invalid(answer, error)
+    loop = loop_in(answer.text)
+    if loop is not None:  # a loop, not a long answer: another sampling may end it
+        return Looped(answer, loop_error(loop, sent), loop)
+    unfinished = "" if strategy.cut_off_is_final else " before it held a complete JSON value"
+    return Stopped(
+        answer,
+        IncompleteOutputError(
+            f"the answer was cut off at the token limit after {len(answer.text)} characters{unfinished}; "
+            "raise max_tokens"
+        ),
+    )
+
+
+def used_up(max_tokens: int | None, usage: UsageDetails | None) -> bool:
+    """Every allowed output token was used: the answer was cut off, whatever the finish reason says."""
+    return max_tokens is not None and usage is not None and (usage.output_tokens or 0) >= max_tokens
+
+
+def brief(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"

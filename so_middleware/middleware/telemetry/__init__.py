@@ -1,0 +1,190 @@
+"""Telemetry: OpenTelemetry GenAI spans and metrics for every model call.
+
+    client = with_telemetry(with_retries(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini")))
+
+**Spans.** Each call is a `chat {model}` span (kind CLIENT) with the GenAI semantic-convention
+attributes (operation, provider from the client's `provider_name`, request model and parameters,
+`gen_ai.output.type` = `json` for structured output, `server.address`/`port` from its `base_url`,
+`gen_ai.conversation.id` for a Responses API conversation; then response id, model, finish
+reasons, token usage with cache reads, cache writes and reasoning tokens) and `so_middleware.structured_output.*` when
+a structured-output layer reports its run (on the response, or on an `OutputError`). A failure sets
+`error.type` and status ERROR and is re-raised unchanged. `so_middleware.call.end` is `complete`,
+`error`, `closed` (a stream closed early) or `cancelled`.
+
+**Metrics.** `gen_ai.client.operation.duration` (s), `gen_ai.client.token.usage` (`gen_ai.token.type`
+input/output), and `gen_ai.client.operation.time_to_first_chunk` for streams.
+
+**Streams.** The span starts when iteration starts, dated from the call, and ends when the stream
+ends, fails, is closed or cancelled; `gen_ai.response.time_to_first_chunk` counts from the call. The
+span is current only around each pull from the inner stream, never across a `yield`.
+
+**Content** (messages, instructions, output) is recorded only with `capture_content=True` or
+`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (read when the layer is built); keys,
+headers and `additional_properties` values never are. With `OTEL_SEMCONV_STABILITY_OPT_IN=
+gen_ai_latest_experimental` the variable takes the GenAI utilities' modes (`NO_CONTENT`,
+`SPAN_ONLY`, `EVENT_ONLY`, `SPAN_AND_EVENT`): event modes emit a `gen_ai.client.inference.operation
+.details` log event per call (through `logger_provider`), with the content as objects. Without
+content capture, a failure is recorded by its type and HTTP status only (`error.type`,
+`http.response.status_code`, an `exception` event with `exception.type`): no exception message,
+which for a provider's error may quote the request. A failing exporter, processor or meter is
+logged at debug, never raised.
+
+**Background runs.** Each poll or resumed stream of a background run is a span of its own, linked
+(an OpenTelemetry span link) to the span that started the run, whose `traceparent` the run's
+`ContinuationToken` carries.
+
+**Order.** Outside `with_retries`: one span per logical call, each retry a `so_middleware.retry`
+event on it. Inside: one span per attempt. `agent_span(name)` parents chat spans under an
+`invoke_agent {name}` span. Without `opentelemetry-api` the layer passes calls through and logs once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import time
+from collections.abc import Awaitable, Iterator
+from typing import Any
+
+from ...core import (
+    AgentSpans,
+    ChatClient,
+    ChatOptions,
+    ChatResponse,
+    ChatStream,
+    DelegatingChatClient,
+    MessageInput,
+    OptionsInput,
+    ResponseStream,
+    UserError,
+)
+from .. import _otel_names as names
+from ._attributes import provider_name, request_attributes
+from ._content import content_capture
+
+try:
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.trace import SpanKind
+
+    from ._background import run_links
+    from ._call import ChatCall, Instruments, guarded, record_error
+
+    HAVE_OTEL = True
+except ImportError:  # pragma: no cover - telemetry is an optional extra
+    HAVE_OTEL = False
+
+__all__ = ["TelemetryChatClient", "with_telemetry"]
+
+logger = logging.getLogger("so_middleware")
+
+
+@functools.cache
+def _log_telemetry_off() -> None:
+    logger.info("telemetry is off: opentelemetry-api is not installed (pip install 'so-middleware[otel]')")
+
+
+class TelemetryChatClient(DelegatingChatClient, AgentSpans):
+    """Records each call as an OpenTelemetry GenAI `chat` span plus duration and token metrics.
+
+    Example:
+        client = TelemetryChatClient(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), capture_content=True)
+        with client.agent_span("planner"):
+            await client.get_response("Plan my day")  # a `chat gpt-4o-mini` span under `invoke_agent planner`
+    """
+
+    def __init__(
+        self,
+        inner: ChatClient | Any,
+        *,
+        capture_content: bool = False,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
+        logger_provider: Any = None,
+    ) -> None:
+        super().__init__(inner)
+        self._self_capture_content = content_capture(bool(capture_content))
+        self._self_instruments: Instruments | None = None
+        if HAVE_OTEL:
+            self._self_instruments = Instruments(tracer_provider, meter_provider, logger_provider)
+        else:  # pragma: no cover - exercised in a subprocess without opentelemetry
+            _log_telemetry_off()
+
+    def process(
+        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
+    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+        """Call the inner client inside a `chat` span; see the module docstring."""
+        instruments = self._self_instruments
+        if instruments is None:
+            return self.__wrapped__.get_response(  # type: ignore[no-any-return]
+                messages, options=options, stream=stream, output_type=output_type
+            )
+        try:  # coerced once here, and passed on as coerced
+            options = chat_options = ChatOptions.coerce(options)
+        except UserError:  # the inner client raises it, inside the span
+            chat_options = ChatOptions()
+        call = functools.partial(self.__wrapped__.get_response, messages, options=options, output_type=output_type)
+        recorder = ChatCall(
+            instruments,
+            request_attributes(self.__wrapped__, chat_options, stream, output_type),
+            time.perf_counter(),
+            time.time_ns(),
+            self._self_capture_content,
+        )
+        recorder.links = run_links(chat_options)  # a poll of a background run: linked to the span that started it
+        if self._self_capture_content.on_span or self._self_capture_content.in_event:
+            recorder.input_content(messages, options)
+        if stream:
+            return ResponseStream(recorder.stream(call), recorder.final_response)
+        return recorder.respond(call)
+
+    @contextlib.contextmanager
+    def agent_span(self, agent_name: str | None, *, model: str | None = None) -> Iterator[Any]:
+        """An `invoke_agent {agent_name}` span, current while the block runs: chat spans nest under it.
+
+        Example:
+            with client.agent_span("researcher", model="gpt-4o") as span:
+                response = await client.get_response(question)
+        """
+        instruments = self._self_instruments
+        if instruments is None:
+            yield None
+            return
+        attributes = {
+            names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
+            names.GEN_AI_AGENT_NAME: agent_name,
+            names.GEN_AI_PROVIDER_NAME: provider_name(self.__wrapped__),
+            names.GEN_AI_REQUEST_MODEL: model or getattr(self.__wrapped__, "model", None),
+        }
+        name = f"{names.OPERATION_INVOKE_AGENT} {agent_name}" if agent_name else names.OPERATION_INVOKE_AGENT
+        span = instruments.start_span(name, SpanKind.INTERNAL, attributes, None)
+        with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            try:
+                yield span
+            except Exception as error:
+                record_error(span, error, self._self_capture_content.on_span)
+                raise
+            finally:
+                guarded(span.end)()
+
+
+def with_telemetry(
+    client: ChatClient | Any,
+    *,
+    capture_content: bool = False,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+    logger_provider: Any = None,
+) -> TelemetryChatClient:
+    """Wrap `client` in a `TelemetryChatClient` (a pass-through when opentelemetry-api is missing).
+
+    Example:
+        client = with_telemetry(OpenAIChatClient(AsyncOpenAI(), model="gpt-4o-mini"), tracer_provider=provider)
+    """
+    return TelemetryChatClient(
+        client,
+        capture_content=capture_content,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        logger_provider=logger_provider,
+    )
