@@ -125,7 +125,9 @@ class LongAnswersFirst(DelegatingChatClient):
             return super().process(messages, options=short, stream=stream, output_type=output_type)
 
         async def rambling() -> ChatResponse[Any]:
-            message = ChatMessage("assistant", [TextContent(self._self_text)])
+            # the second answer differs from the first: an answer repeated word for word ends the run early
+            text = self._self_text if self._self_calls == 1 else self._self_text.replace("The record", "A record", 1)
+            message = ChatMessage("assistant", [TextContent(text)])
             return ChatResponse(message, finish_reason=FinishReason.STOP, usage=UsageDetails(300, 256, 556))
 
         return rambling()
