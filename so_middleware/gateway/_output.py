@@ -116,10 +116,14 @@ class ResponseWriter:
             self._part = text_part(kind)
             item["content"].append(self._part)
             self.emit("response.content_part.added", **self._where(), part=dict(self._part))
-        self._part["text" if kind == "output_text" else "refusal"] += delta
-        name = "response.output_text.delta" if kind == "output_text" else "response.refusal.delta"
-        extra: dict[str, Any] = {"logprobs": []} if kind == "output_text" else {}
-        self.emit(name, **self._where(), delta=delta, **extra)
+        event = {"type": "", "sequence_number": len(self.events), **self._where(), "delta": delta}  # built once
+        if kind == "output_text":
+            self._part["text"] += delta
+            event["type"], event["logprobs"] = "response.output_text.delta", []
+        else:
+            self._part["refusal"] += delta
+            event["type"] = "response.refusal.delta"
+        self.events.append(event)
 
     def _reasoning(self, content: ReasoningContent) -> None:
         if self._item is None or self._item["type"] != "reasoning":

@@ -67,12 +67,12 @@ class RetriedStream:
         opened = await self._policy.run(self._open, self._retries, self._deadline_at, self._retry_if)
         stream, held = opened
         self._inner = stream
-        texts: list[str] = []
+        sent: list[Any] = []  # their text is joined only if the stream breaks
         try:
             for update in held:
                 if update is _END:
                     return
-                texts.append(update.text)
+                sent.append(update)
                 yield update
             while True:
                 if self._deadline_at is None:  # nothing to bound: no cancel scope per update
@@ -82,19 +82,19 @@ class RetriedStream:
                     with anyio.move_on_after(self._policy.time_left(self._deadline_at)):
                         update = await anext(stream, _END)
                 if update is _EXPIRED:
-                    raise self._policy.expired("".join(texts))
+                    raise self._policy.expired(_text_of(sent))
                 if update is _END:
                     return
-                texts.append(update.text)
+                sent.append(update)
                 yield update
         except Exception as error:
             if isinstance(error, (StreamInterruptedError, DeadlineExceededError)) or not self._retry_if(error):
                 raise
             raise StreamInterruptedError(
-                f"the stream broke after {len(texts)} updates had reached the caller, so it was not retried: "
+                f"the stream broke after {len(sent)} updates had reached the caller, so it was not retried: "
                 f"{type(error).__name__}",
-                partial_text="".join(texts),
-                updates=len(texts),
+                partial_text=_text_of(sent),
+                updates=len(sent),
             ) from error
         finally:
             with anyio.CancelScope(shield=True):
@@ -104,3 +104,7 @@ class RetriedStream:
         if self._inner is None:
             raise RuntimeError("the stream has not been opened")
         return await self._inner.get_final_response()
+
+
+def _text_of(updates: list[Any]) -> str:
+    return "".join(update.text for update in updates)

@@ -30,8 +30,10 @@ def stamp_token(result: Any, span: Span) -> None:
     """Give a fresh token (a response's or a stream update's) the trace of the span that started
     the run; a token that already has one (a poll's) keeps it."""
     token: ContinuationToken | None = getattr(result, "continuation_token", None)
+    if token is None or token.trace is not None:  # most updates: no span context is read
+        return
     context = span.get_span_context()
-    if token is None or token.trace is not None or not context.is_valid:
+    if not context.is_valid:
         return
     trace = f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
     result.continuation_token = dataclasses.replace(token, trace=trace)

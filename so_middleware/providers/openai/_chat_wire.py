@@ -160,35 +160,44 @@ def _count(choices: Any) -> str:
     return "choices: null" if choices is None else f"{len(choices)} other choices"
 
 
+_TEXT_ONLY = frozenset(("role", "content"))  # what most chunks carry: a text piece, the first one a role too
+
+
 def chunk_to_update(chunk: JSONView, call_ids: dict[int, str]) -> ChatResponseUpdate[Any]:
     """Map a `ChatCompletionChunk` event (read as plain JSON: this runs once per streamed piece);
     `call_ids` tracks tool-call ids by index across chunks."""
     data, contents, finish, role = chunk.to_dict(), list[Content](), None, None
     for choice in data.get("choices") or ():
-        if (choice.get("index") or 0) != 0:  # other choices (n > 1) are not this answer
+        if choice.get("index"):  # other choices (n > 1) are not this answer
             continue
         delta = choice.get("delta")
         role = delta.get("role")
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")  # see _reasoning_text
-        if reasoning and isinstance(reasoning, str):
-            contents.append(ReasoningContent(reasoning))
         text = delta.get("content")
-        if text:
+        if not text or not delta.keys() <= _TEXT_ONLY:  # more than a text piece: read every field
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")  # see _reasoning_text
+            if reasoning and isinstance(reasoning, str):
+                contents.append(ReasoningContent(reasoning))
+            if text:
+                contents.append(TextContent(text))
+            refusal = delta.get("refusal")
+            if refusal:
+                contents.append(RefusalContent(refusal))
+            for call in delta.get("tool_calls") or ():
+                index = call.get("index")
+                call_id = call.get("id") or call_ids.get(index) or f"call_{index}"
+                call_ids[index] = call_id
+                function = call.get("function") or {}
+                contents.append(
+                    FunctionCallContent(call_id, function.get("name") or "", function.get("arguments") or "")
+                )
+        else:
             contents.append(TextContent(text))
-        refusal = delta.get("refusal")
-        if refusal:
-            contents.append(RefusalContent(refusal))
-        for call in delta.get("tool_calls") or ():
-            index = call.get("index")
-            call_id = call.get("id") or call_ids.get(index) or f"call_{index}"
-            call_ids[index] = call_id
-            function = call.get("function") or {}
-            contents.append(FunctionCallContent(call_id, function.get("name") or "", function.get("arguments") or ""))
-        finish = finish_reason(choice.get("finish_reason"))
+        reason = choice.get("finish_reason")
+        finish = _FINISH_REASONS.get(reason) if reason else None
     return ChatResponseUpdate(
         contents,
         role="assistant" if role or contents else None,
-        usage=usage_from(chunk.usage),
+        usage=usage_from(chunk.usage) if data.get("usage") is not None else None,
         finish_reason=finish,
         response_id=data.get("id"),
         model_id=data.get("model"),
@@ -222,16 +231,19 @@ class ChunkReader:
         update = chunk_to_update(chunk, self._call_ids)
         if self._echo.pending:
             update.contents = self._without_echo(update.contents)
-        self._refused = self._refused or any(isinstance(c, RefusalContent) for c in update.contents)
         if update.finish_reason is not None:
             self.finished = True
             held = self._echo.flush()  # text held back as possible echo when the answer ended
             if held:
                 update.contents.insert(0, TextContent(held))
                 update.role = "assistant"
-            if self._refused and update.finish_reason == FinishReason.STOP:
-                update.finish_reason = FinishReason.REFUSAL
-        self.text.extend(c.text for c in update.contents if isinstance(c, TextContent))
+        for content in update.contents:  # a loop, not generators: this runs once per streamed piece
+            if isinstance(content, TextContent):
+                self.text.append(content.text)
+            elif isinstance(content, RefusalContent):
+                self._refused = True
+        if self._refused and update.finish_reason == FinishReason.STOP:
+            update.finish_reason = FinishReason.REFUSAL
         return update
 
     def _without_echo(self, contents: list[Content]) -> list[Content]:
