@@ -6,17 +6,20 @@ the shortest period `p` (1 to `MAX_PERIOD` characters) such that each of the las
 characters equals the one `p` before it, with `span >= max(MIN_SPAN, MIN_REPEATS * p)`: at least
 `MIN_SPAN` characters and `MIN_REPEATS` more copies of the unit after its first. So 200 spaces,
 or one 40-character list item written six times in a row, is a loop; a long answer with varied
-content, or a list whose items differ (even by one digit each), is not.
+content, or a list whose items differ (even by one digit each), is not. An answer already cut off
+at its token limit is judged with `MIN_CUT_SPAN` in place of `MIN_SPAN`: being cut off is evidence
+of its own, and a dense repeat (`, 12345` twenty times) may fill a small limit in fewer characters.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CHECK_EVERY", "MAX_PERIOD", "MIN_REPEATS", "MIN_SPAN", "Loop", "LoopWatch", "loop_in"]
+__all__ = ["CHECK_EVERY", "MAX_PERIOD", "MIN_CUT_SPAN", "MIN_REPEATS", "MIN_SPAN", "Loop", "LoopWatch", "loop_in"]
 
 MAX_PERIOD = 120  # the longest repeated unit looked for, in characters
 MIN_SPAN = 200  # the fewest repeated characters that make a loop (after the unit's first copy)
+MIN_CUT_SPAN = 64  # the same for an answer cut off at its token limit
 MIN_REPEATS = 5  # ... and the fewest copies of the unit after its first
 CHECK_EVERY = 64  # a stream is checked each time this many more characters arrived
 
@@ -34,11 +37,11 @@ class Loop:
         return f"{shown!r} repeated {self.repeats} times at the end of its {self.length} characters"
 
 
-def loop_in(text: str) -> Loop | None:
+def loop_in(text: str, *, min_span: int = MIN_SPAN) -> Loop | None:
     """The loop at the end of `text`, or None (see the module's thresholds)."""
     size = len(text)
     for period in range(1, MAX_PERIOD + 1):
-        span = max(MIN_SPAN, MIN_REPEATS * period)
+        span = max(min_span, MIN_REPEATS * period)
         if span + period > size:
             return None  # longer periods need still more text
         if text[size - span :] != text[size - span - period : size - period]:

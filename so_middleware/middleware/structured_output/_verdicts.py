@@ -16,7 +16,7 @@ from ...core import (
     UsageDetails,
 )
 from ..strategies import Answer, Strategy, Target
-from ._loops import Loop, loop_in
+from ._loops import MIN_CUT_SPAN, Loop, loop_in
 from ._resample import loop_error
 
 __all__ = ["Ignored", "Invalid", "Looped", "Stopped", "Valid", "Verdict", "brief", "cut_off", "outcome_of", "used_up"]
@@ -86,7 +86,7 @@ def cut_off(strategy: Strategy, target: Target, answer: Answer, sent: Sequence[t
         except ModelBehaviorError as error:
             if not any(isinstance(e, dict) and e.get("type") == "cut_off" for e in error.errors):
                 return Invalid(answer, error)
-    loop = loop_in(answer.text)
+    loop = loop_in(answer.text, min_span=MIN_CUT_SPAN)
     if loop is not None:  # a loop, not a long answer: another sampling may end it
         return Looped(answer, loop_error(loop, sent), loop)
     unfinished = "" if strategy.cut_off_is_final else " before it held a complete JSON value"

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from so_middleware import ChatResponse, FinishReason, IncompleteOutputError, ModelBehaviorError, UsageDetails
 from so_middleware.middleware.structured_output import with_structured_output
-from so_middleware.middleware.structured_output._loops import MIN_SPAN, loop_in
+from so_middleware.middleware.structured_output._loops import MIN_CUT_SPAN, MIN_SPAN, loop_in
 from so_middleware.providers.openai._profiles import (
     LLAMA_SERVER_CHAT,
     LLAMA_SERVER_RESPONSES,
@@ -181,3 +181,19 @@ async def test_a_loop_the_server_reports_as_completed_at_the_token_limit_is_a_lo
     assert response.value == Person(name="Ada", age=36)
     assert fake.calls[1].options.extra_body == {"dry_multiplier": 0.8}
     assert isinstance(response.attempts[0].error, IncompleteOutputError)
+
+
+DENSE = '{"name": "Eva", "phone": "000-123-4567' + ", 12345" * 20  # a cut-off loop shorter than MIN_SPAN
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_dense_loop_in_a_cut_off_answer_is_a_loop_though_shorter_than_a_streams_threshold(
+    stream: bool,
+) -> None:
+    assert loop_in(DENSE) is None  # a stream still in progress is not stopped for so little
+    assert loop_in(DENSE, min_span=MIN_CUT_SPAN) is not None  # a cut-off answer is judged by its tail
+    fake = FakeChatClient([cut(DENSE), VALID], capabilities=LOOPS)
+    response = await get(with_structured_output(fake), stream, "Ada, 36", output_type=Person)
+    assert response.value == Person(name="Ada", age=36)
+    assert fake.calls[1].options.extra_body == {"dry_multiplier": 0.8}
+    assert "looped" in str(response.attempts[0].error)
