@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 from pathlib import Path
 
 import so_middleware
@@ -15,7 +16,10 @@ REGISTRY = PACKAGE / "core" / "_record_keys.py"
 
 def spelled_out(source: str, values: set[str]) -> list[int]:
     """Lines where one of `values` is written as a string literal (docstrings and f-strings aside)."""
-    tree = ast.parse(source)
+    # a fresh thread: CPython 3.11's ast.parse can raise "AST constructor recursion depth mismatch" on a
+    # thread whose recursion count an earlier deep test left off
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        tree = pool.submit(ast.parse, source).result()
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
