@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from python_source import parse
 
 import so_middleware
 
@@ -80,16 +81,6 @@ def module_name(path: Path) -> str:
 
 MODULES = sorted(PACKAGE.rglob("*.py"))
 MODULE_NAMES = {module_name(path) for path in MODULES}
-
-
-def parse(source: str) -> ast.Module:
-    """`ast.parse`, once more after CPython 3.11's "AST constructor recursion depth mismatch": its
-    AST conversion keeps its depth per interpreter, so another thread parsing at the same moment
-    (a finalizer, a server thread) can trip it; each call starts the count afresh."""
-    try:
-        return ast.parse(source)
-    except SystemError:
-        return ast.parse(source)
 
 
 def imports_of(path: Path, *, type_only: bool = False) -> list[tuple[str, int]]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
-import concurrent.futures
 from pathlib import Path
+
+from python_source import parse
 
 import so_middleware
 from so_middleware import core, schema
@@ -16,10 +17,7 @@ REGISTRY = PACKAGE / "core" / "_record_keys.py"
 
 def spelled_out(source: str, values: set[str]) -> list[int]:
     """Lines where one of `values` is written as a string literal (docstrings and f-strings aside)."""
-    # a fresh thread: CPython 3.11's ast.parse can raise "AST constructor recursion depth mismatch" on a
-    # thread whose recursion count an earlier deep test left off
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        tree = pool.submit(ast.parse, source).result()
+    tree = parse(source)
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
@@ -60,7 +58,7 @@ def literal_definitions(value: str) -> list[str]:
     """Where a `Literal[...]` holding `value` is written in the package."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text())):
             literal = isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("Literal")
             if literal and f"'{value}'" in ast.unparse(node):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")

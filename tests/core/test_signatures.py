@@ -6,6 +6,8 @@ import ast
 from collections import Counter
 from pathlib import Path
 
+from python_source import parse
+
 import so_middleware
 
 PACKAGE = Path(so_middleware.__file__).parent
@@ -15,7 +17,7 @@ def _definitions(name: str) -> Counter[str]:
     """How many `def name(...)` (overloads included) each module of the package holds."""
     found: Counter[str] = Counter()
     for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
                 found[str(path.relative_to(PACKAGE))] += 1
     return found
@@ -38,7 +40,7 @@ def test_the_settings_keywords_are_spelled_as_parameters_once() -> None:
     which also takes the adapter's own options, lists them as parameters."""
     spelled: Counter[str] = Counter()
     for module in ("middleware/structured_output/_feature.py", "middleware/structured_output/__init__.py"):
-        for node in ast.walk(ast.parse((PACKAGE / module).read_text())):
+        for node in ast.walk(parse((PACKAGE / module).read_text())):
             functions = (ast.FunctionDef, ast.AsyncFunctionDef)
             if isinstance(node, functions) and any(arg.arg == "max_retries" for arg in node.args.kwonlyargs):
                 spelled[node.name] += 1

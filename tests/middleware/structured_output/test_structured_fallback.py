@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field
+from python_source import parse
 
 from so_middleware import (
     Capabilities,
@@ -406,6 +407,6 @@ def test_the_engine_and_strategies_do_not_import_the_layer() -> None:
 
     root = Path(middleware.__file__).parent
     for path in [*(root / "structured_output").glob("_*.py"), *(root / "strategies").glob("*.py")]:
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert "structured_output" not in (node.module or ""), path.name
