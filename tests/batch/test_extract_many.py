@@ -14,7 +14,7 @@ import openai
 import pytest
 from extraction_server import ExtractionServer, Row
 
-from so_middleware import ModelBehaviorError, UsageDetails, UserError
+from so_middleware import ModelBehaviorError, UsageDetails, UserError, run_sync
 from so_middleware.batch import Item, ItemResult, ResultLog, extract_many, extract_many_sync, price_of, read_inputs
 from so_middleware.batch._summary import hosted_provider
 from so_middleware.local import LocalModelServer, chat_client
@@ -216,6 +216,7 @@ def test_the_sync_wrapper_iterates_from_plain_code(server: ExtractionServer, tmp
         OpenAIChatClient(sdk, "m", discover=False), [f"item {n}" for n in range(1, 5)], Row, concurrency=2
     )
     values = sorted(result.value.n for result in run if result.value is not None)
+    run_sync(sdk.close)  # its connections belong to the blocking calls' loop
     assert values == [1, 2, 3, 4] and run.summary.done == 4
 
 

@@ -14,7 +14,7 @@ import anthropic
 import openai
 import pytest
 
-from so_middleware import UserError, with_structured_output
+from so_middleware import UserError, run_sync, with_structured_output
 from so_middleware.anthropic import AnthropicChatClient
 from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
 
@@ -42,15 +42,25 @@ def test_one_async_sdk_client_on_two_event_loops_is_a_user_error_saying_what_to_
         def in_sync() -> Any:
             return client.get_response_sync("item 1", output_type=Row).value
 
-        calls = [in_sync, lambda: asyncio.run(in_asyncio_run())]
+        loop = asyncio.new_event_loop()  # what asyncio.run() makes, kept open to close the client on it
+        calls = [in_sync, lambda: loop.run_until_complete(in_asyncio_run())]
         if first != "sync":
             calls.reverse()
-        assert calls[0]() == Row(n=1, word="w1")
-        served = len(server.served)
-        with pytest.raises(UserError, match=r"this AsyncOpenAI was first used on another event loop") as caught:
-            calls[1]()
-        assert LOOP_ADVICE in str(caught.value)
-        assert len(server.served) == served  # refused before any request
+        try:
+            assert calls[0]() == Row(n=1, word="w1")
+            served = len(server.served)
+            with pytest.raises(UserError, match=r"this AsyncOpenAI was first used on another event loop") as caught:
+                calls[1]()
+            assert LOOP_ADVICE in str(caught.value)
+            assert len(server.served) == served  # refused before any request
+        finally:
+            # the pooled connection closed on its own loop: left open, the SDK's finalizer would close it
+            # on whichever loop collects the client (a later test's), after this one has closed
+            if first == "sync":
+                run_sync(sdk.close)
+            else:
+                loop.run_until_complete(sdk.close())
+            loop.close()
 
 
 def test_a_new_async_client_per_event_loop_works() -> None:
