@@ -47,6 +47,15 @@ def problems(component: str, value: Any) -> list[str]:
     ]
 
 
+def list_problems(page: dict[str, Any]) -> list[str]:
+    """Every way an `input_items` page breaks the spec: each of its `data` items is an `ItemField`; the page
+    itself is OpenAI's list (`object`, `data`, `first_id`, `last_id`, `has_more`), which the spec leaves out."""
+    found = [f"{key} is missing" for key in ("object", "data", "first_id", "last_id", "has_more") if key not in page]
+    for index, item in enumerate(page.get("data") or []):
+        found += [f"data/{index}: {p}" for p in problems("ItemField", item)]
+    return found
+
+
 @cache
 def _event_components() -> dict[str, str]:
     schemas = _document()["components"]["schemas"]
