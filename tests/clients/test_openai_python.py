@@ -103,7 +103,8 @@ def test_input_items_lists_every_kind_of_item_the_turns_sent(scripted: Any) -> N
         first = client.responses.create(model="m", input=question, tools=TOOLS)
         call = next(item for item in first.output if item.type == "function_call")
         result = {"type": "function_call_output", "call_id": call.call_id, "output": '{"temperature_c": 21}'}
-        second = client.responses.create(model="m", input=[*first.output, result], tools=TOOLS)
+        sent_back: list[Any] = [*first.output, result]
+        second = client.responses.create(model="m", input=sent_back, tools=TOOLS)
         items = client.responses.input_items.list(second.id, order="asc").data
     assert [item.type for item in items] == ["reasoning", "function_call", "function_call_output"]
     with _client(gateway) as client:
