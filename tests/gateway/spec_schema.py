@@ -17,7 +17,8 @@ _URI = "urn:openresponses:openapi"
 
 # The one component whose published form no server can meet: `schema` admits only null, so a
 # json_schema format echoed with its schema (as OpenAI's API and every SDK expect) would fail.
-# Corrected here to "an object or null", the shape the request side (`JsonSchemaResponseFormatParam`) takes.
+# Corrected here to "an object or null", the shape the request side (`JsonSchemaResponseFormatParam`) takes,
+# and the one upstream has since given it; the spec here stays the newest a package registry ships.
 _SPEC_SLIPS = {("JsonSchemaResponseFormat", "schema"): {"anyOf": [{"type": "object"}, {"type": "null"}]}}
 
 # OpenAI's names for the spec's reasoning events: sent unless the client asks for the spec's (see
