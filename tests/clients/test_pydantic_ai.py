@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent, NativeOutput
-from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelResponse, TextPart, ThinkingPart, ToolCallPart
 from pydantic_ai.models.openai import OpenAIResponsesModel, OpenAIResponsesModelSettings
 from pydantic_ai.providers.openai import OpenAIProvider
 from scripted import USAGE, WEATHER
@@ -101,3 +101,18 @@ async def test_function_tool_round_trip(scripted: Any, stream: bool, stored: boo
                                                                                    "get_weather")  # fmt: skip
     assert json.loads(sent_call["function"]["arguments"]) == {"city": "Paris"}
     assert sent[-1] == {"role": "tool", "tool_call_id": call.tool_call_id, "content": TOOL_RESULT}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+async def test_backend_reasoning_reaches_the_agent_as_a_thinking_part(scripted: Any, stream: bool) -> None:
+    """pydantic-ai reads OpenAI's reasoning events (`response.reasoning_text.*`) and items, and keeps the
+    reasoning text as it keeps gpt-oss's raw chain of thought (no summary: empty `content`); the spec's
+    names sent beside them are validated by the fixture's tap."""
+    backend, gateway = scripted
+    backend.reasoning = "Paris is named; answer in the format."
+    output, run = await _run(_agent(gateway, NativeOutput(Weather)), stream)
+    assert output == Weather(**WEATHER)
+    (response,) = [m for m in run.all_messages() if isinstance(m, ModelResponse)]
+    thinking, text = response.parts
+    assert isinstance(thinking, ThinkingPart) and isinstance(text, TextPart)
+    assert thinking.content == "" and (thinking.provider_details or {}).get("raw_content") == [backend.reasoning]
