@@ -6,7 +6,7 @@ other layers import from `so_middleware.core`; its module files are private.
 
 from ._attempts import Attempt
 from ._background import with_continuation
-from ._capabilities import Capabilities, SchemaProfile, SchemaProfileName
+from ._capabilities import Capabilities, SchemaProfile
 from ._carry import carry
 from ._client import (
     BaseChatClient,
@@ -117,7 +117,6 @@ __all__ = [
     "Role",
     "SOMiddlewareError",
     "SchemaProfile",
-    "SchemaProfileName",
     "StreamConsumedError",
     "StreamInterruptedError",
     "SyncChatStream",
