@@ -350,7 +350,6 @@ def test_no_import_cycles() -> None:
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
 
 
-
 @pytest.mark.parametrize("leaf", LEAVES)
 def test_core_leaf_modules_import_nothing_from_the_package(leaf: str) -> None:
     assert package_imports(PACKAGE / "core" / f"{leaf}.py") == set()

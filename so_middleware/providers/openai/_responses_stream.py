@@ -15,7 +15,7 @@ from ...core import (
     TextContent,
 )
 from .._prefill import EchoFilter
-from ._responses_wire import reported_failure, finish_reason, usage_from
+from ._responses_wire import finish_reason, reported_failure, usage_from
 
 __all__ = ["StreamReader"]
 

@@ -346,7 +346,9 @@ async def test_a_clients_strategies_are_its_own() -> None:
     """Two clients with different lists, used in turn, each run their own: one client's list
     changes no other client, and the default list stays as it was (there is no process-wide one)."""
     regex_server = EVERYTHING.replace(name="regex-server")
-    with_regex = with_structured_output(FakeChatClient(["Sure!", VALID], capabilities=regex_server), strategies=REGEX_FIRST)
+    with_regex = with_structured_output(
+        FakeChatClient(["Sure!", VALID], capabilities=regex_server), strategies=REGEX_FIRST
+    )
     plain = FakeChatClient(VALID, capabilities=regex_server)
     response = await with_structured_output(plain).get_response("x", output_type=Person)
     assert [a.strategy for a in response.attempts] == ["native"]
