@@ -83,12 +83,22 @@ def test_an_agent_decorator_has_the_typed_run() -> None:
 
 
 def test_the_settings_keywords_are_spelled_as_parameters_once() -> None:
-    """`max_retries` and its siblings are `OutputSettings` fields; only `with_structured_output`,
-    which also takes the adapter's own options, lists them as parameters."""
+    """`max_retries` and `mode` are `OutputSettings` fields (and `SettingsKeywords` keys, which a
+    test keeps the same); only `with_structured_output`, which also takes the adapter's own
+    options, lists them as parameters. The batch runs and Ray's `ClientSpec` take the settings."""
     spelled: Counter[str] = Counter()
-    for module in ("middleware/structured_output/_feature.py", "middleware/structured_output/__init__.py"):
-        for node in ast.walk(parse((PACKAGE / module).read_text())):
-            functions = (ast.FunctionDef, ast.AsyncFunctionDef)
-            if isinstance(node, functions) and any(arg.arg == "max_retries" for arg in node.args.kwonlyargs):
-                spelled[node.name] += 1
-    assert spelled == {"with_structured_output": 1}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                names = [argument.arg for argument in arguments if argument.arg in ("max_retries", "mode")]
+                spelled.update(f"{node.name}({name})" for name in names)
+            elif isinstance(node, ast.AnnAssign) and ast.unparse(node.target) in ("max_retries", "mode"):
+                spelled[f"{path.relative_to(PACKAGE)}: {ast.unparse(node.target)}"] += 1
+    assert spelled == {
+        "with_structured_output(mode)": 1,
+        "with_structured_output(max_retries)": 1,
+        "strategies_for(mode)": 1,  # a run's one setting the strategies read, not the settings
+        "middleware/structured_output/_settings.py: mode": 2,  # OutputSettings and SettingsKeywords
+        "middleware/structured_output/_settings.py: max_retries": 2,
+    }
