@@ -143,7 +143,7 @@ def _final_messages(response: AgentResponse[Any]) -> list[ChatMessage]:
 
 class DelegatingAgent(wrapt.BaseObjectProxy, AgentRuns, SyncRuns):  # type: ignore[type-arg]
     """Base of agent decorators, with `Agent`'s typed `run` and `run_sync`: a decorator overrides
-    `_run(call)` (or `run`) where it must; everything else passes through.
+    `run` where it must; everything else passes through.
 
     `run(..., output_type=...)` keeps working through any decorator: the run is passed on with
     the arguments it was given (`AgentCall.given()`), so an inner agent whose `run` takes fewer
