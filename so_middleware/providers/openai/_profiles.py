@@ -16,6 +16,7 @@ __all__ = [
     "LLAMA_SERVER_CHAT",
     "LLAMA_SERVER_RESPONSES",
     "OPENAI_API",
+    "OPENAI_API_RESPONSES",
     "OPENAI_COMPATIBLE",
     "llama_server_profile",
     "GATEWAY_RESPONSES",
@@ -27,8 +28,9 @@ __all__ = [
 
 Route = Literal["chat", "responses"]
 
-# api.openai.com, both routes: response_format / text.format json_schema (strict) enforced,
-# strict function tools, forced tool choice; no assistant prefill.
+# api.openai.com, Chat Completions: response_format json_schema (strict) enforced, strict
+# function tools, forced tool choice; no assistant prefill. `frequency_penalty` is a Chat
+# Completions parameter (`completion_create_params`), sent to break a loop.
 OPENAI_API = Capabilities(
     name="openai",
     native_json_schema=True,
@@ -40,6 +42,13 @@ OPENAI_API = Capabilities(
     schema_profile="openai-strict",
     loop_breaking=(("frequency_penalty", 0.5),),
 )
+
+# api.openai.com, Responses: the same constraints through `text.format`. The Responses API has no
+# penalty parameter (`response_create_params` has neither `frequency_penalty` nor
+# `presence_penalty`, and the API refuses a parameter it does not know), and its one sampling
+# knob left, `temperature`, is refused by reasoning models: nothing known breaks a loop there, so
+# a looping answer ends the run (`IncompleteOutputError`).
+OPENAI_API_RESPONSES = OPENAI_API.replace(name="openai-responses", loop_breaking=())
 
 # llama.cpp's llama-server on /v1/chat/completions with SmolLM2-135M: response_format json_schema
 # and json_object are grammar-enforced; tools never reach the model (its chat template has no
@@ -97,13 +106,13 @@ def llama_server_profile(route: Route = "chat", model: str | None = None) -> Cap
 
 
 def profile_for(base_url: str, model: str | None = None, *, route: Route = "chat") -> Capabilities:
-    """The profile for a base URL: the official API (either route), or a generic compatible server.
+    """The profile for a base URL: the official API (per route), or a generic compatible server.
 
     A local server cannot be recognised from its URL; pass `capabilities=` (or use
     `so_middleware.local.chat_client`, which does).
     """
     if "api.openai.com" in base_url or ".openai.azure.com" in base_url:
-        return OPENAI_API
+        return OPENAI_API_RESPONSES if route == "responses" else OPENAI_API
     return OPENAI_COMPATIBLE
 
 

@@ -18,6 +18,8 @@ import httpx2
 import openai
 import pytest
 
+from pydantic import BaseModel
+
 from so_middleware import (
     ChatMessage,
     ChatOptions,
@@ -26,16 +28,19 @@ from so_middleware import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
+    IncompleteOutputError,
     ProviderResponseError,
     ResponseFormat,
     StreamInterruptedError,
     UserError,
     as_chat_client,
+    with_structured_output,
 )
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import (
     LLAMA_SERVER_RESPONSES,
     OPENAI_API,
+    OPENAI_API_RESPONSES,
     OpenAIChatClient,
     OpenAIResponsesClient,
 )
@@ -144,7 +149,8 @@ def test_raw_sdk_clients_become_adapters() -> None:
     assert isinstance(as_chat_client(sync), OpenAIChatClient)
     assert isinstance(DelegatingChatClient(sync).__wrapped__, OpenAIChatClient)
     assert as_chat_client(sync, api="responses").capabilities.name == "openai-compatible"
-    assert as_chat_client(openai.OpenAI(api_key="x"), api="responses").capabilities == OPENAI_API
+    assert as_chat_client(openai.OpenAI(api_key="x"), api="responses").capabilities == OPENAI_API_RESPONSES
+    assert as_chat_client(openai.OpenAI(api_key="x")).capabilities == OPENAI_API
     with pytest.raises(UserError, match="unknown OpenAI api"):
         as_chat_client(sync, api="assistants")
 
@@ -458,3 +464,63 @@ async def test_echoed_prefill_is_removed_however_it_is_split(pieces: list[str]) 
     assert (await plain.get_response(messages)).text == "John"
     not_echoing = mock_client(lambda request: httpx2.Response(200, json=echoed), capabilities=OPENAI_API)
     assert (await not_echoing.get_response(messages)).text == '{"name": "John'
+
+
+# --------------------------------------------------------------- loop breaking on OpenAI's API
+
+
+def _create_params(module: Any) -> set[str]:
+    base = module.ResponseCreateParamsBase if hasattr(module, "ResponseCreateParamsBase") else module.CompletionCreateParamsBase
+    return set(base.__required_keys__ | base.__optional_keys__)
+
+
+def test_the_official_profiles_break_loops_only_with_parameters_their_route_has() -> None:
+    """The SDK's request types are the routes' parameter lists: Chat Completions has
+    `frequency_penalty`, Responses has no penalty at all."""
+    from openai.types.chat import completion_create_params
+    from openai.types.responses import response_create_params
+
+    responses_params, chat_params = _create_params(response_create_params), _create_params(completion_create_params)
+    assert "frequency_penalty" not in responses_params and "frequency_penalty" in chat_params
+    assert {name for name, _ in OPENAI_API.loop_breaking} <= chat_params
+    assert {name for name, _ in OPENAI_API_RESPONSES.loop_breaking} <= responses_params
+    assert OPENAI_API_RESPONSES.loop_breaking == ()
+    assert OPENAI_API_RESPONSES.replace(name="openai", loop_breaking=OPENAI_API.loop_breaking) == OPENAI_API
+
+
+class Tags(BaseModel):
+    tags: list[str]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_a_loop_on_openais_responses_route_ends_typed_without_a_parameter_the_api_refuses(stream: bool) -> None:
+    """An answer cut off at max_output_tokens in a loop (documented `status: incomplete` body and
+    `response.incomplete` event): no re-ask carries `frequency_penalty`, which the Responses API
+    refuses; the run ends with `IncompleteOutputError` after the one call."""
+    looping = '{"tags": [' + '"a", ' * 80
+    bodies: list[dict[str, Any]] = []
+    incomplete = {
+        **RESPONSE,
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [{**RESPONSE["output"][0], "content": [{"type": "output_text", "text": looping, "annotations": []}]}],
+    }
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        if stream:
+            events = sse(delta(looping), {"type": "response.incomplete", "response": incomplete, "sequence_number": 2})
+            return httpx2.Response(200, content=events, headers={"content-type": "text/event-stream"})
+        return httpx2.Response(200, json=incomplete)
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handle))
+    sdk = openai.AsyncOpenAI(api_key="x", base_url="https://api.openai.com/v1", http_client=http, max_retries=0)
+    client = with_structured_output(OpenAIResponsesClient(sdk, "gpt-4o"))
+    assert client.capabilities is OPENAI_API_RESPONSES
+    with pytest.raises(IncompleteOutputError, match="looped") as caught:
+        if stream:
+            await client.get_response("tags", output_type=Tags, stream=True).get_final_response()
+        else:
+            await client.get_response("tags", output_type=Tags)
+    assert len(bodies) == 1 and len(caught.value.attempts) == 1
+    assert not any("frequency_penalty" in body or "presence_penalty" in body for body in bodies)
