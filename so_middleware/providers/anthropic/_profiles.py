@@ -1,7 +1,16 @@
 """Capability profiles of Anthropic-protocol backends: what each one really enforces.
 
-Picked from the base URL and model, overridable on the adapter with `capabilities=...`.
-The llama-server profile is re-checked against the real server by tests/integration/test_profiles_local.py.
+Picked from the base URL and model (or, for a server of its own, by discovery: llama.cpp, vLLM,
+Ollama), overridable on the adapter with `capabilities=...`. The llama-server profile is
+re-checked against the real server by tests/integration/test_profiles_local.py; the vLLM and
+Ollama ones follow each engine's own Messages source, cited on each.
+
+What an engine honours on its Messages route is its own fact, not its Chat Completions one: an
+engine that converts the Messages request into its chat request keeps only the fields its
+Messages request model declares, so its own constraint fields (vLLM's `structured_outputs` and
+`guided_json`, Ollama's `format`, llama-server's `json_schema` and `grammar`) are dropped there. None of these engines takes an engine-only constraint on this route:
+vLLM enforces the route's own `output_config.format` (so `native`), the others nothing (so
+`prompted`).
 """
 
 from __future__ import annotations
@@ -15,6 +24,8 @@ __all__ = [
     "ANTHROPIC_API",
     "ANTHROPIC_COMPATIBLE",
     "LLAMA_SERVER_MESSAGES",
+    "OLLAMA_MESSAGES",
+    "VLLM_MESSAGES",
     "profile_for",
     "rejects_prefill",
     "server_profile",
@@ -80,6 +91,34 @@ ANTHROPIC_COMPATIBLE = Capabilities(
     schema_profile="anthropic",
 )
 
+# vLLM's /v1/messages (vllm/entrypoints/anthropic/protocol.py and serving.py, vllm-project/vllm
+# pull request 42396, 2026): `output_config.format` json_schema becomes the `response_format` its
+# structured-output backend enforces, and `tool_choice` "any" / "tool" become "required" / a named
+# function, enforced the same way. `AnthropicMessagesRequest` is a plain pydantic model that
+# declares neither `structured_outputs` / `guided_json` nor any penalty, so those body fields are
+# dropped (no loop-breaking sampling reaches the engine); the chat request it builds adds a
+# generation prompt, so a trailing assistant message is closed, not continued. A vLLM from
+# before that change drops `output_config` too: the first answer shows it, and `auto` moves on
+# to the forced tool and remembers it (`client.learned`).
+VLLM_MESSAGES = Capabilities(
+    name="vllm-messages",
+    native_json_schema=True,
+    json_object=False,
+    tools=True,
+    forced_tool_choice=True,
+    strict_tools=False,
+    assistant_prefill=False,
+    schema_profile="json-schema",
+)
+
+# Ollama's /v1/messages (ollama/ollama anthropic/anthropic.go, `MessagesRequest` and
+# `FromMessagesRequest`; docs/api/anthropic-compatibility.mdx): the request it builds for the
+# engine carries the messages, tools, thinking and `temperature` / `top_p` / `top_k` / `stop`
+# only. `output_config` has `effort` alone, there is no `format` field (Ollama's own constraint,
+# honoured on /api/chat and /v1/chat/completions), `tool_choice` is documented unsupported, and
+# no penalty is read: `prompted` is the one strategy that works, with nothing to break a loop.
+OLLAMA_MESSAGES = ANTHROPIC_COMPATIBLE.replace(name="ollama-messages", forced_tool_choice=False)
+
 
 def rejects_prefill(model: str | None) -> bool:
     """True for a Claude model not known to continue an assistant prefill: Claude 4.6 and later,
@@ -117,6 +156,10 @@ def server_profile(info: ServerInfo, model: str | None = None) -> Capabilities:
     """
     if info.kind == "llama.cpp":
         return LLAMA_SERVER_MESSAGES
+    if info.kind == "vllm":
+        return VLLM_MESSAGES
+    if info.kind == "ollama":
+        return _without_rejected_prefill(OLLAMA_MESSAGES, model)
     return _without_rejected_prefill(ANTHROPIC_COMPATIBLE, model)
 
 
