@@ -17,7 +17,6 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-
 from pydantic import BaseModel
 
 from so_middleware import (
@@ -469,9 +468,8 @@ async def test_echoed_prefill_is_removed_however_it_is_split(pieces: list[str]) 
 # --------------------------------------------------------------- loop breaking on OpenAI's API
 
 
-def _create_params(module: Any) -> set[str]:
-    base = module.ResponseCreateParamsBase if hasattr(module, "ResponseCreateParamsBase") else module.CompletionCreateParamsBase
-    return set(base.__required_keys__ | base.__optional_keys__)
+def _keys(params: Any) -> set[str]:
+    return set(params.__required_keys__ | params.__optional_keys__)
 
 
 def test_the_official_profiles_break_loops_only_with_parameters_their_route_has() -> None:
@@ -480,7 +478,8 @@ def test_the_official_profiles_break_loops_only_with_parameters_their_route_has(
     from openai.types.chat import completion_create_params
     from openai.types.responses import response_create_params
 
-    responses_params, chat_params = _create_params(response_create_params), _create_params(completion_create_params)
+    responses_params = _keys(response_create_params.ResponseCreateParamsBase)
+    chat_params = _keys(completion_create_params.CompletionCreateParamsBase)
     assert "frequency_penalty" not in responses_params and "frequency_penalty" in chat_params
     assert {name for name, _ in OPENAI_API.loop_breaking} <= chat_params
     assert {name for name, _ in OPENAI_API_RESPONSES.loop_breaking} <= responses_params
