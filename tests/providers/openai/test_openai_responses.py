@@ -149,7 +149,7 @@ def test_raw_sdk_clients_become_adapters() -> None:
     assert isinstance(DelegatingChatClient(sync).__wrapped__, OpenAIChatClient)
     assert as_chat_client(sync, api="responses").capabilities.name == "openai-compatible"
     assert as_chat_client(openai.OpenAI(api_key="x"), api="responses").capabilities == OPENAI_API_RESPONSES
-    assert as_chat_client(openai.OpenAI(api_key="x")).capabilities == OPENAI_API
+    assert OpenAIChatClient(openai.OpenAI(api_key="x"), "gpt-4o").capabilities == OPENAI_API
     with pytest.raises(UserError, match="unknown OpenAI api"):
         as_chat_client(sync, api="assistants")
 
