@@ -100,15 +100,8 @@ ANTHROPIC_COMPATIBLE = Capabilities(
 # generation prompt, so a trailing assistant message is closed, not continued. A vLLM from
 # before that change drops `output_config` too: the first answer shows it, and `auto` moves on
 # to the forced tool and remembers it (`client.learned`).
-VLLM_MESSAGES = Capabilities(
-    name="vllm-messages",
-    native_json_schema=True,
-    json_object=False,
-    tools=True,
-    forced_tool_choice=True,
-    strict_tools=False,
-    assistant_prefill=False,
-    schema_profile="json-schema",
+VLLM_MESSAGES = ANTHROPIC_COMPATIBLE.replace(
+    name="vllm-messages", native_json_schema=True, assistant_prefill=False, schema_profile="json-schema"
 )
 
 # Ollama's /v1/messages (ollama/ollama anthropic/anthropic.go, `MessagesRequest` and
