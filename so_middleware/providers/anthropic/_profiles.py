@@ -66,7 +66,11 @@ _PREFILL_MODELS = re.compile(r"claude-(instant|[123](?!\d)|(opus|sonnet|haiku)-4
 # prefill is continued but echoed at the start of the answer (the adapter strips the echo).
 # The engine's own constraints, honoured on its other routes, are ignored here too: the
 # `json_schema`, `grammar` and `response_format` body fields (bench/route_constraints.py), so
-# `prompted` with its prefill is the one strategy left.
+# `prompted` with its prefill is the one strategy left. So are its penalties: the route passes
+# `temperature`, `top_p` and `top_k` on to the sampler and drops `frequency_penalty`,
+# `presence_penalty`, `repeat_penalty` and `dry_multiplier` (bench/loop_sampling.py: each left
+# all three looping answers byte for byte the same), so a loop is re-asked at `temperature` 0.8,
+# which ended two of the three.
 LLAMA_SERVER_MESSAGES = Capabilities(
     name="llama-server-messages",
     native_json_schema=False,
@@ -77,6 +81,7 @@ LLAMA_SERVER_MESSAGES = Capabilities(
     assistant_prefill=True,
     prefill_echoed=True,
     schema_profile="json-schema",
+    loop_breaking=(("temperature", 0.8),),
 )
 
 # Another server speaking the protocol: prefill is the one thing every implementation keeps.

@@ -78,7 +78,9 @@ LLAMA_SERVER = LLAMA_SERVER_CHAT
 # Completions `response_format` key in the same body is enforced, so the adapter sends both and
 # the format is enforced end to end. Tools are dropped as on chat; a trailing assistant message
 # (with "type": "message") is continued and echoed. The server reports `status: completed`
-# even when max_output_tokens cut the answer, so truncation shows as `stop` on this route.
+# even when max_output_tokens cut the answer, so truncation shows as `stop` on this route. The
+# body's sampling fields reach the sampler as on chat: `frequency_penalty` 0.5 ended all three
+# looping answers of bench/loop_sampling.py here too.
 LLAMA_SERVER_RESPONSES = LLAMA_SERVER_CHAT.replace(
     name="llama-server-responses", response_format_passthrough=True, tool_emulation=False
 )

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from so_middleware import ChatResponse, FinishReason, IncompleteOutputError, ModelBehaviorError, UsageDetails
 from so_middleware.middleware.structured_output import with_structured_output
 from so_middleware.middleware.structured_output._loops import MIN_CUT_SPAN, MIN_SPAN, loop_in
+from so_middleware.providers.anthropic._profiles import LLAMA_SERVER_MESSAGES
 from so_middleware.providers.openai._profiles import (
     LLAMA_SERVER_CHAT,
     LLAMA_SERVER_RESPONSES,
@@ -148,6 +149,7 @@ async def test_the_callers_own_sampling_field_wins() -> None:
         (LLAMA_SERVER_RESPONSES, {"frequency_penalty"}),
         (OPENAI_API, {"frequency_penalty"}),
         (OPENAI_COMPATIBLE, {"frequency_penalty"}),
+        (LLAMA_SERVER_MESSAGES, {"temperature"}),  # the one sampling field its Messages route passes on
     ],
 )
 async def test_the_reask_sends_the_loop_breaking_fields_of_the_profile(profile: Any, fields: set[str]) -> None:
