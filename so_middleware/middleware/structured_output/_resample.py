@@ -2,8 +2,9 @@
 
 An answer cut off in a loop, or a re-ask's answer equal word for word to the one before, shows
 the request as sampled cannot do better. The backend's profile names the request fields that
-break loops on its engine (`Capabilities.loop_breaking`: llama.cpp's DRY sampler, OpenAI's
-`frequency_penalty`); a run sends them, from then on, for one more attempt. Without them, or
+break loops on its engine and route (`Capabilities.loop_breaking`: `frequency_penalty` where the
+route has it, `temperature` on llama-server's Messages route, which drops every penalty); a run
+sends them, from then on, for one more attempt. Without them, or
 once they were sent, such an answer ends the run with its typed error.
 """
 
