@@ -13,7 +13,7 @@ import httpx2
 import pytest
 from pydantic import BaseModel
 
-from so_middleware import IncompleteOutputError, OutputError, with_structured_output
+from so_middleware import Attempt, IncompleteOutputError, OutputError, with_structured_output
 from so_middleware.anthropic import LLAMA_SERVER_MESSAGES, AnthropicChatClient
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OpenAIChatClient, OpenAIResponsesClient
@@ -29,6 +29,20 @@ class Tags(BaseModel):
     tags: list[str]
 
 
+async def run(client: Any, stream: bool) -> tuple[list[Attempt], OutputError | None]:
+    """The repeat-prone run: its attempts, and its typed error (None when a value came back)."""
+    try:
+        if stream:
+            answer = client.get_response(REPEAT_PRONE, output_type=Tags, options=OPTIONS, stream=True)
+            response = await answer.get_final_response()
+        else:
+            response = await client.get_response(REPEAT_PRONE, output_type=Tags, options=OPTIONS)
+    except OutputError as error:
+        return error.attempts, error
+    assert isinstance(response.value, Tags)
+    return response.attempts, None
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 async def test_a_looping_answer_is_stopped_and_reasked_once_with_loop_breaking_sampling(
     local_server: LocalModelServer, local_sdk: Any, stream: bool
@@ -36,18 +50,8 @@ async def test_a_looping_answer_is_stopped_and_reasked_once_with_loop_breaking_s
     client = with_structured_output(
         OpenAIChatClient(local_sdk("async-openai"), local_server.model, capabilities=LLAMA_SERVER_CHAT)
     )
-    try:
-        if stream:
-            response = await client.get_response(
-                REPEAT_PRONE, output_type=Tags, options=OPTIONS, stream=True
-            ).get_final_response()
-        else:
-            response = await client.get_response(REPEAT_PRONE, output_type=Tags, options=OPTIONS)
-        attempts = response.attempts
-        assert isinstance(response.value, Tags)
-    except OutputError as error:  # the re-ask may loop or be cut off too: still typed, every attempt kept
-        assert isinstance(error, IncompleteOutputError)
-        attempts = error.attempts
+    attempts, error = await run(client, stream)
+    assert error is None or isinstance(error, IncompleteOutputError)  # the re-ask may loop or be cut off too
     assert len(attempts) == 2  # the loop, then one re-ask: not three calls paid to the limit
     assert isinstance(attempts[0].error, IncompleteOutputError)
     if stream:
@@ -78,17 +82,7 @@ async def test_the_reask_of_a_loop_carries_what_breaks_loops_on_that_route(
         sdk = local_sdk("async-anthropic", http_client=http)
         adapter = AnthropicChatClient(sdk, local_server.model, capabilities=LLAMA_SERVER_MESSAGES)
     client = with_structured_output(adapter)
-    try:
-        if stream:
-            response = await client.get_response(
-                REPEAT_PRONE, output_type=Tags, options=OPTIONS, stream=True
-            ).get_final_response()
-        else:
-            response = await client.get_response(REPEAT_PRONE, output_type=Tags, options=OPTIONS)
-        attempts = response.attempts
-        assert isinstance(response.value, Tags)
-    except OutputError as error:  # the re-ask may loop, be cut off or be invalid: still typed
-        attempts = error.attempts
+    attempts, _ = await run(client, stream)  # the re-ask may loop, be cut off or be invalid: still typed
     assert isinstance(attempts[0].error, IncompleteOutputError) and "looped" in str(attempts[0].error)
     first, reask = recorder.bodies[0], recorder.bodies[1]
     assert field not in first or first[field] == 0  # the caller's temperature 0 on the first call
