@@ -9,7 +9,8 @@ bodies), with the SDK client's headers; a plain answer is read as a `CompletionV
 path reads its events as views already). It raises what the SDK would: the SDK client's typed
 status error for a non-2xx answer, `APITimeoutError`, `APIConnectionError`, and a body that is
 not JSON comes back as text or raises the same `JSONDecodeError`. A call that asks the SDK to retry
-(`sdk_max_retries` above 0; the gateway's retry layer asks for 0) goes through the SDK.
+(`sdk_max_retries` above 0; the gateway's retry layer asks for 0) goes through the SDK, and so does
+every call when something wrapped the SDK's `create` (an OpenAI instrumentation).
 """
 
 from __future__ import annotations
@@ -123,16 +124,18 @@ def _dumps(value: Any) -> bytes:
 
 class DirectChatClient(OpenAIChatClient):
     """`OpenAIChatClient` on an `AsyncOpenAI` client whose calls go out as `DirectPost`s on
-    `http_client` (the HTTP client the SDK client was made with) when the SDK is not to retry."""
+    `http_client` (the HTTP client the SDK client was made with) when the SDK is not to retry and
+    its `create` is its own (an instrumentation that wrapped it still sees every call)."""
 
     def __init__(self, sdk_client: openai.AsyncOpenAI, http_client: httpx2.AsyncClient, **options: Any) -> None:
         super().__init__(sdk_client, **options)
         self._direct = DirectPost(sdk_client, http_client, "/chat/completions")
 
     def _create(self, options: ChatOptions) -> Any:
-        if self.sdk_for(options).max_retries == 0:
+        call = super()._create(options)  # the SDK's `create` itself when something wrapped it: kept
+        if isinstance(call, SDKPost) and call.sdk_client.max_retries == 0:
             return self._direct
-        return super()._create(options)
+        return call
 
     async def fetch(self, function: Any, request: dict[str, Any], expected: type, to_chat: Any) -> ChatResponse[Any]:
         """A `DirectPost`'s answer is a `CompletionView`, not a `ChatCompletion`."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -117,3 +118,25 @@ async def test_a_call_that_asks_the_sdk_to_retry_goes_through_the_sdk(
         with pytest.raises(openai.InternalServerError):
             await chain.get_response("hi", options=ChatOptions(model="m", sdk_max_retries=1))
     assert len(backend.raw_bodies) == 2  # the SDK's own retry
+
+
+@pytest.mark.anyio
+async def test_an_instrumented_create_still_sees_every_backend_call(
+    fake_backend: tuple[FakeChatBackend, AppServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openai.resources.chat.completions import AsyncCompletions
+
+    seen: list[bool] = []
+    original = AsyncCompletions.create
+
+    @functools.wraps(original)
+    async def instrumented(self: Any, **request: Any) -> Any:  # what an OpenAI instrumentation puts in place
+        seen.append(bool(request.get("stream")))
+        return await original(self, **request)
+
+    monkeypatch.setattr(AsyncCompletions, "create", instrumented)
+    backend, server = fake_backend
+    async with _chain(server.base_url, max_attempts=1) as chain:
+        assert (await chain.get_response("hi", options=MODEL)).text == backend.text
+        assert "".join([u.text async for u in chain.get_response("hi", stream=True, options=MODEL)]) == backend.text
+    assert seen == [False, True]
