@@ -1,7 +1,7 @@
 """The gateway's ASGI app: the OpenAI Responses API in front of a Chat Completions backend.
 
 The backend is called through the library's own chain: `OpenAIChatClient` (the one translation
-to the Chat Completions wire), wrapped by `with_retries` and `with_telemetry`, and with
+to the Chat Completions wire; its requests sent on the SDK client's HTTP client, see `_backend`), wrapped by `with_retries` and `with_telemetry`, and with
 `validate=True` by `with_structured_output` (beyond seed 004, which forbids touching output).
 """
 
@@ -23,8 +23,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from so_middleware import ChatClient, SOMiddlewareError, with_retries, with_structured_output, with_telemetry
-from so_middleware.openai import OpenAIChatClient
 
+from ._backend import DirectChatClient
 from ._config import GatewayConfig
 from ._errors import BadRequest, error_response, to_error_response
 from ._open_store import open_store
@@ -39,11 +39,12 @@ def backend_client(config: GatewayConfig) -> tuple[AsyncOpenAI, ChatClient]:
     """The SDK client on the backend and the chain the gateway calls."""
     # what the backend may quote back in an error is masked before anything reads it
     secrets = [secret for secret in (config.backend_api_key, url_password(config.backend_url)) if secret]
+    http = RedactingClient(secrets)
     sdk = AsyncOpenAI(base_url=config.backend_url, api_key=config.backend_api_key or "none",
-                      timeout=config.backend_timeout, http_client=RedactingClient(secrets))  # fmt: skip
+                      timeout=config.backend_timeout, http_client=http)  # fmt: skip
     # The backend's profile is discovered on the first call (formats are forwarded whatever it
     # says): on a backend that ignores function tools, the adapter emulates them.
-    chain: Any = with_retries(OpenAIChatClient(sdk), max_attempts=config.max_attempts)
+    chain: Any = with_retries(DirectChatClient(sdk, http), max_attempts=config.max_attempts)
     chain = with_telemetry(chain, tracer_provider=config.tracer_provider, meter_provider=config.meter_provider)
     if config.validate:
         chain = with_structured_output(chain)
