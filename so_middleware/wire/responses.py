@@ -13,10 +13,9 @@ a client reads it and as a server writes it. Items are in `responses_items`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from ..core import ForcedTool, FunctionTool, UsageDetails, UserError
+from ..core import ForcedTool, FunctionTool, UsageDetails, UserError, responses_format_to_chat
 from .common import function_fields
 from .common import tool_choice_to_wire as _choice
 
@@ -104,24 +103,15 @@ def tool_choice_from_wire(value: Any) -> str | ForcedTool:
 
 
 def text_format_to_chat(text_format: Any) -> dict[str, Any] | None:
-    """The Chat Completions `response_format` for a Responses `text.format`, forwarded as is: the
-    one spelling difference is a json_schema's fields nested under `json_schema`; every key, unknown
-    ones included, keeps its value and its order; `text` or none gives None.
-
-    Example:
-        text_format_to_chat({"type": "json_schema", "strict": True, "name": "p", "schema": s})
-        == {"type": "json_schema", "json_schema": {"strict": True, "name": "p", "schema": s}}
+    """The Chat Completions `response_format` for a Responses `text.format`, as a server reads it:
+    the library's one translation (`responses_format_to_chat`: forwarded as is, a json_schema's
+    fields nested under `json_schema`, every key and its order kept; `text` or none gives None),
+    a format it cannot read a `WireError` naming `text.format.type`.
     """
-    if text_format is None:
-        return None
-    if not isinstance(text_format, Mapping) or not isinstance(text_format.get("type"), str):
-        raise WireError("text.format.type must be a string (text.format an object)", "text.format.type")
-    kind = text_format["type"]
-    if kind == "text":
-        return None
-    if kind == "json_schema":
-        return {"type": kind, "json_schema": {k: v for k, v in text_format.items() if k != "type"}}
-    return dict(text_format)
+    try:
+        return responses_format_to_chat(text_format)
+    except UserError as error:
+        raise WireError(str(error), "text.format.type") from None
 
 
 def echoed_text(text: dict[str, Any] | None) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -16,9 +17,12 @@ from so_middleware import (
     FunctionResultContent,
     FunctionTool,
     HostedFileContent,
+    ResponseFormat,
     TextContent,
     UsageDetails,
     UserError,
+    chat_format_to_responses,
+    responses_format_to_chat,
 )
 from so_middleware.providers.anthropic._messages_wire import build_request as anthropic_request
 from so_middleware.wire import chat, responses, responses_items
@@ -116,3 +120,30 @@ def test_a_named_document_keeps_its_file_name_on_the_responses_wire() -> None:
     (item,) = responses_items.message_to_items(message)
     assert item["content"][1] == {"type": "input_file", "filename": "a.pdf",
                                   "file_data": "data:application/pdf;base64,JVBERi0xLjQ="}  # fmt: skip
+
+
+TEXT_FORMATS = [
+    {"type": "json_object"},
+    {"type": "json_schema", "strict": True, "name": "p", "x-vendor": [1, None], "schema": {"type": "object"}},
+    {"type": "json_schema", "schema": {"type": "object"}},
+    {"type": "grammar", "grammar": 'root ::= "yes"'},
+]
+
+
+@pytest.mark.parametrize("text_format", TEXT_FORMATS, ids=lambda f: f["type"])
+def test_the_gateway_and_the_library_translate_text_format_one_way(text_format: dict[str, Any]) -> None:
+    """One `text.format` translation, two users: the gateway (`text_format_to_chat`, reading a
+    request) and the library (`responses_format_to_chat`, which the adapters' rendering shares)."""
+    served = responses.text_format_to_chat(text_format)
+    assert json.dumps(served) == json.dumps(responses_format_to_chat(text_format))
+    assert json.dumps(chat_format_to_responses(served)) == json.dumps(text_format)  # and back, as it was
+    if text_format["type"] == "json_schema" and "name" in text_format:
+        fmt = ResponseFormat.json_schema(text_format["schema"], name="p", strict=True)
+        assert fmt.to_chat_completions() == responses.text_format_to_chat(fmt.to_responses())
+
+
+def test_a_text_format_a_server_cannot_read_names_its_field() -> None:
+    assert responses.text_format_to_chat(None) is None and responses.text_format_to_chat({"type": "text"}) is None
+    with pytest.raises(responses.WireError, match=r"text\.format\.type must be a string") as caught:
+        responses.text_format_to_chat({"kind": "json"})
+    assert caught.value.param == "text.format.type"
