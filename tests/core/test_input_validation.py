@@ -7,10 +7,8 @@ Each adapter sits on a real SDK client whose transport records every request
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-import openai
 import pytest
 from input_cases import BLANK, LONE, SURROGATES, Person, Recorded
 
@@ -19,12 +17,7 @@ from so_middleware import (
     FunctionTool,
     TextContent,
     UserError,
-    with_retries,
-    with_structured_output,
 )
-from so_middleware.local import chat_client
-from so_middleware.openai import OpenAIChatClient
-from so_middleware.testing import FakeChatClient
 
 pytestmark = pytest.mark.anyio
 
@@ -194,21 +187,3 @@ async def test_a_class_as_response_format_says_to_pass_output_type() -> None:
 
 
 # ------------------------------------------------------------ with_retries
-
-
-@pytest.mark.parametrize(
-    ("given", "named"),
-    [
-        (
-            chat_client,
-            "function so_middleware.local._clients.chat_client itself; pass the client it makes: chat_client(...)",
-        ),
-        (openai.AsyncOpenAI, "class openai.AsyncOpenAI itself; pass the client it makes: AsyncOpenAI(...)"),
-        (OpenAIChatClient, "class so_middleware.providers.openai._chat.OpenAIChatClient itself"),
-        (FakeChatClient("{}").get_response, "function"),
-    ],
-)
-def test_a_function_or_class_in_place_of_a_client_says_to_call_it(given: Any, named: str) -> None:
-    for wrap in (with_structured_output, with_retries):
-        with pytest.raises(UserError, match="expected a client, got the " + re.escape(named)):
-            wrap(given)

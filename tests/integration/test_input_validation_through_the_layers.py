@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import openai
 import pytest
 from input_cases import BLANK, SURROGATES, Person, Recorded
 
@@ -13,6 +15,8 @@ from so_middleware import (
     with_retries,
     with_structured_output,
 )
+from so_middleware.local import chat_client
+from so_middleware.openai import OpenAIChatClient
 from so_middleware.testing import FakeChatClient
 
 pytestmark = pytest.mark.anyio
@@ -74,3 +78,21 @@ async def test_a_structured_output_description_of_the_wrong_type_is_refused_befo
 def test_with_retries_refuses_a_non_callable_at_construction(setting: str) -> None:
     with pytest.raises(UserError, match=f"{setting} must be a callable"):
         with_retries(FakeChatClient(["ok"]), **{setting: 5})
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (
+            chat_client,
+            "function so_middleware.local._clients.chat_client itself; pass the client it makes: chat_client(...)",
+        ),
+        (openai.AsyncOpenAI, "class openai.AsyncOpenAI itself; pass the client it makes: AsyncOpenAI(...)"),
+        (OpenAIChatClient, "class so_middleware.providers.openai._chat.OpenAIChatClient itself"),
+        (FakeChatClient("{}").get_response, "function"),
+    ],
+)
+def test_a_function_or_class_in_place_of_a_client_says_to_call_it(given: Any, named: str) -> None:
+    for wrap in (with_structured_output, with_retries):
+        with pytest.raises(UserError, match="expected a client, got the " + re.escape(named)):
+            wrap(given)
