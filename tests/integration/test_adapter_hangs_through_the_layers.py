@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import anthropic
 import anyio
@@ -16,6 +16,7 @@ from adapter_stalls import (
     HOLD,
     SYNC_OR_ASYNC,
     adapter_for,
+    one_fault_servers,
     settled,
 )
 
@@ -23,6 +24,11 @@ from so_middleware import DeadlineExceededError, with_retries
 from so_middleware.testing._faults import Fault, FaultServer, stall
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Fault], FaultServer]]:
+    yield from one_fault_servers()
 
 
 @ADAPTERS

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
-from small_server import LONG_TEXT
+from small_server import LONG_TEXT, small_server_running
 
 from so_middleware import (
     ChatMessage,
@@ -29,6 +30,11 @@ from so_middleware.local import (
 )
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def small_server() -> Iterator[LocalModelServer]:
+    yield from small_server_running()
 
 
 class Ramble(BaseModel):

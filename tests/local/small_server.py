@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import pytest
-
 from so_middleware.local import (
     LocalModelServer,
 )
@@ -13,8 +11,7 @@ from so_middleware.local import (
 LONG_TEXT = "The quick brown fox jumps over the lazy dog. " * 120  # about 1,200 tokens
 
 
-@pytest.fixture(scope="module")
-def small_server() -> Iterator[LocalModelServer]:
-    """A server whose one slot holds 512 tokens."""
+def small_server_running() -> Iterator[LocalModelServer]:
+    """The body of a `small_server` fixture: a server whose one slot holds 512 tokens."""
     with LocalModelServer(parallel=1, context_size=512) as server:
         yield server

@@ -3,10 +3,11 @@ that does not fit raises `ContextSizeError` naming both sizes, on every route, p
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
-from small_server import LONG_TEXT
+from small_server import LONG_TEXT, small_server_running
 
 from so_middleware import (
     IncompleteOutputError,
@@ -21,6 +22,11 @@ from so_middleware.local import (
 from so_middleware.testing import FakeChatClient
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def small_server() -> Iterator[LocalModelServer]:
+    yield from small_server_running()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])

@@ -54,8 +54,9 @@ ADAPTERS = pytest.mark.parametrize("adapter", ["chat", "responses", "messages"])
 SYNC_OR_ASYNC = pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 
 
-@pytest.fixture
-def serve() -> Iterator[Callable[[Fault], FaultServer]]:
+def one_fault_servers() -> Iterator[Callable[[Fault], FaultServer]]:
+    """The body of a `serve` fixture: `serve(fault)` starts a server with that one fault; each is
+    stopped after the test."""
     servers: list[FaultServer] = []
 
     def start(fault: Fault) -> FaultServer:

@@ -9,7 +9,7 @@ llama-server cannot stall; it shows that a sync stream cancelled mid-answer leav
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -25,6 +25,7 @@ from adapter_stalls import (
     SYNC_OR_ASYNC,
     adapter_for,
     blocked_readers,
+    one_fault_servers,
     settled,
 )
 
@@ -35,6 +36,11 @@ from so_middleware.openai import LLAMA_SERVER_CHAT, OpenAIChatClient, OpenAIResp
 from so_middleware.testing._faults import Fault, FaultServer, stall
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Fault], FaultServer]]:
+    yield from one_fault_servers()
 
 
 @pytest.fixture
