@@ -73,7 +73,6 @@ from .core import (
     run_sync,
     wait_for_response,
 )
-from .core import register_text_parser as _register_text_parser
 from .middleware.cache import CachingChatClient, MemoryStore, disk_store, request_key, with_cache
 from .middleware.fallback import FallbackChatClient, with_fallback
 from .middleware.limits import LimitsChatClient, LimitStats, with_limits
@@ -83,11 +82,6 @@ from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
 from .middleware.telemetry import TelemetryChatClient, with_telemetry
 from .schema import OutputSchema
-from .schema import parse_text as _parse_text
-
-# The composition root: the one module that knows every layer wires the schema layer's reading of
-# text into the core's `ChatResponse.parse` (the core may not import the layers above it).
-_register_text_parser(_parse_text)
 
 __all__ = [
     "AgentResponse",

@@ -14,22 +14,20 @@ from ..core import (
     ChatClient,
     ChatMessage,
     ChatOptions,
-    ContinuationToken,
     FinishReason,
-    MessageInput,
     OptionsInput,
     ResponseStream,
     UserError,
     as_chat_client,
     as_messages,
-    run_sync,
     with_continuation,
 )
-from ._protocol import Agent, AgentRuns, AgentStream, AgentThread, SyncRuns, TypedAgentStream
+from ._protocol import Agent, AgentCall, AgentRuns, AgentStream, AgentThread, SyncRuns, TypedAgentStream
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
 __all__ = [
     "Agent",
+    "AgentCall",
     "AgentRuns",
     "AgentStream",
     "AgentThread",
@@ -70,28 +68,20 @@ class ChatAgent(AgentRuns, SyncRuns):
             merged = merged.replace(instructions=self.instructions)
         return merged
 
-    def _run(
-        self,
-        input: MessageInput | None,
-        *,
-        thread: AgentThread | None,
-        options: OptionsInput,
-        output_type: Any,
-        stream: bool,
-        continuation_token: ContinuationToken | str | None,
-    ) -> Awaitable[AgentResponse[Any]] | AgentStream:
-        """`run`'s work (its signature is `Agent`'s)."""
-        new_messages = as_messages(input)
+    def _run(self, call: AgentCall) -> Awaitable[AgentResponse[Any]] | AgentStream:
+        """`run`'s work (its arguments as one `AgentCall`)."""
+        thread = call.thread
+        new_messages = as_messages(call.input)
         history = [*(thread.messages if thread else []), *new_messages]
-        chat_options = self._options(options)
-        if continuation_token is not None:
+        chat_options = self._options(call.options)
+        if call.continuation_token is not None:
             history = []  # the server holds the run's conversation
-            chat_options = with_continuation(chat_options, continuation_token)
+            chat_options = with_continuation(chat_options, call.continuation_token)
         elif not history:
             raise UserError("nothing to run: give input or a thread with messages")
-        if stream:
-            return self._stream(history, new_messages, thread, chat_options, output_type)
-        return self._respond(history, new_messages, thread, chat_options, output_type)
+        if call.stream:
+            return self._stream(history, new_messages, thread, chat_options, call.output_type)
+        return self._respond(history, new_messages, thread, chat_options, call.output_type)
 
     def _span(self) -> contextlib.AbstractContextManager[Any]:
         spans = getattr(self.client, "get_service", lambda kind: None)(AgentSpans)  # the telemetry layer, if any
@@ -151,20 +141,18 @@ def _final_messages(response: AgentResponse[Any]) -> list[ChatMessage]:
     return [] if response.finish_reason == FinishReason.LONG_RUNNING else response.messages
 
 
-class DelegatingAgent(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
-    """Base of agent decorators: overrides `run` where it must; everything else passes through.
+class DelegatingAgent(wrapt.BaseObjectProxy, AgentRuns, SyncRuns):  # type: ignore[type-arg]
+    """Base of agent decorators, with `Agent`'s typed `run` and `run_sync`: a decorator overrides
+    `run` where it must; everything else passes through.
 
-    `run(..., output_type=...)` keeps working through any decorator: arguments a decorator
-    does not know are passed on untouched.
+    `run(..., output_type=...)` keeps working through any decorator: the run is passed on with
+    the arguments it was given (`AgentCall.given()`), so an inner agent whose `run` takes fewer
+    still runs.
     """
 
-    def run(self, input: MessageInput | None = None, **kwargs: Any) -> Awaitable[AgentResponse[Any]] | AgentStream:
+    def _run(self, call: AgentCall) -> Awaitable[AgentResponse[Any]] | AgentStream:
         """Pass the run to the inner agent unchanged."""
-        return self.__wrapped__.run(input, **kwargs)  # type: ignore[no-any-return]
-
-    def run_sync(self, input: MessageInput | None = None, **kwargs: Any) -> AgentResponse[Any]:
-        """Blocking `run` for scripts."""
-        return run_sync(lambda: self.run(input, **kwargs))  # type: ignore[arg-type,return-value]
+        return self.__wrapped__.run(call.input, **call.given())  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.__wrapped__!r})"

@@ -1,15 +1,17 @@
 """The agents' call contract, declared once: `Agent` (the `run` signature), `AgentRuns` (it as a
-base class) and `SyncRuns` (the blocking `run_sync`), with the thread and stream types they name."""
+base class), `AgentCall` (a run's arguments, as the `_run` hook gets them) and `SyncRuns` (the
+blocking `run_sync`), with the thread and stream types they name."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from ..core import ChatMessage, ContinuationToken, MessageInput, OptionsInput, ResponseStream, run_sync
 from ._response import AgentResponse, AgentResponseUpdate
 
-__all__ = ["Agent", "AgentRuns", "AgentStream", "AgentThread", "SyncRuns", "TypedAgentStream"]
+__all__ = ["Agent", "AgentCall", "AgentRuns", "AgentStream", "AgentThread", "SyncRuns", "TypedAgentStream"]
 
 T = TypeVar("T")
 
@@ -30,13 +32,32 @@ class AgentThread:
         return len(self.messages)
 
 
+@dataclass(frozen=True)
+class AgentCall:
+    """One `run`'s arguments, as `Agent.run` hands them to a class's `_run` hook (the hook's one
+    parameter, so the argument list is written out once more here and nowhere else)."""
+
+    input: MessageInput | None = None
+    thread: AgentThread | None = None
+    options: OptionsInput = None
+    output_type: Any = None
+    stream: bool = False
+    continuation_token: ContinuationToken | str | None = None
+
+    def given(self) -> dict[str, Any]:
+        """The keyword arguments given a value (not left at their defaults), to pass the run on to
+        an agent whose `run` may take fewer of them."""
+        values = {f.name: (getattr(self, f.name), f.default) for f in fields(self) if f.name != "input"}
+        return {name: value for name, (value, default) in values.items() if value is not default}
+
+
 @runtime_checkable
 class Agent(Protocol):
     """What `StructuredOutputAgent` and agent decorators wrap: anything with this `run`.
 
     The run signature is declared here once: the overloads (what a type checker sees) and the one
-    implementation, which hands the run to the class's `_run` hook. `AgentRuns` is this protocol
-    as a base class; `ChatAgent` and `StructuredOutputAgent` inherit it.
+    implementation, which hands the run to the class's `_run(call)` hook as one `AgentCall`.
+    `AgentRuns` is this protocol as a base class; `ChatAgent` and `DelegatingAgent` inherit it.
     """
 
     @overload
@@ -110,29 +131,14 @@ class Agent(Protocol):
         `output_type=T` types the result as `AgentResponse[T]` (see `ChatClient` for which type
         forms keep their type statically).
         """
-        return cast(_Running, self)._run(
-            input,
-            thread=thread,
-            options=options,
-            output_type=output_type,
-            stream=stream,
-            continuation_token=continuation_token,
-        )
+        call = AgentCall(input, thread, options, output_type, stream, continuation_token)
+        return cast(_Running, self)._run(call)
 
 
 class _Running(Protocol):
     """What `Agent.run` calls: the hook of the class that inherits `AgentRuns`."""
 
-    def _run(
-        self,
-        input: MessageInput | None,
-        *,
-        thread: AgentThread | None,
-        options: OptionsInput,
-        output_type: Any,
-        stream: bool,
-        continuation_token: ContinuationToken | str | None,
-    ) -> Awaitable[AgentResponse[Any]] | AgentStream: ...
+    def _run(self, call: AgentCall) -> Awaitable[AgentResponse[Any]] | AgentStream: ...
 
 
 if TYPE_CHECKING:
@@ -140,7 +146,7 @@ if TYPE_CHECKING:
 else:
 
     class AgentRuns:
-        """`Agent`'s typed `run` as a plain base class: a class inherits it and implements `_run`.
+        """`Agent`'s typed `run` as a plain base class: a class inherits it and implements `_run(call)`.
         Plain because wrapt's pure-Python proxy cannot take a `Protocol` among its bases."""
 
         run = Agent.run

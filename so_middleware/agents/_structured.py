@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
 from ..core import (
     ChatClient,
     ChatMessage,
     ChatOptions,
-    ContinuationToken,
     FinishReason,
-    MessageInput,
-    OptionsInput,
     ResponseStream,
     UserError,
 )
 from ..middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
-from ._agent import Agent, AgentRuns, AgentStream, AgentThread, DelegatingAgent, SyncRuns
+from ._agent import Agent, AgentCall, AgentStream, DelegatingAgent
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
 __all__ = ["StructuredOutputAgent"]
@@ -28,8 +26,7 @@ CONVERTER_INSTRUCTIONS = (
 )
 
 
-# The typed `run`/`run_sync` come first and replace the decorator's pass-through `**kwargs` ones.
-class StructuredOutputAgent(AgentRuns, SyncRuns, DelegatingAgent):  # type: ignore[misc]
+class StructuredOutputAgent(DelegatingAgent):
     """Runs the inner agent as is, then converts its text answer with a chat client that can.
 
     The type comes from `run(..., output_type=T)`, a `StructuredOutput` feature in the options
@@ -53,46 +50,36 @@ class StructuredOutputAgent(AgentRuns, SyncRuns, DelegatingAgent):  # type: igno
         self._self_converter = converter
         self._self_default = StructuredOutput(output_type) if output_type is not None else None
 
-    def _run(
-        self,
-        input: MessageInput | None,
-        *,
-        thread: AgentThread | None,
-        options: OptionsInput,
-        output_type: Any,
-        stream: bool,
-        continuation_token: ContinuationToken | str | None,
-    ) -> Awaitable[AgentResponse[Any]] | AgentStream:
+    def _run(self, call: AgentCall) -> Awaitable[AgentResponse[Any]] | AgentStream:
         """Run the inner agent, then convert its answer to the requested type. A background run
         of the inner agent is returned as it is (`LONG_RUNNING`, with its token) until a run with
         `continuation_token=...` finds it complete; its answer is converted then."""
-        chat_options = ChatOptions.coerce(options)
+        chat_options = ChatOptions.coerce(call.options)
         features = [f for f in chat_options.features if isinstance(f, StructuredOutput)]
         feature = features[0] if features else None
-        token = {"continuation_token": continuation_token} if continuation_token is not None else {}
-        if feature is None and output_type is None and self._self_default is None:
-            return self.__wrapped__.run(input, thread=thread, options=options, stream=stream, **token)  # type: ignore[no-any-return]
-        if feature is None:
-            feature = StructuredOutput(output_type) if output_type is not None else self._self_default.copy_for_run()  # type: ignore[union-attr]
+        if feature is None and call.output_type is None and self._self_default is None:
+            return super()._run(call)
+        if feature is None and call.output_type is not None:
+            feature = StructuredOutput(call.output_type)
+        elif feature is None:
+            feature = self._self_default.copy_for_run()  # type: ignore[union-attr]
         inner_options = chat_options.with_features([f for f in chat_options.features if f is not feature])
-        if stream:
-            return self._stream(input, thread, inner_options, feature, token)
-        return self._respond(input, thread, inner_options, feature, token)
+        inner = replace(call, options=inner_options, output_type=None, stream=False)  # the inner agent answers in text
+        if call.stream:
+            return self._stream(inner, feature)
+        return self._respond(inner, feature)
+
+    async def _inner_response(self, call: AgentCall) -> AgentResponse[Any]:
+        """The inner agent's text answer (`call` asks for no stream)."""
+        return await cast(Awaitable[AgentResponse[Any]], DelegatingAgent._run(self, call))
 
     def _conversion(self, text: str) -> list[ChatMessage]:
         return [ChatMessage("system", CONVERTER_INSTRUCTIONS), ChatMessage("user", text)]
 
-    async def _respond(
-        self,
-        input: MessageInput | None,
-        thread: AgentThread | None,
-        options: ChatOptions,
-        feature: StructuredOutput[Any],
-        token: dict[str, Any],
-    ) -> AgentResponse[Any]:
-        inner = await self.__wrapped__.run(input, thread=thread, options=options, **token)
+    async def _respond(self, call: AgentCall, feature: StructuredOutput[Any]) -> AgentResponse[Any]:
+        inner = await self._inner_response(call)
         if inner.finish_reason == FinishReason.LONG_RUNNING:
-            return inner  # type: ignore[no-any-return]
+            return inner
         chat = require_chat_response(
             await self._self_converter.get_response(self._conversion(inner.text), options={"features": [feature]})
         )
@@ -100,18 +87,11 @@ class StructuredOutputAgent(AgentRuns, SyncRuns, DelegatingAgent):  # type: igno
         response.inner_response = inner  # type: ignore[attr-defined]
         return response
 
-    def _stream(
-        self,
-        input: MessageInput | None,
-        thread: AgentThread | None,
-        options: ChatOptions,
-        feature: StructuredOutput[Any],
-        token: dict[str, Any],
-    ) -> AgentStream:
+    def _stream(self, call: AgentCall, feature: StructuredOutput[Any]) -> AgentStream:
         final: list[AgentResponse[Any]] = []
 
         async def updates() -> AsyncIterator[AgentResponseUpdate[Any]]:
-            inner = await self.__wrapped__.run(input, thread=thread, options=options, **token)
+            inner = await self._inner_response(call)
             if inner.finish_reason == FinishReason.LONG_RUNNING:
                 final.append(inner)
                 return

@@ -24,8 +24,10 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 import anyio
+from typing_extensions import Unpack
 
-from .. import ChatClient, SOMiddlewareError, UserError, as_chat_client, with_structured_output
+from .. import ChatClient, SOMiddlewareError, StructuredOutputChatClient, UserError, as_chat_client
+from ..middleware.structured_output import OutputSettings, SettingsKeywords
 from ._batch_results import Answer, BatchAnswers, anthropic_line, openai_line
 from ._inputs import InputSource
 from ._run import BatchRun
@@ -121,12 +123,11 @@ def extract_batch(
     retry_failed: bool = False,
     instructions: str | None = None,
     options: dict[str, Any] | None = None,
-    max_retries: int = 2,
-    mode: Any = "auto",
     poll_interval: float = 30.0,
     batch_size: int = 10_000,
     id_field: str = "id",
     text_field: str = "text",
+    **settings: Unpack[SettingsKeywords],
 ) -> BatchRun[T]:
     """`extract_many` on the provider's batch API: OpenAI (Files + Batches) or Anthropic (Message Batches).
 
@@ -154,6 +155,7 @@ def extract_batch(
     # MockTransport is httpx2's transport-from-a-handler: here the handler holds the request for a batch.
     http_client = httpx2.AsyncClient(transport=httpx2.MockTransport(transport))
     holding = adapter.with_sdk_client(sdk.with_options(http_client=http_client, max_retries=0))
+    chosen = OutputSettings(**settings)
     parts = prepare(
         inputs,
         output_type,
@@ -161,8 +163,7 @@ def extract_batch(
         retry_failed=retry_failed,
         instructions=instructions,
         options=options,
-        max_retries=max_retries,
-        mode=mode,
+        settings=chosen,
         id_field=id_field,
         text_field=text_field,
     )
@@ -181,7 +182,7 @@ def extract_batch(
                     if not request.future.done():
                         request.future.set_result(answers[key])
 
-    structured = with_structured_output(holding, max_retries=max_retries)
+    structured = StructuredOutputChatClient(holding, settings=chosen)
     return BatchRun(structured, *parts, concurrency=batch_size, companion=send_rounds, price_factor=_BATCH_PRICE)
 
 

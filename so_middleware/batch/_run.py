@@ -14,8 +14,10 @@ from typing import Any, Generic, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
+from typing_extensions import Unpack
 
 from .. import ChatClient, StructuredOutput, UsageDetails, UserError, run_sync
+from ..middleware.structured_output import OutputSettings, SettingsKeywords
 from ._inputs import InputSource, Item
 from ._results import ItemResult, ResultLog, ResultsWriteError
 from ._setup import build_client, prepare
@@ -221,18 +223,18 @@ def extract_many(
     retry_failed: bool = False,
     instructions: str | None = None,
     options: dict[str, Any] | None = None,
-    max_retries: int = 2,
     max_attempts: int = 4,
-    mode: Any = "auto",
     id_field: str = "id",
     text_field: str = "text",
+    **settings: Unpack[SettingsKeywords],
 ) -> BatchRun[T]:
     """Extract an `output_type` from every input, `concurrency` at a time; results in completion order.
 
     `client` is an adapter or SDK client (limits, retries and structured output are added unless
     it has them). `inputs`: an iterable (str, `(id, text)`, dicts, `Item`s), a `.jsonl`/`.csv` file
     or a directory. With `output`, each result is appended to that JSONL file as it finishes, and
-    ids already done there are skipped (failed ones too, unless `retry_failed`).
+    ids already done there are skipped (failed ones too, unless `retry_failed`). `mode`,
+    `max_retries`, `strict`, `name` and `description` are `OutputSettings` for every item.
 
     Before any call, a `UserError` names a bad file, directory or list item (its line for a file
     that is not UTF-8), a duplicate id (both items) or an output that cannot be opened; a
@@ -247,6 +249,7 @@ def extract_many(
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise UserError(f"concurrency must be an int of at least 1, not {concurrency!r}")
+    chosen = OutputSettings(**settings)
     parts = prepare(
         inputs,
         output_type,
@@ -254,8 +257,7 @@ def extract_many(
         retry_failed=retry_failed,
         instructions=instructions,
         options=options,
-        max_retries=max_retries,
-        mode=mode,
+        settings=chosen,
         id_field=id_field,
         text_field=text_field,
     )
@@ -265,7 +267,7 @@ def extract_many(
         requests_per_minute=requests_per_minute,
         tokens_per_minute=tokens_per_minute,
         max_attempts=max_attempts,
-        max_retries=max_retries,
+        settings=chosen,
     )
     return BatchRun(stack, *parts, concurrency=concurrency)
 

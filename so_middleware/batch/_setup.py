@@ -3,6 +3,7 @@ output file (`prepare`), all before any call."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -16,8 +17,8 @@ from .. import (
     as_chat_client,
     with_limits,
     with_retries,
-    with_structured_output,
 )
+from ..middleware.structured_output import OutputSettings
 from ._inputs import InputSource, Item, checked_inputs
 from ._results import ResultLog
 
@@ -31,7 +32,7 @@ def build_client(
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
     max_attempts: int = 4,
-    max_retries: int = 2,
+    settings: OutputSettings | None = None,
     period: float = 60.0,
 ) -> ChatClient:
     """`with_structured_output(with_retries(with_limits(client)))`, keeping the layers `client` has.
@@ -54,7 +55,7 @@ def build_client(
     if has(RetryingChatClient) is None:
         stack = with_retries(stack, max_attempts=max_attempts)
     if has(StructuredOutputChatClient) is None:
-        stack = with_structured_output(stack, max_retries=max_retries)
+        stack = StructuredOutputChatClient(stack, settings=settings)
     return stack
 
 
@@ -66,15 +67,14 @@ def prepare(
     retry_failed: bool,
     instructions: str | None,
     options: dict[str, Any] | None,
-    max_retries: int,
-    mode: Any,
+    settings: OutputSettings,
     id_field: str,
     text_field: str,
 ) -> tuple[Iterator[Item], StructuredOutput[Any], dict[str, Any], ResultLog | None, set[str]]:
     """What every run needs: the items, the feature and options of each call, the output file and
     the ids it already holds. The type, the inputs (a file, a directory, a list: every item, ids
     unique) and the output are checked here, before any call."""
-    feature: StructuredOutput[Any] = StructuredOutput(output_type, mode=mode, max_retries=max_retries)
+    feature: StructuredOutput[Any] = StructuredOutput(output_type, **dataclasses.asdict(settings))
     call_options = {**(options or {}), "features": [feature]}
     if instructions is not None:
         call_options["instructions"] = instructions

@@ -27,6 +27,7 @@ Needs the extra: `pip install so-middleware[ray]`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import Capabilities, ChatClient, UserError, run_sync
+from ..middleware.structured_output import OutputSettings
 from ._inputs import Item, read_inputs
 from ._run import extract_many_sync
 from ._setup import build_client
@@ -61,7 +63,7 @@ class ClientSpec:
     requests_per_minute: float | None = None  # per actor
     tokens_per_minute: float | None = None  # per actor
     max_attempts: int = 4
-    max_retries: int = 2
+    settings: OutputSettings = field(default_factory=OutputSettings)  # mode, max_retries, ...: every item's
     timeout: float = 120.0
     sdk_options: Mapping[str, Any] = field(default_factory=dict)
 
@@ -99,7 +101,7 @@ class ClientSpec:
             requests_per_minute=self.requests_per_minute,
             tokens_per_minute=self.tokens_per_minute,
             max_attempts=self.max_attempts,
-            max_retries=self.max_retries,
+            settings=self.settings,
         )
 
 
@@ -121,7 +123,7 @@ class RayExtractor:
         options: Mapping[str, Any] | None = None,
     ) -> None:
         self._client = spec.build()
-        self._output_type, self._concurrency, self._max_retries = output_type, spec.max_concurrency, spec.max_retries
+        self._output_type, self._concurrency, self._settings = output_type, spec.max_concurrency, spec.settings
         self._id_column, self._text_column = id_column, text_column
         self._instructions, self._options = instructions, dict(options or {})
 
@@ -137,7 +139,7 @@ class RayExtractor:
             concurrency=self._concurrency,
             instructions=self._instructions,
             options=self._options,
-            max_retries=self._max_retries,
+            **dataclasses.asdict(self._settings),
         )
         records = {result.id: result.to_record(self._output_type) for result in run}
         ordered = [records[item.id] for item in items]

@@ -6,7 +6,7 @@ other layers import from `so_middleware.core`; its module files are private.
 
 from ._attempts import Attempt
 from ._background import with_continuation
-from ._capabilities import Capabilities, SchemaProfile, SchemaProfileName
+from ._capabilities import Capabilities, SchemaProfile
 from ._carry import carry
 from ._client import (
     BaseChatClient,
@@ -55,7 +55,7 @@ from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
 from ._record_keys import CACHE_HIT_KEY, FALLBACK_KEY, RECORD_KEYS, RESUMED_KEY, RETRIES_KEY, STRUCTURED_OUTPUT_KEY
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
-from ._responses import ChatResponse, ChatResponseUpdate, TextParser, register_text_parser
+from ._responses import ChatResponse, ChatResponseUpdate
 from ._retry_after import retry_after_seconds
 from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
@@ -117,13 +117,11 @@ __all__ = [
     "Role",
     "SOMiddlewareError",
     "SchemaProfile",
-    "SchemaProfileName",
     "StreamConsumedError",
     "StreamInterruptedError",
     "SyncChatStream",
     "SyncResponseStream",
     "TextContent",
-    "TextParser",
     "TransportFailure",
     "ToolChoice",
     "TypedChatStream",
@@ -146,7 +144,6 @@ __all__ = [
     "mend_surrogates",
     "register_provider",
     "redact_url",
-    "register_text_parser",
     "responses_format_to_chat",
     "retry_after_seconds",
     "run_sync",

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-__all__ = ["Capabilities", "SchemaProfile", "SchemaProfileName"]
+__all__ = ["Capabilities", "SchemaProfile"]
 
 SchemaProfile = Literal["openai-strict", "anthropic", "json-schema"]
 """The JSON-schema dialect a backend accepts, and that `OutputSchema.json_schema` emits."""
-SchemaProfileName = SchemaProfile  # its earlier name, kept for code that imports it
 
 
 @dataclass(frozen=True)

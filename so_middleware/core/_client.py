@@ -9,11 +9,11 @@ from typing import Any, ClassVar, TypeVar
 
 from ._background import check_background, with_continuation
 from ._capabilities import Capabilities
-from ._continuation import ContinuationToken
 from ._exceptions import UserError
-from ._messages import ChatMessage, MessageInput, as_messages
-from ._options import ChatOptions, OptionsInput
+from ._messages import ChatMessage, as_messages
+from ._options import ChatOptions
 from ._protocol import (
+    ChatCall,
     ChatCalls,
     ChatClient,
     ChatStream,
@@ -29,6 +29,7 @@ from ._stream import ResponseStream
 
 __all__ = [
     "BaseChatClient",
+    "ChatCall",
     "ChatCalls",
     "ChatClient",
     "ChatStream",
@@ -68,23 +69,16 @@ class BaseChatClient(ChatCalls, SyncCalls):
         """
         return self.capabilities
 
-    def _call(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput,
-        stream: bool,
-        output_type: Any,
-        continuation_token: ContinuationToken | str | None,
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """`get_response`'s work (its signature is `ChatClient`'s): normalise, check, dispatch."""
-        if output_type is not None:
+    def _call(self, call: ChatCall) -> Awaitable[ChatResponse[Any]] | ChatStream:
+        """`get_response`'s work (its arguments as one `ChatCall`): normalise, check, dispatch."""
+        if call.output_type is not None:
             raise UserError(
-                f"output_type={output_type!r} needs a structured-output layer: "
+                f"output_type={call.output_type!r} needs a structured-output layer: "
                 "wrap the client with so_middleware.with_structured_output(client)"
             )
-        chat_messages = as_messages(messages)
-        chat_options = with_continuation(options, continuation_token)
+        stream = call.stream
+        chat_messages = as_messages(call.messages)
+        chat_options = with_continuation(call.options, call.continuation_token)
         if chat_options.background or chat_options.continuation_token is not None:
             check_background(self, chat_options)
         check_sendable(chat_messages, chat_options)

@@ -20,8 +20,7 @@ from typing import Any, NoReturn, TypeVar
 import wrapt
 
 from ._background import with_continuation
-from ._client import ChatCalls, ChatClient, ChatStream, SyncCalls, as_chat_client
-from ._continuation import ContinuationToken
+from ._client import ChatCall, ChatCalls, ChatClient, ChatStream, SyncCalls, as_chat_client
 from ._exceptions import UserError
 from ._messages import MessageInput
 from ._options import OptionsInput
@@ -54,20 +53,13 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
         """The client this layer wraps."""
         return self.__wrapped__  # type: ignore[no-any-return]
 
-    def _call(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput,
-        stream: bool,
-        output_type: Any,
-        continuation_token: ContinuationToken | str | None,
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """`get_response`'s work (its signature is `ChatClient`'s, the same on every layer): a
+    def _call(self, call: ChatCall) -> Awaitable[ChatResponse[Any]] | ChatStream:
+        """`get_response`'s work (its arguments as one `ChatCall`, the same on every layer): a
         `continuation_token` travels down in the options (`ChatOptions.continuation_token`)."""
-        if continuation_token is not None:
-            options = with_continuation(options, continuation_token)
-        return self.process(messages, options=options, stream=stream, output_type=output_type)
+        options = call.options
+        if call.continuation_token is not None:
+            options = with_continuation(options, call.continuation_token)
+        return self.process(call.messages, options=options, stream=call.stream, output_type=call.output_type)
 
     def process(
         self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any

@@ -2,14 +2,15 @@
 points every client has.
 
 The call signature is declared here once. `ChatClient.get_response` carries the overloads (what a
-type checker sees) and the one implementation, which hands the call to the class's `_call` hook;
-`ChatCalls` is that protocol as a base class, which `BaseChatClient` and `DelegatingChatClient`
-inherit, so neither restates the signature.
+type checker sees) and the one implementation, which gathers its arguments into a `ChatCall` and
+hands that to the class's `_call(call)` hook; `ChatCalls` is that protocol as a base class, which
+`BaseChatClient` and `DelegatingChatClient` inherit, so neither restates the signature.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from ._continuation import ContinuationToken
@@ -20,6 +21,7 @@ from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
 
 __all__ = [
+    "ChatCall",
     "ChatCalls",
     "ChatClient",
     "ChatStream",
@@ -35,6 +37,19 @@ TypedChatStream = ResponseStream[ChatResponseUpdate[T], ChatResponse[T]]
 TypedSyncChatStream = SyncResponseStream[ChatResponseUpdate[T], ChatResponse[T]]
 ChatStream = TypedChatStream[Any]
 SyncChatStream = TypedSyncChatStream[Any]
+
+
+@dataclass(frozen=True)
+class ChatCall:
+    """One `get_response` call's arguments, as `ChatClient.get_response` hands them to a class's
+    `_call` hook (the hook's one parameter, so the argument list is written out once more here
+    and nowhere else)."""
+
+    messages: MessageInput = ()
+    options: OptionsInput = None
+    stream: bool = False
+    output_type: Any = None
+    continuation_token: ContinuationToken | str | None = None
 
 
 @runtime_checkable
@@ -114,24 +129,15 @@ class ChatClient(Protocol):
         continuation_token: ContinuationToken | str | None = None,
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Send `messages` to the model (see `ChatClient`); a class inheriting `ChatCalls` answers
-        in its `_call` hook, which takes the same arguments, untyped."""
-        return cast(_Dispatching, self)._call(
-            messages, options=options, stream=stream, output_type=output_type, continuation_token=continuation_token
-        )
+        in its `_call` hook, given the arguments as one `ChatCall`."""
+        call = ChatCall(messages, options, stream, output_type, continuation_token)
+        return cast(_Dispatching, self)._call(call)
 
 
 class _Dispatching(Protocol):
     """What `ChatCalls.get_response` calls: the hook of the class that inherits it."""
 
-    def _call(
-        self,
-        messages: MessageInput,
-        *,
-        options: OptionsInput,
-        stream: bool,
-        output_type: Any,
-        continuation_token: ContinuationToken | str | None,
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream: ...
+    def _call(self, call: ChatCall) -> Awaitable[ChatResponse[Any]] | ChatStream: ...
 
 
 if TYPE_CHECKING:
@@ -140,7 +146,7 @@ else:
 
     class ChatCalls:
         """`ChatClient`'s typed `get_response` as a plain base class: a class inherits it and
-        implements `_call`. Plain because wrapt's pure-Python proxy cannot take a `Protocol` among
+        implements `_call(call)`. Plain because wrapt's pure-Python proxy cannot take a `Protocol` among
         its bases (metaclass conflict); type checkers see `ChatClient` itself."""
 
         get_response = ChatClient.get_response

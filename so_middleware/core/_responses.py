@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from ._attempts import Attempt
 from ._contents import Content, FunctionCallContent, ReasoningContent, RefusalContent, TextContent
@@ -24,39 +24,6 @@ __all__ = ["ChatResponse", "ChatResponseUpdate"]
 
 T = TypeVar("T")
 U = TypeVar("U")
-
-
-class TextParser(Protocol):
-    """Reads a response's text as a type: `parser(text, output_type, complete=...)`.
-
-    `complete=True` (a cut-off response) accepts only a complete JSON value in the text. Raises
-    `ModelBehaviorError` when the text does not validate.
-    """
-
-    def __call__(self, text: str, output_type: Any, *, complete: bool) -> Any: ...
-
-
-_parser: list[TextParser] = []  # at most one: installed once by the package root
-
-
-def register_text_parser(parser: TextParser) -> None:
-    """Install the parser behind `ChatResponse.parse`; the package root installs the schema layer's.
-
-    Why a slot: reading text as a type is the schema layer's work, and the schema layer sits above
-    the core, so the core may not import it. `so_middleware/__init__.py`, the one place that knows
-    every layer, fills the slot, and Python runs it before any `so_middleware.*` module is used, so
-    `parse` never meets an empty slot. Installing the same parser again is a no-op; another parser
-    is a `UserError` (one process, one reading of text as a type).
-    """
-    if _parser and _parser[0] is not parser:
-        raise UserError("ChatResponse.parse already has its parser; a second one is refused")
-    _parser[:] = [parser]
-
-
-def _text_parser() -> TextParser:
-    if not _parser:
-        raise UserError("ChatResponse.parse needs the schema layer: import so_middleware")
-    return _parser[0]
 
 
 _UNSET: Any = object()
@@ -161,7 +128,10 @@ class ChatResponse(Generic[T]):
         type checker (`response.parse(Person)` is a `Person`); other type forms (`Person | None`,
         `Annotated[...]`) give `Any`.
         """
-        parse_text = _text_parser()
+        # Reading text as a type is the schema layer's work: the core's one upward import, made
+        # when `parse` is called (the package is whole by then); tests/test_structure.py names it.
+        from ..schema import parse_text
+
         try:  # cut off: never a value repaired from the tail
             return parse_text(self.text, output_type, complete=self.finish_reason == FinishReason.LENGTH)
         except ModelBehaviorError as error:

@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from typing import Final
 
-# response.additional_properties keys: defined in core, with every other key of the response record
-from ..core import RETRIES_KEY as RETRIES_KEY
-from ..core import STRUCTURED_OUTPUT_KEY as STRUCTURED_OUTPUT_KEY
-
 # ---------------------------------------------------------------- spans and operations
 
 OPERATION_CHAT: Final = "chat"

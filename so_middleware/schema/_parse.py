@@ -1,7 +1,6 @@
 """`parse_text`: the schema layer's reading of a response text as a type, behind `ChatResponse.parse`.
 
-The package root (`so_middleware/__init__.py`) installs it in the core (`register_text_parser`): the
-core may not import the schema layer, and the root is the one place that knows both.
+`ChatResponse.parse` imports it when called: the core's one import of a layer above it.
 """
 
 from __future__ import annotations

@@ -199,15 +199,28 @@ def _file(part: dict[str, Any], where: str) -> DataContent | HostedFileContent:
 
 def as_listed_item(item: dict[str, Any], item_id: str) -> dict[str, Any]:
     """An input item as `GET /v1/responses/{id}/input_items` lists it: `type`, an `id` of its own
-    (`item_id` unless it came with one), a `status`, and a message's content as a list of parts."""
+    (`item_id` unless it came with one), a `status`, a message's content as a list of parts, and the
+    fields a listed part or item always has (an image's `detail`, a text's `annotations`, a reasoning
+    item's `summary`) where the request left them out."""
     listed: dict[str, Any] = {"id": item_id, "type": "message", **item}
     if listed["type"] in _STATUS_KINDS:
         listed.setdefault("status", "completed")
+    if listed["type"] == "reasoning":
+        listed.setdefault("summary", [])
     if listed["type"] == "message" and isinstance(listed.get("content"), str):
         kind = "output_text" if listed.get("role") == "assistant" else "input_text"
-        part: dict[str, Any] = {"type": kind, "text": listed["content"]}
-        listed["content"] = [{**part, "annotations": []} if kind == "output_text" else part]
+        listed["content"] = [{"type": kind, "text": listed["content"]}]
+    if listed["type"] == "message" and isinstance(listed.get("content"), list):
+        listed["content"] = [_listed_part(part) for part in listed["content"]]
     return listed
+
+
+def _listed_part(part: Any) -> Any:
+    if isinstance(part, dict) and part.get("type") == "input_image":
+        return {**part, "detail": part.get("detail") or "auto"}
+    if isinstance(part, dict) and part.get("type") == "output_text":
+        return {**part, "annotations": part.get("annotations") or []}
+    return part
 
 
 # ---------------------------------------------------------------- output, as a server writes it

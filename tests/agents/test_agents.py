@@ -117,6 +117,19 @@ class PlainAgent:
         return await ChatAgent(FakeChatClient(self.answer)).run(input)
 
 
+async def test_a_decorator_passes_on_only_the_arguments_given() -> None:
+    """`DelegatingAgent` has the typed `run`, and hands an inner agent whose `run` takes fewer
+    arguments (no `output_type`, no `continuation_token`) only those given."""
+    inner = PlainAgent("hello")
+    agent = DelegatingAgent(inner)
+    assert (await agent.run("hi", options={"temperature": 0.5})).text == "hello"
+    assert inner.received == [{"temperature": 0.5}]
+
+
+def test_a_decorator_runs_in_sync() -> None:
+    assert DelegatingAgent(ChatAgent(FakeChatClient("in sync"))).run_sync("hi").text == "in sync"
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_structured_output_agent_converts_text_answers(stream: bool) -> None:
     inner = PlainAgent("John Smith is a 35-year-old engineer.")

@@ -90,6 +90,22 @@ def test_a_jsonl_line_that_is_not_json_is_named(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ results
 
 
+def test_the_output_settings_reach_every_item() -> None:
+    """`mode`, `name`, `description`, `strict` and `max_retries` are the structured-output
+    settings of each item's run."""
+    from so_middleware.testing import FakeChatClient
+
+    fake = FakeChatClient(['{"n": 1, "word": "w1"}', "not json"])
+    settings: dict[str, Any] = {"mode": "native", "name": "row_answer", "description": "one row", "strict": False}
+    results = list(
+        extract_many_sync(fake, [("a", "item 1"), ("b", "item 2")], Row, concurrency=1, max_retries=0, **settings)
+    )
+    sent = fake.calls[0].options.response_format
+    assert sent is not None and (sent.name, sent.description, sent.strict) == ("row_answer", "one row", False)
+    assert [result.ok for result in results] == [True, False]
+    assert len(results[1].attempts) == 1 and len(fake.calls) == 2  # max_retries=0: no re-ask
+
+
 async def test_every_item_ends_once_as_a_value_or_a_typed_error(adapter: Any, tmp_path: Path) -> None:
     output = tmp_path / "out.jsonl"
     run = extract_many(

@@ -21,6 +21,7 @@ from so_middleware import UserError
 from so_middleware.batch import extract_many_sync
 from so_middleware.batch.ray import ClientSpec, RayExtractor, _pool_size, extract_dataset
 from so_middleware.local import LocalModelServer, chat_client
+from so_middleware.middleware.structured_output import OutputSettings
 from so_middleware.openai import LLAMA_SERVER_CHAT
 
 HERE = Path(__file__).resolve().parent
@@ -60,7 +61,7 @@ def test_the_spec_pickles_without_the_key_value() -> None:
 
 def test_the_extractor_returns_one_row_per_input_in_order() -> None:
     with ExtractionServer(invalid=frozenset({2})) as server:
-        spec = ClientSpec("openai-chat", "m", base_url=server.base_url, max_retries=0)
+        spec = ClientSpec("openai-chat", "m", base_url=server.base_url, settings=OutputSettings(max_retries=0))
         extractor = RayExtractor(spec, Row)
         rows = extractor({"id": ["a", "b", "c"], "text": ["item 1", "item 2", "item 3"]})
         extractor.close()

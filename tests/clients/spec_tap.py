@@ -1,6 +1,7 @@
 """Every answer of the gateway's Responses routes, captured on the way out and checked against the Open
 Responses OpenAPI (tests/gateway/spec_schema.py): a JSON answer as a `ResponseResource`, a stream event by
-event. The clients under test read these same bytes."""
+event, an `input_items` list item by item as the spec's `ItemField` (the spec has no route of its own for
+that list). The clients under test read these same bytes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))  # spec_schema and the spec live there
-from spec_schema import OPENAI_ONLY_EVENTS, event_problems, problems
+from spec_schema import OPENAI_ONLY_EVENTS, event_problems, list_problems, problems
 
 
 @dataclass
@@ -29,7 +30,7 @@ class SpecTap:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or not path.startswith("/v1/responses") or path.endswith("/input_items"):
+        if scope["type"] != "http" or not path.startswith("/v1/responses"):
             await self.app(scope, receive, send)
             return
         status, kind, body, sent = 0, "", bytearray(), bytearray()
@@ -63,6 +64,8 @@ class SpecTap:
                 answer = json.loads(body)
                 if answer.get("object") == "response":
                     found += [f"{path}: {p}" for p in problems("ResponseResource", answer)]
+                if answer.get("object") == "list":
+                    found += [f"{path}: {p}" for p in list_problems(answer)]
                 continue
             for line in body.decode().splitlines():
                 if line.startswith("data:") and line[5:].strip() != "[DONE]":

@@ -80,3 +80,35 @@ def test_backend_reasoning_reaches_the_sdk_as_a_reasoning_item(scripted: Any, st
     reasoning = [item for item in response.output if item.type == "reasoning"]
     assert [part.text for part in reasoning[0].content or []] == [backend.reasoning]
     assert response.output_text == backend.text
+
+
+PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+def test_input_items_lists_every_kind_of_item_the_turns_sent(scripted: Any) -> None:
+    """`responses.input_items.list` after a tool round trip whose first turn sent an image (no `detail`),
+    a file, a system and an assistant message (an `output_text` part without `annotations`): the SDK reads
+    each item, and the fixture's tap checks each against the spec's `ItemField`."""
+    backend, gateway = scripted
+    backend.reasoning = "Paris is named; look its weather up."
+    question: list[Any] = [
+        {"role": "system", "content": "Answer briefly."},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Ask me."}]},
+        {"role": "user", "content": [{"type": "input_text", "text": "The weather in Paris?"},
+                                     {"type": "input_image", "image_url": PIXEL},
+                                     {"type": "input_file", "filename": "a.txt",
+                                      "file_data": "data:text/plain;base64,UGFyaXM="}]},
+    ]  # fmt: skip
+    with _client(gateway) as client:
+        first = client.responses.create(model="m", input=question, tools=TOOLS)
+        call = next(item for item in first.output if item.type == "function_call")
+        result = {"type": "function_call_output", "call_id": call.call_id, "output": '{"temperature_c": 21}'}
+        sent_back: list[Any] = [*first.output, result]
+        second = client.responses.create(model="m", input=sent_back, tools=TOOLS)
+        items = client.responses.input_items.list(second.id, order="asc").data
+    assert [item.type for item in items] == ["reasoning", "function_call", "function_call_output"]
+    with _client(gateway) as client:
+        listed = client.responses.input_items.list(first.id, order="asc").data
+    assert [getattr(item, "role", None) for item in listed] == ["system", "assistant", "user"]
+    image = listed[2].content[1]  # type: ignore[union-attr]
+    assert (image.type, image.detail) == ("input_image", "auto")  # type: ignore[union-attr]

@@ -48,6 +48,38 @@ def test_a_spelled_out_key_is_caught() -> None:
     assert spelled_out(source, set(RECORD_KEYS)) == [2]
 
 
+def record_key_imports(source: str, module: str) -> list[str]:
+    """The record keys `module` imports from anywhere but the core (a re-export that would give
+    a key a second home)."""
+    keys = {name for name in vars(core) if name.endswith("_KEY") and getattr(core, name) in RECORD_KEYS}
+    found = []
+    for node in ast.walk(parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            origin = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name in keys and origin.lstrip(".") not in ("core", "so_middleware.core", "_record_keys"):
+                    found.append(f"{module}:{node.lineno} imports {alias.name} from {origin}")
+    return found
+
+
+def test_the_record_keys_are_imported_from_the_core() -> None:
+    found = [
+        problem
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for problem in record_key_imports(path.read_text(), str(path.relative_to(PACKAGE)))
+    ]
+    assert found == []
+
+
+def test_a_record_key_imported_through_another_module_is_caught() -> None:
+    """Positive control: the logging layer took the keys from the telemetry names module."""
+    source = "from .._otel_names import RETRIES_KEY, STRUCTURED_OUTPUT_KEY\nfrom ...core import FALLBACK_KEY\n"
+    assert record_key_imports(source, "middleware/logging/_records.py") == [
+        "middleware/logging/_records.py:1 imports RETRIES_KEY from .._otel_names",
+        "middleware/logging/_records.py:1 imports STRUCTURED_OUTPUT_KEY from .._otel_names",
+    ]
+
+
 def test_the_record_keys_are_distinct() -> None:
     assert len(set(RECORD_KEYS)) == len(RECORD_KEYS)
     assert core.STRUCTURED_OUTPUT_KEY == "so_middleware.structured_output"  # the documented key
@@ -67,4 +99,4 @@ def literal_definitions(value: str) -> list[str]:
 
 def test_the_schema_dialect_literal_is_defined_once() -> None:
     assert len(literal_definitions("openai-strict")) == 1
-    assert schema.SchemaProfile is core.SchemaProfile is core.SchemaProfileName
+    assert schema.SchemaProfile is core.SchemaProfile

@@ -17,7 +17,8 @@ _URI = "urn:openresponses:openapi"
 
 # The one component whose published form no server can meet: `schema` admits only null, so a
 # json_schema format echoed with its schema (as OpenAI's API and every SDK expect) would fail.
-# Corrected here to "an object or null", the shape the request side (`JsonSchemaResponseFormatParam`) takes.
+# Corrected here to "an object or null", the shape the request side (`JsonSchemaResponseFormatParam`) takes,
+# and the one upstream has since given it; the spec here stays the newest a package registry ships.
 _SPEC_SLIPS = {("JsonSchemaResponseFormat", "schema"): {"anyOf": [{"type": "object"}, {"type": "null"}]}}
 
 # OpenAI's names for the spec's reasoning events: sent unless the client asks for the spec's (see
@@ -45,6 +46,15 @@ def problems(component: str, value: Any) -> list[str]:
     return [
         f"{'/'.join(map(str, e.absolute_path))}: {e.message}"[:300] for e in validator(component).iter_errors(value)
     ]
+
+
+def list_problems(page: dict[str, Any]) -> list[str]:
+    """Every way an `input_items` page breaks the spec: each of its `data` items is an `ItemField`; the page
+    itself is OpenAI's list (`object`, `data`, `first_id`, `last_id`, `has_more`), which the spec leaves out."""
+    found = [f"{key} is missing" for key in ("object", "data", "first_id", "last_id", "has_more") if key not in page]
+    for index, item in enumerate(page.get("data") or []):
+        found += [f"data/{index}: {p}" for p in problems("ItemField", item)]
+    return found
 
 
 @cache

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from spec_schema import OPENAI_ONLY_EVENTS, event_problems, problems
+from spec_schema import OPENAI_ONLY_EVENTS, event_problems, list_problems, problems
 
 TOOL = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
 SCHEMA = {
@@ -132,3 +132,8 @@ def test_the_schema_check_catches_a_missing_field() -> None:
     """A positive control: the validators do reject what the spec forbids."""
     assert problems("ResponseResource", {"id": "resp_1", "object": "response"})
     assert event_problems({"type": "response.output_text.delta", "sequence_number": 0})
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AA=="}  # no `detail`
+    item = {"id": "i", "type": "message", "status": "completed", "role": "user", "content": [image]}
+    page = {"object": "list", "data": [item], "first_id": "i", "last_id": "i", "has_more": False}
+    assert list_problems(page) and list_problems({"object": "list", "data": []})
+    assert list_problems({**page, "data": [{**item, "content": [{**image, "detail": "auto"}]}]}) == []

@@ -13,10 +13,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ...core import Attempt, ChatResponse, OutputError, failure_of
-from .._otel_names import RETRIES_KEY, STRUCTURED_OUTPUT_KEY
-from ..cache import CACHE_HIT_KEY
-from ..fallback import FALLBACK_KEY
+from ...core import (
+    CACHE_HIT_KEY,
+    FALLBACK_KEY,
+    RETRIES_KEY,
+    STRUCTURED_OUTPUT_KEY,
+    Attempt,
+    ChatResponse,
+    OutputError,
+    failure_of,
+)
 
 __all__ = [
     "Event",

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
 
-from ...core import ChatResponse, DeadlineExceededError, UserError, failure_of
-from .._otel_names import RETRIES_KEY, RETRY_EVENT
+from ...core import RETRIES_KEY, ChatResponse, DeadlineExceededError, UserError, failure_of
+from .._otel_names import RETRY_EVENT
 
 try:
     from opentelemetry import trace as otel_trace

@@ -19,9 +19,8 @@ client's list with `with_strategy(DEFAULT_STRATEGIES, Grammar(), before="tool")`
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from ...core import UserError
 from ._base import Answer, AttemptRequest, Strategy, Target
@@ -34,41 +33,28 @@ from .tool import Tool
 __all__ = [
     "DEFAULT_STRATEGIES",
     "MODES",
-    "STRATEGIES",
     "TEXT",
     "Answer",
     "JsonObject",
     "Mode",
     "Native",
     "AttemptRequest",
-    "Plan",
     "Prompted",
     "Strategy",
     "Target",
     "Tool",
     "check_strategies",
-    "default_strategies",
     "mode_names",
-    "register",
     "strategies_for",
     "with_strategy",
 ]
 
 Mode = Literal["auto", "native", "tool", "json_object", "prompted"]
-MODES: tuple[Mode, ...] = ("auto", "native", "tool", "json_object", "prompted")
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 # The order `mode="auto"` tries them in; the last one works everywhere.
 DEFAULT_STRATEGIES: tuple[Strategy, ...] = (Native(), Tool(), JsonObject(), Prompted())
 TEXT = Text()
-
-# Deprecated with `register()`, which changes it: the list of clients made without `strategies=`.
-STRATEGIES: dict[str, Strategy] = {s.name: s for s in DEFAULT_STRATEGIES}
-
-
-def default_strategies() -> tuple[Strategy, ...]:
-    """The list a client made without `strategies=` gets: `DEFAULT_STRATEGIES`, unless the
-    deprecated `register()` changed it."""
-    return tuple(STRATEGIES.values())
 
 
 def check_strategies(strategies: Sequence[Strategy]) -> tuple[Strategy, ...]:
@@ -104,27 +90,9 @@ def with_strategy(
     return check_strategies([*others[:at], strategy, *others[at:]])
 
 
-def register(strategy: Strategy, *, before: str = "prompted") -> None:
-    """Deprecated: add `strategy` to the list of every client made after this call, process-wide.
-
-    Give the clients that need it their own list instead:
-    `with_structured_output(client, strategies=with_strategy(DEFAULT_STRATEGIES, strategy, before=...))`.
-    """
-    warnings.warn(
-        "register() changes the strategies of every client made after it, process-wide; give a client its own "
-        "list instead: with_structured_output(client, strategies=with_strategy(DEFAULT_STRATEGIES, strategy, "
-        "before=...))",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    ordered = with_strategy(default_strategies(), strategy, before=before)
-    STRATEGIES.clear()
-    STRATEGIES.update((s.name, s) for s in ordered)
-
-
 def mode_names(strategies: Sequence[Strategy] | None = None) -> tuple[str, ...]:
     """Every mode a run may ask for: `auto` and each strategy of the list (the default one if none)."""
-    return ("auto", *(s.name for s in (default_strategies() if strategies is None else strategies)))
+    return ("auto", *(s.name for s in (DEFAULT_STRATEGIES if strategies is None else strategies)))
 
 
 def strategies_for(
@@ -136,7 +104,7 @@ def strategies_for(
     A mode not in the list, or a forced mode the profile says cannot work, is refused here,
     before any call, naming the profile and the reason.
     """
-    available = default_strategies() if strategies is None else tuple(strategies)
+    available = DEFAULT_STRATEGIES if strategies is None else tuple(strategies)
     if plain_text:
         return [TEXT]
     if mode != "auto":
@@ -152,6 +120,3 @@ def strategies_for(
             )
         return [strategy]
     return [s for s in available if s.in_auto(target.capabilities) and s.unavailable(target) is None]
-
-
-Plan = AttemptRequest  # its earlier name, for strategies written against it

@@ -42,14 +42,13 @@ from ...core import (
     as_messages,
     check_sendable,
 )
-from ..strategies import Mode, Strategy, check_strategies, default_strategies, mode_names
+from ..strategies import DEFAULT_STRATEGIES, Mode, Strategy, check_strategies, mode_names
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
-from ._run import INFO_KEY, StructuredRun
+from ._run import StructuredRun
 from ._settings import OutputSettings, SettingsKeywords
 
 __all__ = [
-    "INFO_KEY",
     "Lesson",
     "OutputSettings",
     "SettingsKeywords",
@@ -82,7 +81,7 @@ class StructuredOutputChatClient(DelegatingChatClient):
         settings = OutputSettings() if settings is None else settings
         if not isinstance(settings, OutputSettings):
             raise UserError(f"settings must be an OutputSettings, got {type(settings).__name__}")
-        listed = default_strategies() if strategies is None else check_strategies(strategies)
+        listed = DEFAULT_STRATEGIES if strategies is None else check_strategies(strategies)
         for mode in {settings.mode, *([default.mode] if default is not None else [])}:
             if mode not in mode_names(listed):  # refused now, not at the first call
                 raise UserError(f"unknown mode {mode!r}; expected one of {', '.join(mode_names(listed))}")

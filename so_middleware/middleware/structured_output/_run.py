@@ -46,9 +46,7 @@ from ._learned import Learned, Lesson, route_of
 from ._resample import repeated, repeated_error, resampled
 from ._verdicts import Ignored, Invalid, Looped, Stopped, Valid, Verdict, brief, cut_off, outcome_of, used_up
 
-__all__ = ["INFO_KEY", "StructuredRun"]
-
-INFO_KEY = STRUCTURED_OUTPUT_KEY  # its name in this layer, kept for code that imports it
+__all__ = ["StructuredRun"]
 
 
 class StructuredRun:

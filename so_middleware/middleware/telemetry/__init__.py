@@ -68,7 +68,7 @@ try:
     from opentelemetry.trace import SpanKind
 
     from ._background import run_links
-    from ._call import ChatCall, Instruments, guarded, record_error
+    from ._call import CallRecording, Instruments, guarded, record_error
 
     HAVE_OTEL = True
 except ImportError:  # pragma: no cover - telemetry is an optional extra
@@ -124,7 +124,7 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
         except UserError:  # the inner client raises it, inside the span
             chat_options = ChatOptions()
         call = functools.partial(self.__wrapped__.get_response, messages, options=options, output_type=output_type)
-        recorder = ChatCall(
+        recorder = CallRecording(
             instruments,
             request_attributes(self.__wrapped__, chat_options, stream, output_type),
             time.perf_counter(),

@@ -12,6 +12,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...core import (
+    RETRIES_KEY,
+    STRUCTURED_OUTPUT_KEY,
     ChatOptions,
     ChatResponse,
     ContentFilterError,
@@ -72,7 +74,7 @@ def response_attributes(response: ChatResponse[Any]) -> dict[str, Any]:
         names.GEN_AI_RESPONSE_MODEL: response.model_id,
         names.GEN_AI_RESPONSE_ID: response.response_id,
         names.GEN_AI_RESPONSE_FINISH_REASONS: [str(response.finish_reason)] if response.finish_reason else None,
-        names.SO_RETRY_COUNT: len(response.additional_properties.get(names.RETRIES_KEY) or []) or None,
+        names.SO_RETRY_COUNT: len(response.additional_properties.get(RETRIES_KEY) or []) or None,
     }
     raw = response.raw_representation
     if not isinstance(raw, list):  # a stream's raw representation is its events
@@ -84,7 +86,7 @@ def response_attributes(response: ChatResponse[Any]) -> dict[str, Any]:
         values[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
         values[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
         values[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
-    values.update(structured_attributes(response.additional_properties.get(names.STRUCTURED_OUTPUT_KEY)))
+    values.update(structured_attributes(response.additional_properties.get(STRUCTURED_OUTPUT_KEY)))
     return values
 
 
@@ -98,7 +100,7 @@ def coerce_options(options: OptionsInput) -> ChatOptions:
 
 def structured_info(error: OutputError) -> dict[str, Any]:
     """The structured-output run an `OutputError` ended: schema, strategy, attempts, outcome."""
-    response_info = getattr(error.response, "additional_properties", {}).get(names.STRUCTURED_OUTPUT_KEY)
+    response_info = getattr(error.response, "additional_properties", {}).get(STRUCTURED_OUTPUT_KEY)
     info = dict(response_info) if isinstance(response_info, dict) else {}
     strategies = [attempt.strategy for attempt in error.attempts if attempt.strategy]
     info.setdefault("attempts", len(error.attempts) or None)

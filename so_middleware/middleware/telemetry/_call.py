@@ -1,6 +1,6 @@
 """Recording one call: the layer's instruments, and the span and metrics of each call.
 
-`ChatCall` starts the `chat` span (dated from the call), keeps it current only around pulls from
+`CallRecording` starts the `chat` span (dated from the call), keeps it current only around pulls from
 the inner client, and ends it with the response or the error. Recording never breaks a call: a
 fault in a processor, exporter or meter is logged at debug.
 """
@@ -27,7 +27,7 @@ from ._attributes import coerce_options, response_attributes, structured_attribu
 from ._background import stamp_token
 from ._content import ContentCapture, as_json, input_messages, instructions_parts, output_messages
 
-__all__ = ["ChatCall", "Instruments", "guarded", "record_error"]
+__all__ = ["CallRecording", "Instruments", "guarded", "record_error"]
 
 logger = logging.getLogger("so_middleware")
 
@@ -87,7 +87,7 @@ class Instruments:
             return otel_trace.INVALID_SPAN
 
 
-class ChatCall:
+class CallRecording:
     """Per-call recording: one span, its attributes, and the metrics recorded when it ends."""
 
     def __init__(

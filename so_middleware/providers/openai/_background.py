@@ -30,7 +30,7 @@ from ...core import (
     UserError,
 )
 from ._responses_stream import StreamReader
-from ._responses_wire import failure_of, response_to_chat
+from ._responses_wire import reported_failure, response_to_chat
 
 __all__ = [
     "PENDING_STATUSES",
@@ -144,7 +144,7 @@ async def ended_run_error(retrieve: Callable[..., Awaitable[Any]], token: Contin
         response = await retrieve(response_id=token.response_id)
     except Exception:  # best effort: the stream's own error is what the caller gets
         return None
-    return failure_of(response)
+    return reported_failure(response)
 
 
 def final_of_resumed(updates: list[ChatResponseUpdate[Any]]) -> ChatResponse[Any] | None:

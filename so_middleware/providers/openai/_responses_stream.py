@@ -16,7 +16,7 @@ from ...core import (
 )
 from ...wire.responses import Event
 from .._prefill import EchoFilter
-from ._responses_wire import failure_of, finish_reason, usage_from
+from ._responses_wire import finish_reason, reported_failure, usage_from
 
 __all__ = ["StreamReader"]
 
@@ -87,7 +87,7 @@ class StreamReader:
                 raw_representation=event,
             )
         elif kind in (Event.FAILED, Event.CANCELLED):
-            raise failure_of(event.response) or ProviderResponseError("the response failed", reported=True)
+            raise reported_failure(event.response) or ProviderResponseError("the response failed", reported=True)
         elif kind == Event.ERROR:
             code = getattr(event, "code", None)
             code = code if isinstance(code, str) else None

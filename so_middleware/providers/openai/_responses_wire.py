@@ -119,7 +119,7 @@ def finish_reason(response: Any, *, called: bool = False, refused: bool = False)
     return None
 
 
-def failure_of(response: Any) -> ProviderResponseError | None:
+def reported_failure(response: Any) -> ProviderResponseError | None:
     """The typed error of a `failed`/`cancelled` response (None when it did not fail)."""
 
     def field(name: str) -> Any:  # an event of a type the SDK does not know carries a plain dict
@@ -140,7 +140,7 @@ def response_to_chat(response: Any, *, prefill: str = "") -> ChatResponse[Any]:
     A `failed` or `cancelled` response, or one without an `output` list, raises
     `ProviderResponseError`.
     """
-    failure = failure_of(response)
+    failure = reported_failure(response)
     if failure is not None:
         raise failure
     if not isinstance(getattr(response, "output", None), list):

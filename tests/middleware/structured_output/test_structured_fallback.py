@@ -22,11 +22,9 @@ from so_middleware import (
 )
 from so_middleware.middleware.strategies import (
     DEFAULT_STRATEGIES,
-    STRATEGIES,
     AttemptRequest,
     Strategy,
     Target,
-    register,
     with_strategy,
 )
 from so_middleware.middleware.strategies.prompted import Prompted
@@ -345,11 +343,21 @@ async def test_a_strategy_in_a_clients_list_is_a_mode_and_takes_its_place_in_aut
 
 
 async def test_a_clients_strategies_are_its_own() -> None:
-    """One client's list changes no other client: the default list stays as it was."""
-    with_regex = with_structured_output(FakeChatClient(VALID), strategies=REGEX_FIRST)
-    plain = FakeChatClient(VALID, capabilities=EVERYTHING.replace(name="regex-server"))
+    """Two clients with different lists, used in turn, each run their own: one client's list
+    changes no other client, and the default list stays as it was (there is no process-wide one)."""
+    regex_server = EVERYTHING.replace(name="regex-server")
+    with_regex = with_structured_output(
+        FakeChatClient(["Sure!", VALID], capabilities=regex_server), strategies=REGEX_FIRST
+    )
+    plain = FakeChatClient(VALID, capabilities=regex_server)
     response = await with_structured_output(plain).get_response("x", output_type=Person)
     assert [a.strategy for a in response.attempts] == ["native"]
+    response = await with_regex.get_response("x", output_type=Person)
+    assert [a.strategy for a in response.attempts] == ["native", "regex"]
+    response = await with_structured_output(FakeChatClient(["Sure!", VALID], capabilities=regex_server)).get_response(
+        "x", output_type=Person
+    )
+    assert [a.strategy for a in response.attempts] == ["native", "tool"]
     assert [s.name for s in with_regex.strategies] == ["native", "regex", "tool", "json_object", "prompted"]
     assert [s.name for s in with_structured_output(plain).strategies] == ["native", "tool", "json_object", "prompted"]
     assert [s.name for s in DEFAULT_STRATEGIES] == ["native", "tool", "json_object", "prompted"]
@@ -380,22 +388,6 @@ def test_with_strategy_checks_its_arguments_and_changes_nothing() -> None:
     with pytest.raises(UserError, match="unique"):
         with_structured_output(FakeChatClient(VALID), strategies=[Prompted(), Prompted()])
     assert [s.name for s in DEFAULT_STRATEGIES] == ["native", "tool", "json_object", "prompted"]
-
-
-def test_register_is_deprecated_and_reaches_only_clients_made_after_it() -> None:
-    """`register()` still works, with a DeprecationWarning naming the per-client way; a client
-    made before it keeps its list."""
-    before = with_structured_output(FakeChatClient(VALID))
-    saved = dict(STRATEGIES)
-    try:
-        with pytest.warns(DeprecationWarning, match="strategies=with_strategy"):
-            register(Regex(), before="tool")
-        after = with_structured_output(FakeChatClient(VALID), mode="regex")  # type: ignore[arg-type]
-        assert [s.name for s in after.strategies] == ["native", "regex", "tool", "json_object", "prompted"]
-        assert [s.name for s in before.strategies] == ["native", "tool", "json_object", "prompted"]
-    finally:
-        STRATEGIES.clear()
-        STRATEGIES.update(saved)
 
 
 def test_the_engine_and_strategies_do_not_import_the_layer() -> None:

@@ -1,0 +1,120 @@
+"""The Open Responses compliance runner's tests (ported: open_responses_runner.py), all at once against the
+gateway over the scripted backend; the fixture's tap checks every answer and streamed event against the
+spec's OpenAPI besides. Positive controls: a gateway whose answers lose a field, or whose stream is framed
+with CRLF line ends, fails the runner's tests that read them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from open_responses_runner import TEMPLATES, parse_sse, run_all
+from scripted import ScriptedChatBackend
+
+from so_middleware.gateway import GatewayConfig, create_app
+from so_middleware.gateway._server import AppServer
+
+
+def test_every_runner_test_passes_against_the_gateway(scripted: Any) -> None:
+    backend, gateway = scripted
+    results = asyncio.run(run_all(gateway.base_url))
+    assert set(results) == set(TEMPLATES)
+    failed = {name: errors for name, errors in results.items() if errors}
+    assert failed == {}, json.dumps(failed, indent=1)[:4000]
+    sent = [body for body in gateway.app.requests if body.get("previous_response_id")]
+    assert len(sent) == 2  # the two-request templates sent their follow-ups
+    tool_results = backend.tool_results()
+    assert tool_results == ["64 degrees and clear"]  # the round trip's output reached the backend
+
+
+class _Broken:
+    """ASGI middleware that rewrites each whole answer body of the Responses routes with `change`."""
+
+    def __init__(self, app: Any, change: Callable[[bytes, str], bytes]) -> None:
+        self.app, self.change = app, change
+
+    @property
+    def state(self) -> Any:
+        return self.app.state
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start: dict[str, Any] = {}
+        body = bytearray()
+
+        async def hold(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            body.extend(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            headers = dict(start.get("headers") or [])
+            changed = self.change(bytes(body), headers.get(b"content-type", b"").decode())
+            kept = [(k, v) for k, v in start.get("headers") or [] if k != b"content-length"]
+            await send({**start, "headers": [*kept, (b"content-length", str(len(changed)).encode())]})
+            await send({"type": "http.response.body", "body": changed})
+
+        await self.app(scope, receive, hold)
+
+
+def _run_against(
+    change: Callable[[bytes, str], bytes], backend: ScriptedChatBackend | None = None
+) -> dict[str, list[str]]:
+    backend = backend or ScriptedChatBackend()
+    with AppServer(backend.app()) as backend_server:
+        app = create_app(GatewayConfig(backend_url=backend_server.base_url, max_attempts=1))
+        with AppServer(_Broken(app, change)) as gateway:
+            return asyncio.run(run_all(gateway.base_url))
+
+
+def _without_tools(body: bytes, kind: str) -> bytes:
+    if not kind.startswith("application/json"):
+        return body
+    answer = json.loads(body)
+    answer.pop("tools", None)
+    return json.dumps(answer).encode()
+
+
+def test_the_runner_fails_a_response_without_a_required_field() -> None:
+    results = _run_against(_without_tools)
+    plain = [name for name, template in TEMPLATES.items() if not template.streaming]
+    for name in plain:
+        assert any("'tools' is a required property" in error for error in results[name]), (name, results[name])
+    assert results["streaming-response"] == [] and results["tool-calling-streaming"] == []
+
+
+def test_the_runner_fails_a_stream_framed_with_crlf() -> None:
+    """The runner dispatches an event at an empty line of a body split on `\\n` alone: it reads no event,
+    so no final response (and stops there, as it does at any schema error)."""
+    results = _run_against(lambda body, kind: body.replace(b"\n", b"\r\n") if "event-stream" in kind else body)
+    for name in ("streaming-response", "tool-calling-streaming"):
+        assert results[name] == ["ResponseResource : None is not of type 'object'"], results[name]
+    assert results["basic-response"] == []
+
+
+def test_the_runner_reads_an_unknown_or_broken_event_as_an_error() -> None:
+    sse = parse_sse('data: {"type": "response.made_up"}\n\ndata: {not json\n\ndata: [DONE]\n\n')
+    assert len(sse.events) == 1 and sse.final is None
+    assert sse.errors[0].startswith("Event validation failed for response.made_up")
+    assert sse.errors[1] == "Failed to parse event data: {not json"
+
+
+def test_the_runner_fails_a_model_that_calls_no_tool() -> None:
+    """The same gateway over a backend that only ever answers in text: the tool templates fail, each with
+    the runner's own reason, and the rest pass."""
+    results = _run_against(lambda body, kind: body, ScriptedChatBackend(calls=[]))
+    assert results["tool-calling"] == ['Expected output item of type "function_call" but none found']
+    assert results["function-call-roundtrip"] == ["First response did not include a function_call with call_id"]
+    assert results["tool-calling-streaming"] == [
+        "Missing response.output_item.added event with function_call item",
+        "Missing response.function_call_arguments.delta event",
+        "Missing response.function_call_arguments.done event",
+        "Missing response.output_item.done event with function_call item",
+    ]
+    assert [name for name, errors in results.items() if errors] == [
+        "tool-calling", "tool-calling-streaming", "function-call-roundtrip"]  # fmt: skip
