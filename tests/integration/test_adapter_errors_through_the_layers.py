@@ -1,4 +1,5 @@
-"""The adapters' typed errors through the retry and structured-output layers: what is retried, what is kept as an attempt (the mock wire of tests/providers/test_adapter_errors.py)."""
+"""The adapters' typed errors through the retry and structured-output layers: what is retried, what is
+kept as an attempt (the mock wire of tests/providers/test_adapter_errors.py)."""
 
 from __future__ import annotations
 

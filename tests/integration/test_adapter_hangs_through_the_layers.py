@@ -1,4 +1,5 @@
-"""A stalled server under the retry layer's deadline: the adapters' hang bounds, through with_retries (the fault servers of tests/providers/test_adapter_hangs.py)."""
+"""A stalled server under the retry layer's deadline: the adapters' hang bounds, through with_retries
+(the fault servers of tests/providers/test_adapter_hangs.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Anthropic thinking and prefill under the structured-output layer: which models get a prefill, and a re-ask that sends the signed thinking back."""
+"""Anthropic thinking and prefill under the structured-output layer: which models get a prefill, and a
+re-ask that sends the signed thinking back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""with_retries (and with_telemetry outside it) through the real openai SDK against a loopback server that fails on purpose (the testing layer's FaultServer)."""
+"""with_retries (and with_telemetry outside it) through the real openai SDK against a loopback server
+that fails on purpose (the testing layer's FaultServer)."""
 
 from __future__ import annotations
 

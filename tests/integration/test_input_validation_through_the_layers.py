@@ -1,4 +1,5 @@
-"""Input validation in the middleware layers: the structured-output layer refuses bad messages before any call, with_retries bad settings at construction."""
+"""Input validation in the middleware layers: the structured-output layer refuses bad messages before
+any call, with_retries bad settings at construction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The local server's context limit under the structured-output layer: an overflow in a structured run, a default extraction with its re-asks that fits."""
+"""The local server's context limit under the structured-output layer: an overflow in a structured run,
+a default extraction with its re-asks that fits."""
 
 from __future__ import annotations
 

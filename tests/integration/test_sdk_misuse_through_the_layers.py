@@ -1,4 +1,5 @@
-"""SDK clients misused under the structured-output layer: one async SDK client on two event loops, one per loop, a call as a task."""
+"""SDK clients misused under the structured-output layer: one async SDK client on two event loops, one
+per loop, a call as a task."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tool emulation under the structured-output layer: an answer beside auto tools, the tool strategy on a backend that ignores tools."""
+"""Tool emulation under the structured-output layer: an answer beside auto tools, the tool strategy on
+a backend that ignores tools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Helpers shared by test_adapter_errors.py and the cases of it that run through the layers (test_adapter_errors_through_the_layers.py)."""
+"""Helpers shared by test_adapter_errors.py and the cases of it that run through the layers
+(test_adapter_errors_through_the_layers.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ STREAM = pytest.mark.parametrize("streaming", [False, True], ids=["plain", "stre
 
 
 def make(adapter: str, handler: Handler, *, is_async: bool = True) -> Any:
-    """An adapter over a real SDK client whose HTTP goes to `handler` (SDK retries off)."""
+    """An adapter over a real SDK client whose HTTP goes to `handler` (SDK retries off, no server
+    discovery: `handler` sees the test's requests only, whichever test runs first)."""
     transport = httpx2.MockTransport(handler)
     http: Any = httpx2.AsyncClient(transport=transport) if is_async else httpx2.Client(transport=transport)
     if adapter == "messages":
@@ -36,7 +38,7 @@ def make(adapter: str, handler: Handler, *, is_async: bool = True) -> Any:
         return AnthropicChatClient(sdk, "claude-haiku-4-5", capabilities=ANTHROPIC_API)
     cls = openai.AsyncOpenAI if is_async else openai.OpenAI
     sdk = cls(api_key="x", base_url="http://mock/v1", http_client=http, max_retries=0)
-    return (OpenAIChatClient if adapter == "chat" else OpenAIResponsesClient)(sdk, "gpt-4o")
+    return (OpenAIChatClient if adapter == "chat" else OpenAIResponsesClient)(sdk, "gpt-4o", discover=False)
 
 
 async def call(client: Any, streaming: bool, **kwargs: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Helpers shared by test_anthropic_thinking.py and the cases of it that run through the layers (test_anthropic_thinking_through_the_layers.py)."""
+"""Helpers shared by test_anthropic_thinking.py and the cases of it that run through the layers
+(test_anthropic_thinking_through_the_layers.py)."""
 
 from __future__ import annotations
 
