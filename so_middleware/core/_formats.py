@@ -2,8 +2,9 @@
 
 A `ResponseFormat` is what a caller (or the structured-output layer) asks for. Each adapter renders
 it with one of the `to_*` methods; `responses_format_to_chat` and `chat_format_to_responses`
-translate the two OpenAI spellings into each other. Name, strict, description and schema are
-carried unchanged, never re-interpreted; an unknown `type` is forwarded as given, with a warning.
+translate the two OpenAI spellings into each other (the adapters and the gateway alike: one table,
+`_nested` and `_flat`). Name, strict, description and schema are carried unchanged, never
+re-interpreted; an unknown `type` is forwarded as given (read into a `ResponseFormat`, with a warning).
 
 | neutral                | Chat Completions `response_format`                         | Responses `text.format`                    | Anthropic `output_config.format` |
 |------------------------|-------------------------------------------------------------|--------------------------------------------|----------------------------------|
@@ -99,8 +100,8 @@ class ResponseFormat:
             return cls(kind, raw=value)
         if kind != "json_schema":
             return cls(kind)
-        body = value.get("json_schema", value)
-        if not isinstance(body, Mapping) or not isinstance(body.get("schema"), Mapping):
+        body = _flat(value, "response_format")  # either spelling
+        if not isinstance(body.get("schema"), Mapping):
             raise UserError("a json_schema response format needs a 'schema' object")
         return cls(
             "json_schema",
@@ -113,14 +114,10 @@ class ResponseFormat:
     # ------------------------------------------------------------ rendering
 
     def to_chat_completions(self) -> dict[str, Any] | None:
-        """Chat Completions `response_format` (None: send nothing)."""
-        if self.raw is not None:
-            return dict(self.raw)
-        if self.type == "text":
-            return None
-        if self.type == "json_object":
-            return {"type": "json_object"}
-        return {"type": "json_schema", "json_schema": self._schema_fields()}
+        """Chat Completions `response_format` (None: send nothing): `to_responses()` in the Chat
+        Completions spelling. A format given as a dict (`raw`) is sent as given."""
+        flat = self.to_responses()
+        return flat if flat is None or self.raw is not None else _nested(flat)
 
     def to_responses(self) -> dict[str, Any] | None:
         """Responses API `text.format` (flat; None: send nothing)."""
@@ -160,18 +157,55 @@ def copy_json(value: Any) -> Any:
 
 
 def responses_format_to_chat(text_format: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Translate a Responses `text.format` into a Chat Completions `response_format`.
+    """Translate a Responses `text.format` into a Chat Completions `response_format`, as is.
 
-    `text` or no format gives None (send nothing). Name, strict, description and schema are
-    carried unchanged. Example:
+    The one spelling difference is a json_schema's fields, nested under `json_schema`; every key,
+    unknown ones included, keeps its value (a copy, the caller's own) and its order, and an unknown
+    type is forwarded unchanged. `text` or no format gives None (send nothing); a format without a
+    string `type` is a `UserError`. Example:
         responses_format_to_chat({"type": "json_schema", "name": "p", "schema": s, "strict": True})
         == {"type": "json_schema", "json_schema": {"name": "p", "schema": s, "strict": True}}
     """
-    fmt = ResponseFormat.from_wire(text_format)
-    return fmt.to_chat_completions() if fmt is not None else None
+    if text_format is None or _kind(text_format, "text.format") == "text":
+        return None
+    return _nested(copy_json(dict(text_format)))
 
 
 def chat_format_to_responses(response_format: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Translate a Chat Completions `response_format` into a Responses `text.format` (the inverse)."""
-    fmt = ResponseFormat.from_wire(response_format)
-    return fmt.to_responses() if fmt is not None else None
+    """Translate a Chat Completions `response_format` into a Responses `text.format` (the inverse:
+    a json_schema's fields lifted out of `json_schema`, every key and its order kept)."""
+    if response_format is None or _kind(response_format, "response_format") == "text":
+        return None
+    return _flat(copy_json(dict(response_format)), "response_format")
+
+
+def _kind(value: Any, where: str) -> str:
+    """A wire format's `type`; a value that is no dict with a string type is a `UserError`."""
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    if not isinstance(kind, str):
+        raise UserError(f"{where}.type must be a string ({where} an object), got {value!r:.200}")
+    return kind
+
+
+# The two OpenAI spellings of a format: a json_schema's fields flat beside `type` (Responses) or
+# nested under `json_schema` (Chat Completions); every other type is spelled the same in both.
+
+
+def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The Chat Completions spelling of a Responses format (its values not copied)."""
+    if flat.get("type") != "json_schema":
+        return dict(flat)
+    return {"type": "json_schema", "json_schema": {key: value for key, value in flat.items() if key != "type"}}
+
+
+def _flat(nested: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The Responses spelling of a Chat Completions format (one already flat is kept as it is)."""
+    if nested.get("type") != "json_schema" or "json_schema" not in nested:
+        return dict(nested)
+    fields = nested["json_schema"]
+    if not isinstance(fields, Mapping):
+        raise UserError(f"{where}.json_schema must be an object, got {fields!r:.200}")
+    flat: dict[str, Any] = {}
+    for key, value in nested.items():
+        flat.update(fields if key == "json_schema" else {key: value})
+    return flat

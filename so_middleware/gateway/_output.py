@@ -25,16 +25,13 @@ from so_middleware import (
     UsageDetails,
 )
 
-from ..wire.responses import usage_to_wire
+from ..wire.responses import SPEC_NAMES, STATUS_EVENTS, Event, usage_to_wire
 from ..wire.responses_items import call_item, custom_input, message_item, reasoning_item, text_part
 from ._response import new_id
 
 __all__ = ["ResponseWriter", "spec_names"]
 
 _INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
-# OpenAI's names for reasoning deltas (what its SDKs, Codex CLI and the AI SDK read, and the Node SDK
-# requires: it throws on an event it does not know); `spec_names` renames them for a reader of the spec.
-_REASONING_TEXT = "response.reasoning_text"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a decoded pair is one code point: any left is alone
 
 
@@ -70,8 +67,8 @@ class ResponseWriter:
     def start(self) -> list[dict[str, Any]]:
         """`response.created` and `response.in_progress`."""
         self.response["status"] = "in_progress"
-        self.emit("response.created", response=_snapshot(self.response))
-        self.emit("response.in_progress", response=_snapshot(self.response))
+        self.emit(Event.CREATED, response=_snapshot(self.response))
+        self.emit(Event.IN_PROGRESS, response=_snapshot(self.response))
         return self.events[-2:]
 
     def feed(self, update: ChatResponseUpdate[Any]) -> list[dict[str, Any]]:
@@ -100,7 +97,7 @@ class ResponseWriter:
         else:
             self.response.update(status="completed", completed_at=int(time.time()))
         self.response["usage"] = usage_to_wire(self._usage)
-        self.emit(f"response.{self.response['status']}", response=_snapshot(self.response))
+        self.emit(STATUS_EVENTS[self.response["status"]], response=_snapshot(self.response))
         return self.events[first:]
 
     def _text(self, content: TextContent | RefusalContent) -> None:
@@ -115,14 +112,14 @@ class ResponseWriter:
             self._close_part()
             self._part = text_part(kind)
             item["content"].append(self._part)
-            self.emit("response.content_part.added", **self._where(), part=dict(self._part))
+            self.emit(Event.CONTENT_PART_ADDED, **self._where(), part=dict(self._part))
         event = {"type": "", "sequence_number": len(self.events), **self._where(), "delta": delta}  # built once
         if kind == "output_text":
             self._part["text"] += delta
-            event["type"], event["logprobs"] = "response.output_text.delta", []
+            event["type"], event["logprobs"] = Event.OUTPUT_TEXT_DELTA, []
         else:
             self._part["refusal"] += delta
-            event["type"] = "response.refusal.delta"
+            event["type"] = Event.REFUSAL_DELTA
         self.events.append(event)
 
     def _reasoning(self, content: ReasoningContent) -> None:
@@ -133,7 +130,7 @@ class ResponseWriter:
         assert item is not None
         delta = _writable(content.text)
         item["content"][0]["text"] += delta
-        self.emit(f"{_REASONING_TEXT}.delta", item_id=item["id"], output_index=self._index(), content_index=0,
+        self.emit(Event.REASONING_TEXT_DELTA, item_id=item["id"], output_index=self._index(), content_index=0,
                   delta=delta)  # fmt: skip
 
     def _call(self, content: FunctionCallContent) -> None:
@@ -154,22 +151,22 @@ class ResponseWriter:
             return
         item["arguments"] += delta
         index = self._index() if item is self._item else self.response["output"].index(item)  # interleaved calls
-        self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=delta)
+        self.emit(Event.FUNCTION_CALL_ARGUMENTS_DELTA, item_id=item["id"], output_index=index, delta=delta)
 
     def _open(self, item: dict[str, Any]) -> None:
         self._item = item
         self.response["output"].append(item)
-        self.emit("response.output_item.added", output_index=self._index(), item=_copy(item))
+        self.emit(Event.OUTPUT_ITEM_ADDED, output_index=self._index(), item=_copy(item))
 
     def _close_part(self) -> None:
         part = self._part
         if part is None:
             return
         if part["type"] == "output_text":
-            self.emit("response.output_text.done", **self._where(), text=part["text"], logprobs=[])
+            self.emit(Event.OUTPUT_TEXT_DONE, **self._where(), text=part["text"], logprobs=[])
         else:
-            self.emit("response.refusal.done", **self._where(), refusal=part["refusal"])
-        self.emit("response.content_part.done", **self._where(), part=dict(part))
+            self.emit(Event.REFUSAL_DONE, **self._where(), refusal=part["refusal"])
+        self.emit(Event.CONTENT_PART_DONE, **self._where(), part=dict(part))
         self._part = None
 
     def _close_item(self, status: str) -> None:
@@ -179,18 +176,18 @@ class ResponseWriter:
         if item["type"] == "message":
             self._close_part()
         elif item["type"] == "reasoning":
-            self.emit(f"{_REASONING_TEXT}.done", item_id=item["id"], output_index=self._index(), content_index=0,
+            self.emit(Event.REASONING_TEXT_DONE, item_id=item["id"], output_index=self._index(), content_index=0,
                       text=item["content"][0]["text"])  # fmt: skip
         elif item["type"] == "custom_tool_call":
             item["input"] = custom_input(self._arguments.pop(item["id"], ""))
             where = {"item_id": item["id"], "output_index": self._index()}
-            self.emit("response.custom_tool_call_input.delta", **where, delta=item["input"])
-            self.emit("response.custom_tool_call_input.done", **where, input=item["input"])
+            self.emit(Event.CUSTOM_TOOL_CALL_INPUT_DELTA, **where, delta=item["input"])
+            self.emit(Event.CUSTOM_TOOL_CALL_INPUT_DONE, **where, input=item["input"])
         else:
-            self.emit("response.function_call_arguments.done", item_id=item["id"], output_index=self._index(),
+            self.emit(Event.FUNCTION_CALL_ARGUMENTS_DONE, item_id=item["id"], output_index=self._index(),
                       name=item["name"], arguments=item["arguments"])  # fmt: skip
         item["status"] = status
-        self.emit("response.output_item.done", output_index=self._index(), item=_copy(item))
+        self.emit(Event.OUTPUT_ITEM_DONE, output_index=self._index(), item=_copy(item))
         self._item = None
 
     def _index(self) -> int:
@@ -213,15 +210,9 @@ def _snapshot(response: dict[str, Any]) -> dict[str, Any]:
     return {**response, "output": [_copy(item) for item in response["output"]]}
 
 
-_SPEC_NAMES = {
-    f"{_REASONING_TEXT}.delta": "response.reasoning.delta",
-    f"{_REASONING_TEXT}.done": "response.reasoning.done",
-}
-
-
 async def spec_names(batches: AsyncIterator[list[dict[str, Any]]]) -> AsyncIterator[list[dict[str, Any]]]:
     """The event batches with the Open Responses spec's names for reasoning deltas
     (`response.reasoning.delta`/`.done`), for a client that asks for the spec: the same events, the
     same sequence numbers. A copy is renamed: the run's own events serve every other reader as they are."""
     async for batch in batches:
-        yield [{**e, "type": _SPEC_NAMES[e["type"]]} if e["type"] in _SPEC_NAMES else e for e in batch]
+        yield [{**e, "type": SPEC_NAMES[e["type"]]} if e["type"] in SPEC_NAMES else e for e in batch]

@@ -22,6 +22,7 @@ import psycopg
 from psycopg.types.json import Json
 from psycopg_pool import AsyncConnectionPool
 
+from ..wire.responses import TERMINAL_EVENTS, Event
 from ._runs import TERMINAL
 from ._shared import CancelHandler
 
@@ -32,9 +33,9 @@ CHANNEL = "so_middleware_runs"
 POLL = 1.0  # seconds a waiting follower or canceller sleeps at most between two looks at the table
 EVENTS_TABLE = """CREATE TABLE IF NOT EXISTS so_middleware_events (
     response_id TEXT NOT NULL, seq INTEGER NOT NULL, event JSON NOT NULL, PRIMARY KEY (response_id, seq))"""
-# An event a follower holds back until the stored status is terminal: a client told the run ended
-# then finds it ended when it asks (the running process saves the status after sharing these).
-_ENDING = ("response.completed", "response.failed", "response.incomplete", "error")
+# A follower holds an ending event (`TERMINAL_EVENTS`) back until the stored status is terminal: a
+# client told the run ended then finds it ended when it asks (the running process saves the status
+# after sharing these).
 _UNFINISHED = "response->>'status' IN ('queued', 'in_progress') AND NOT deleted"
 _LOST = "the gateway process running this response stopped (its lease ran out) before it finished"
 
@@ -138,7 +139,7 @@ class PostgresRuns:
                 if not cancelled:
                     await conn.execute(
                         "INSERT INTO so_middleware_events (response_id, seq, event) SELECT %s, n, "
-                        "json_build_object('type', 'response.failed', 'sequence_number', n, 'response', %s::json) "
+                        f"json_build_object('type', '{Event.FAILED}', 'sequence_number', n, 'response', %s::json) "
                         "FROM (SELECT COALESCE(MAX(seq) + 1, 0) AS n FROM so_middleware_events WHERE response_id = %s) AS next",
                         (expired_id, Json(response), expired_id),
                     )  # fmt: skip
@@ -225,10 +226,10 @@ class PostgresRuns:
 
 def _ready(events: list[dict[str, Any]], after: int) -> list[dict[str, Any]]:
     """The events that follow `after` without a gap (a later one may commit before an earlier one),
-    stopping before an ending event (see `_ENDING`)."""
+    stopping before an ending event (`TERMINAL_EVENTS`)."""
     ready: list[dict[str, Any]] = []
     for event in events:
-        if event["sequence_number"] != after + len(ready) + 1 or event["type"] in _ENDING:
+        if event["sequence_number"] != after + len(ready) + 1 or event["type"] in TERMINAL_EVENTS:
             break
         ready.append(event)
     return ready

@@ -19,6 +19,7 @@ from typing import Any
 from so_middleware import ChatClient, ChatMessage, ChatResponseUpdate, StructuredOutput
 from so_middleware.core import mend_surrogates
 
+from ..wire.responses import Event
 from ._errors import BadRequest
 from ._output import ResponseWriter
 from ._request import GatewayRequest
@@ -226,7 +227,7 @@ class ResponseRun:
             self.response["status"] = "cancelled"
             error = {"code": "server_shutting_down", "message": SHUTTING_DOWN, "param": None}
             # OpenAI's error event has its fields at the top, the spec's under `error`: both, one event
-            self.writer.emit("error", **error, error={"type": "server_error", **error})
+            self.writer.emit(Event.ERROR, **error, error={"type": "server_error", **error})
         else:
             self.writer.finish(error=SHUTTING_DOWN)
         self.published = len(self.writer.events)

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import base64
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from ..core import ChatOptions, DataContent, ForcedTool, FunctionTool, UserError
+from ..core import Capabilities, ChatOptions, DataContent, ForcedTool, FunctionTool, UserError
 
-__all__ = ["chosen_model", "data_uri", "function_fields", "tool_choice_to_wire", "tools_to_wire", "warn_unenforced"]
+__all__ = [
+    "chosen_model",
+    "data_uri",
+    "function_fields",
+    "tool_choice_to_wire",
+    "tools_to_wire",
+    "warn_if_not_enforced",
+]
 
 
 def chosen_model(options: ChatOptions, model: str | None) -> str:
@@ -50,12 +57,31 @@ def tool_choice_to_wire(choice: str | ForcedTool, forced: Callable[[str], dict[s
     return forced(choice.name) if isinstance(choice, ForcedTool) else choice
 
 
-def warn_unenforced(format_type: str, reason: str) -> None:
-    """Warn that a response format `reason` (is not enforced by ..., has no form here): the
-    answer may not follow it. Raised from the adapter's request building, pointed at the caller."""
+def warn_if_not_enforced(
+    options: ChatOptions,
+    capabilities: Capabilities,
+    protocol: str,
+    forms: Collection[str] = ("json_object", "json_schema"),
+) -> None:
+    """Warn when the call's response format will not be enforced, so the answer may not follow it:
+    a type `protocol` has no form for (not in `forms`) is not sent; a sent one the server does not
+    enforce (`capabilities.native_json_schema` for json_schema, `.json_object` for json_object) may be
+    ignored. Text, no format, and a format given as a dict (forwarded as is) say nothing. Called
+    from an adapter's request building.
+
+    Example: the Anthropic adapter, `warn_if_not_enforced(options, capabilities, "Anthropic", ("json_schema",))`.
+    """
+    fmt = options.response_format
+    if fmt is None or fmt.is_text or fmt.raw is not None:
+        return
+    if fmt.type not in forms:
+        reason = f"has no {protocol} form and is not sent"
+    elif capabilities.native_json_schema if fmt.type == "json_schema" else capabilities.json_object:
+        return
+    else:
+        reason = f"is not enforced by {capabilities.name!r} on the {protocol} route"
     warnings.warn(
-        f"the {format_type} response format {reason}: the answer may not follow it; "
-        "validate it (with_structured_output does)",
+        f"the {fmt.type} response format {reason}: the answer may not follow it; validate it (with_structured_output does)",
         UserWarning,
-        stacklevel=6,
+        stacklevel=5,
     )

@@ -9,19 +9,25 @@ a client reads it and as a server writes it. Items are in `responses_items`.
 | `ForcedTool(name)`       | `{"type": "function" (or "custom"), "name"}`                      |
 | `UsageDetails`           | `usage` (`input_tokens`, `output_tokens`, their details, `total_tokens`) |
 | Chat `response_format`   | `text.format` (json_schema's fields flat instead of nested)       |
+
+Streaming events are named once, in `Event` (OpenAI's names) and `SPEC_NAMES` (the Open Responses
+spec's, where they differ): the gateway writes them, the adapter's stream reader reads them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from ..core import ForcedTool, FunctionTool, UsageDetails, UserError
+from ..core import ForcedTool, FunctionTool, UsageDetails, UserError, responses_format_to_chat
 from .common import function_fields
 from .common import tool_choice_to_wire as _choice
 
 __all__ = [
     "CUSTOM_TOOL_PARAMETERS",
+    "SPEC_NAMES",
+    "STATUS_EVENTS",
+    "TERMINAL_EVENTS",
+    "Event",
     "WireError",
     "echoed_text",
     "echoed_tool",
@@ -104,24 +110,15 @@ def tool_choice_from_wire(value: Any) -> str | ForcedTool:
 
 
 def text_format_to_chat(text_format: Any) -> dict[str, Any] | None:
-    """The Chat Completions `response_format` for a Responses `text.format`, forwarded as is: the
-    one spelling difference is a json_schema's fields nested under `json_schema`; every key, unknown
-    ones included, keeps its value and its order; `text` or none gives None.
-
-    Example:
-        text_format_to_chat({"type": "json_schema", "strict": True, "name": "p", "schema": s})
-        == {"type": "json_schema", "json_schema": {"strict": True, "name": "p", "schema": s}}
+    """The Chat Completions `response_format` for a Responses `text.format`, as a server reads it:
+    the library's one translation (`responses_format_to_chat`: forwarded as is, a json_schema's
+    fields nested under `json_schema`, every key and its order kept; `text` or none gives None),
+    a format it cannot read a `WireError` naming `text.format.type`.
     """
-    if text_format is None:
-        return None
-    if not isinstance(text_format, Mapping) or not isinstance(text_format.get("type"), str):
-        raise WireError("text.format.type must be a string (text.format an object)", "text.format.type")
-    kind = text_format["type"]
-    if kind == "text":
-        return None
-    if kind == "json_schema":
-        return {"type": kind, "json_schema": {k: v for k, v in text_format.items() if k != "type"}}
-    return dict(text_format)
+    try:
+        return responses_format_to_chat(text_format)
+    except UserError as error:
+        raise WireError(str(error), "text.format.type") from None
 
 
 def echoed_text(text: dict[str, Any] | None) -> dict[str, Any]:
@@ -133,6 +130,50 @@ def echoed_text(text: dict[str, Any] | None) -> dict[str, Any]:
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         echoed["format"] = {**fmt, "description": fmt.get("description"), "strict": fmt.get("strict", False)}
     return echoed
+
+
+# ---------------------------------------------------------------- streaming events
+
+
+class Event:
+    """The `type` of each Responses streaming event, as OpenAI spells it: what its SDKs, Codex CLI
+    and the AI SDK read (the Node SDK throws on an event it does not know)."""
+
+    CREATED = "response.created"
+    IN_PROGRESS = "response.in_progress"
+    COMPLETED = "response.completed"
+    INCOMPLETE = "response.incomplete"
+    FAILED = "response.failed"
+    CANCELLED = "response.cancelled"
+    ERROR = "error"
+    OUTPUT_ITEM_ADDED = "response.output_item.added"
+    OUTPUT_ITEM_DONE = "response.output_item.done"
+    CONTENT_PART_ADDED = "response.content_part.added"
+    CONTENT_PART_DONE = "response.content_part.done"
+    OUTPUT_TEXT_DELTA = "response.output_text.delta"
+    OUTPUT_TEXT_DONE = "response.output_text.done"
+    REFUSAL_DELTA = "response.refusal.delta"
+    REFUSAL_DONE = "response.refusal.done"
+    REASONING_TEXT_DELTA = "response.reasoning_text.delta"
+    REASONING_TEXT_DONE = "response.reasoning_text.done"
+    REASONING_SUMMARY_TEXT_DELTA = "response.reasoning_summary_text.delta"
+    FUNCTION_CALL_ARGUMENTS_DELTA = "response.function_call_arguments.delta"
+    FUNCTION_CALL_ARGUMENTS_DONE = "response.function_call_arguments.done"
+    CUSTOM_TOOL_CALL_INPUT_DELTA = "response.custom_tool_call_input.delta"
+    CUSTOM_TOOL_CALL_INPUT_DONE = "response.custom_tool_call_input.done"
+
+
+# The event that reports each final status of a response.
+STATUS_EVENTS = {
+    "completed": Event.COMPLETED, "incomplete": Event.INCOMPLETE, "failed": Event.FAILED, "cancelled": Event.CANCELLED,
+}  # fmt: skip
+# The events that end a stream: a final status, or an error.
+TERMINAL_EVENTS = frozenset({*STATUS_EVENTS.values(), Event.ERROR})
+# The Open Responses spec's names where they differ from OpenAI's (reasoning deltas).
+SPEC_NAMES = {
+    Event.REASONING_TEXT_DELTA: "response.reasoning.delta",
+    Event.REASONING_TEXT_DONE: "response.reasoning.done",
+}
 
 
 # ---------------------------------------------------------------- usage

@@ -18,6 +18,7 @@ import pytest
 
 from so_middleware import (
     ResponseFormat,
+    UserError,
     chat_format_to_responses,
     responses_format_to_chat,
 )
@@ -104,12 +105,39 @@ def test_text_or_no_format_sends_nothing() -> None:
         assert chat_format_to_responses(value) is None
 
 
-def test_unknown_type_is_forwarded_unchanged_with_a_warning() -> None:
+def test_unknown_type_is_forwarded_unchanged() -> None:
+    """The translation forwards an unknown type as given (the gateway forwards whatever a client
+    sends); reading one into a `ResponseFormat` is what warns."""
     grammar = {"type": "grammar", "grammar": 'root ::= "yes" | "no"', "x": [1, 2]}
+    assert responses_format_to_chat(grammar) == grammar
+    assert chat_format_to_responses(grammar) == grammar
     with pytest.warns(UserWarning, match="unknown response format type 'grammar'"):
-        assert responses_format_to_chat(grammar) == grammar
-    with pytest.warns(UserWarning, match="unknown response format type 'grammar'"):
-        assert chat_format_to_responses(grammar) == grammar
+        assert ResponseFormat.from_wire(grammar) == ResponseFormat("grammar")
+
+
+def test_every_key_of_a_json_schema_format_keeps_its_value_and_order_both_ways() -> None:
+    flat = {"type": "json_schema", "strict": False, "x-vendor": [1], "schema": {"type": "object"}}  # no name
+    nested = {"type": "json_schema", "json_schema": {"strict": False, "x-vendor": [1], "schema": {"type": "object"}}}
+    assert json.dumps(responses_format_to_chat(flat)) == json.dumps(nested)
+    assert json.dumps(chat_format_to_responses(nested)) == json.dumps(flat)
+
+
+@pytest.mark.parametrize("value", [{"kind": "json"}, {"type": 3}, "json_object"], ids=repr)
+def test_a_format_without_a_string_type_is_a_user_error(value: Any) -> None:
+    with pytest.raises(UserError, match=r"text\.format\.type must be a string"):
+        responses_format_to_chat(value)
+    with pytest.raises(UserError, match=r"response_format\.type must be a string"):
+        chat_format_to_responses(value)
+
+
+def test_the_adapters_rendering_is_the_same_translation() -> None:
+    """`to_chat_completions` is `to_responses` in the other spelling: one table for both."""
+    for fmt in (
+        ResponseFormat.json_schema(NESTED, name="P", strict=True, description="d"),
+        ResponseFormat.json_object(),
+    ):
+        assert fmt.to_chat_completions() == responses_format_to_chat(fmt.to_responses())
+        assert fmt.to_responses() == chat_format_to_responses(fmt.to_chat_completions())
 
 
 # --------------------------------------------------------------- on the wire, every route

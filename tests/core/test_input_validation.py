@@ -7,67 +7,26 @@ Each adapter sits on a real SDK client whose transport records every request
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-import anthropic
-import httpx2
-import openai
 import pytest
-from pydantic import BaseModel
+from input_cases import BLANK, LONE, SURROGATES, Person, Recorded
 
 from so_middleware import (
     ChatMessage,
-    FunctionCallContent,
-    FunctionResultContent,
     FunctionTool,
-    StructuredOutput,
     TextContent,
     UserError,
-    with_retries,
-    with_structured_output,
 )
-from so_middleware.anthropic import AnthropicChatClient
-from so_middleware.local import chat_client
-from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
-from so_middleware.testing import FakeChatClient
 
 pytestmark = pytest.mark.anyio
 
 ADAPTERS = pytest.mark.parametrize("adapter", ["chat", "responses", "messages"])
 
-COMPLETION = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
-              "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}  # fmt: skip
-
-
-class Person(BaseModel):
-    name: str
-
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class Recorded:
-    """An adapter over a real SDK client and the requests its transport received."""
-
-    def __init__(self, adapter: str, **adapter_options: Any) -> None:
-        self.requests: list[httpx2.Request] = []
-        http = httpx2.AsyncClient(transport=httpx2.MockTransport(self.answer))
-        if adapter == "messages":
-            sdk: Any = anthropic.AsyncAnthropic(api_key="x", base_url="http://mock", http_client=http)
-            self.client: Any = AnthropicChatClient(sdk, "m", discover=False, **adapter_options)
-        else:
-            sdk = openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http)
-            self.client = (OpenAIChatClient if adapter == "chat" else OpenAIResponsesClient)(sdk, "m", discover=False)
-
-    def answer(self, request: httpx2.Request) -> httpx2.Response:
-        self.requests.append(request)
-        return httpx2.Response(200, json=COMPLETION)
-
-    def sent_messages(self) -> Any:
-        return json.loads(self.requests[-1].content)["messages"]
 
 
 async def refused(recorded: Recorded, messages: Any, *, match: str, **kwargs: Any) -> UserError:
@@ -124,77 +83,11 @@ async def test_no_messages_is_refused(adapter: str, messages: Any) -> None:
     await refused(Recorded(adapter), messages, match="no messages to send")
 
 
-BLANK = pytest.mark.parametrize(
-    "messages",
-    [["", "   "], [ChatMessage("user", "  \n")], ["Who is Ada?", " "], [ChatMessage("user")]],
-    ids=["all-blank", "blank-message", "one-blank-of-two", "no-contents"],
-)
-
-
 @BLANK
 @ADAPTERS
 async def test_a_blank_user_message_in_a_list_is_refused(adapter: str, messages: Any) -> None:
     """Before: a list holding a blank user message was sent (only a blank str was refused)."""
     await refused(Recorded(adapter), messages, match=r"no messages to send|message \d \(user\) is blank")
-
-
-@pytest.mark.parametrize("messages", ["", "   ", *BLANK.args[1]], ids=["empty-str", "blank-str", *BLANK.kwargs["ids"]])
-async def test_blank_messages_are_refused_by_the_structured_output_layer_before_any_call(messages: Any) -> None:
-    """Before: the layer's own instructions made the request non-empty; it was sent and paid for,
-    and the model invented a Person."""
-    recorded = Recorded("chat")
-    client = with_structured_output(recorded.client)
-    with pytest.raises(UserError, match=r"no messages to send|is blank"):
-        await client.get_response(messages, output_type=Person)
-    with pytest.raises(UserError, match=r"no messages to send|is blank"):
-        client.get_response(messages, output_type=Person, stream=True)
-    assert recorded.requests == []
-
-
-@pytest.mark.parametrize(
-    "messages", [{"Who is Ada?", "She wrote programs."}, frozenset({"a", "b"})], ids=["set", "frozenset"]
-)
-@pytest.mark.parametrize("structured", [False, True], ids=["adapter", "structured"])
-async def test_an_unordered_collection_of_messages_is_refused(messages: Any, structured: bool) -> None:
-    """Before: a set was sent in whatever order it iterates."""
-    recorded = Recorded("chat")
-    client: Any = with_structured_output(recorded.client) if structured else recorded.client
-    kwargs = {"output_type": Person} if structured else {}
-    with pytest.raises(UserError, match="must be in order"):
-        await client.get_response(messages, **kwargs)
-    with pytest.raises(UserError, match="must be in order"):
-        client.get_response(messages, stream=True, **kwargs)
-    assert recorded.requests == []
-    await client.get_response(("Who is Ada?", "She wrote programs."))  # a tuple is in order
-    assert [m["content"] for m in recorded.sent_messages()[-2:]] == ["Who is Ada?", "She wrote programs."]
-
-
-LONE = "\ud83d"  # half of an emoji: not valid Unicode text, no UTF-8 encoding exists
-
-
-def tool_turn(result: Any) -> list[Any]:
-    return [
-        "What is the weather?",
-        ChatMessage("assistant", [FunctionCallContent("c1", "weather", "{}")]),
-        ChatMessage("tool", [FunctionResultContent("c1", result)]),
-    ]
-
-
-SURROGATES = pytest.mark.parametrize(
-    ("messages", "options", "where"),
-    [
-        (f"Hi {LONE}", {}, "message 0 (user)"),
-        ([ChatMessage("system", f"Be {LONE}"), "Hi"], {}, "message 0 (system)"),
-        (["Hi"], {"instructions": f"Be brief {LONE}"}, "the instructions"),
-        (tool_turn(f"sunny {LONE}"), {}, "message 2 (tool)"),
-        (tool_turn({"sky": [f"sunny {LONE}"]}), {}, "message 2 (tool)"),
-        ([ChatMessage("user", "Hi", author_name=f"ada{LONE}")], {}, "message 0 (user)"),
-        ("Hi", {"stop": [f"end{LONE}"]}, "option 'stop'"),
-        ("Hi", {"tools": [FunctionTool("f", {"type": "object"}, f"Finds {LONE}")]}, "option 'tools'"),
-        ("Hi", {"extra_body": {"user": f"ada{LONE}"}}, "option 'extra_body'"),
-    ],
-    ids=["user", "system", "instructions", "tool-result", "nested-tool-result", "author-name", "stop", "tool", "extra"],
-)
 
 
 @SURROGATES
@@ -206,19 +99,6 @@ async def test_a_lone_surrogate_in_the_input_is_refused_before_the_call(
     error = await refused(Recorded(adapter), messages, options=options, match="lone UTF-16 surrogate")
     assert str(error).startswith(where) and "\\ud83d" in str(error)
     str(error).encode()  # the message itself is valid text
-
-
-@SURROGATES
-async def test_a_lone_surrogate_is_refused_by_the_structured_output_layer_before_any_call(
-    messages: Any, options: Any, where: str
-) -> None:
-    recorded = Recorded("chat")
-    client = with_structured_output(recorded.client)
-    with pytest.raises(UserError, match="lone UTF-16 surrogate"):
-        await client.get_response(messages, options=options, output_type=Person)
-    with pytest.raises(UserError, match="lone UTF-16 surrogate"):
-        client.get_response(messages, options=options, output_type=Person, stream=True)
-    assert recorded.requests == []
 
 
 async def test_a_models_answer_with_a_lone_surrogate_is_sent_back_mended_not_refused() -> None:
@@ -306,36 +186,4 @@ async def test_a_class_as_response_format_says_to_pass_output_type() -> None:
     await refused(Recorded("chat"), "hi", match="pass output_type=Person", options={"response_format": Person})
 
 
-async def test_a_structured_output_description_of_the_wrong_type_is_refused_before_the_call() -> None:
-    fake = FakeChatClient(['{"name": "Ada"}'])
-    client = with_structured_output(fake)
-    with pytest.raises(UserError, match="description must be a str"):
-        await client.get_response("hi", options={"features": [StructuredOutput(Person, description=5)]})  # type: ignore[arg-type]
-    assert fake.calls == []
-
-
 # ------------------------------------------------------------ with_retries
-
-
-@pytest.mark.parametrize("setting", ["retry_if", "sleep", "clock"])
-def test_with_retries_refuses_a_non_callable_at_construction(setting: str) -> None:
-    with pytest.raises(UserError, match=f"{setting} must be a callable"):
-        with_retries(FakeChatClient(["ok"]), **{setting: 5})
-
-
-@pytest.mark.parametrize(
-    ("given", "named"),
-    [
-        (
-            chat_client,
-            "function so_middleware.local._clients.chat_client itself; pass the client it makes: chat_client(...)",
-        ),
-        (openai.AsyncOpenAI, "class openai.AsyncOpenAI itself; pass the client it makes: AsyncOpenAI(...)"),
-        (OpenAIChatClient, "class so_middleware.providers.openai._chat.OpenAIChatClient itself"),
-        (FakeChatClient("{}").get_response, "function"),
-    ],
-)
-def test_a_function_or_class_in_place_of_a_client_says_to_call_it(given: Any, named: str) -> None:
-    for wrap in (with_structured_output, with_retries):
-        with pytest.raises(UserError, match="expected a client, got the " + re.escape(named)):
-            wrap(given)

@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx2
 import pytest
-from pydantic import BaseModel
 
 from so_middleware import (
     ChatResponseUpdate,
@@ -23,7 +22,6 @@ from so_middleware import (
     StreamInterruptedError,
     UserError,
     run_sync,
-    with_structured_output,
 )
 from so_middleware.core import SyncResponseStream
 from so_middleware.local import ROUTES, LocalModelServer, chat_client
@@ -114,22 +112,6 @@ def test_a_stream_is_iterated_once() -> None:
     assert "".join(u.text for u in stream) == "abc"
     with pytest.raises(StreamConsumedError):
         list(stream)
-
-
-class Person(BaseModel):
-    name: str
-    age: int
-
-
-def test_structured_output_streams_partial_values_synchronously() -> None:
-    client = with_structured_output(FakeChatClient(Reply('{"name": "Ada", "age": 36}', chunk_size=4)))
-    partials: list[Any] = []
-    with client.get_response_sync("Ada, 36", stream=True, output_type=Person) as stream:
-        for update in stream:
-            if update.partial_value is not None:
-                partials.append(update.partial_value.model_copy())
-    assert stream.get_final_response().value == Person(name="Ada", age=36)
-    assert partials and partials[-1] == Person(name="Ada", age=36)
 
 
 def test_bad_input_raises_at_once_not_on_iteration() -> None:

@@ -3,25 +3,14 @@ that does not fit raises `ContextSizeError` naming both sizes, on every route, p
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
-from pydantic import BaseModel, Field
+from small_server import LONG_TEXT, small_server_running
 
 from so_middleware import (
-    ChatMessage,
-    ChatOptions,
-    ChatResponse,
-    DelegatingChatClient,
-    FinishReason,
     IncompleteOutputError,
-    ModelBehaviorError,
-    TextContent,
-    UsageDetails,
-    with_structured_output,
 )
 from so_middleware.local import (
     ROUTES,
@@ -34,14 +23,10 @@ from so_middleware.testing import FakeChatClient
 
 pytestmark = pytest.mark.anyio
 
-LONG_TEXT = "The quick brown fox jumps over the lazy dog. " * 120  # about 1,200 tokens
-
 
 @pytest.fixture(scope="module")
 def small_server() -> Iterator[LocalModelServer]:
-    """A server whose one slot holds 512 tokens."""
-    with LocalModelServer(parallel=1, context_size=512) as server:
-        yield server
+    yield from small_server_running()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
@@ -62,16 +47,6 @@ async def test_overflow_is_a_context_size_error(small_server: LocalModelServer, 
         "(context_size=512 shared by parallel=1 slots); send less text"
     )
     assert isinstance(error, IncompleteOutputError) and type(error.__cause__).__name__ == "BadRequestError"
-
-
-async def test_overflow_in_a_structured_run(small_server: LocalModelServer) -> None:
-    class Person(BaseModel):
-        name: str
-
-    client = with_structured_output(chat_client(small_server, "chat", max_retries=0))
-    with pytest.raises(ContextSizeError, match="context per request is 512 tokens"):
-        await client.get_response(LONG_TEXT, output_type=Person, options={"max_tokens": 8})
-    await client.sdk_client.close()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
@@ -96,70 +71,3 @@ async def test_a_fitting_stream_keeps_the_inner_final_response() -> None:
     texts = [update.text async for update in stream]
     final = await stream.get_final_response()
     assert "".join(texts) == final.text == "Hello there" and final.usage is not None
-
-
-class Ramble(BaseModel):
-    """Hard for a 135M model to get right at once: the answers are re-asked."""
-
-    code: str = Field(pattern=r"^ZQX-[0-9]{9}-QQQ$", description="the record's code")
-    name: str
-
-
-class LongAnswersFirst(DelegatingChatClient):
-    """Answers the first two calls itself with `max_tokens` tokens of prose that ends there (the
-    longest answer a call can get; complete, so invalid rather than cut off, and re-asked), without
-    calling the model; later calls go to the real server.
-    So the third attempt of a default run carries the longest conversation a run can build. That
-    call is sent with a short answer limit: the test adds the full limit to the prompt's tokens
-    itself (llama-server refuses only a prompt that does not fit), which keeps it quick."""
-
-    def __init__(self, inner: Any, text: str) -> None:
-        super().__init__(inner)
-        self._self_text = text
-        self._self_calls = 0
-
-    def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
-        self._self_calls += 1
-        if self._self_calls > 2:
-            short = ChatOptions.coerce(options).replace(max_tokens=4)
-            return super().process(messages, options=short, stream=stream, output_type=output_type)
-
-        async def rambling() -> ChatResponse[Any]:
-            # the second answer differs from the first: an answer repeated word for word ends the run early
-            text = self._self_text if self._self_calls == 1 else self._self_text.replace("The record", "A record", 1)
-            message = ChatMessage("assistant", [TextContent(text)])
-            return ChatResponse(message, finish_reason=FinishReason.STOP, usage=UsageDetails(300, 256, 556))
-
-        return rambling()
-
-
-def tokens(server: LocalModelServer, text: str) -> int:
-    request = urllib.request.Request(
-        f"{server.root_url}/tokenize", data=json.dumps({"content": text}).encode(), method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=30) as reply:
-        return len(json.load(reply)["tokens"])
-
-
-def test_a_default_extraction_with_its_re_asks_fits() -> None:
-    """docs/how-to/local-model.md's promise ("Context"): with the default sizes (16,384 tokens shared by 2 slots) the third
-    attempt of a default run (two re-asks) on the prompted Messages route (the longest prompt),
-    after two answers as long as allowed (the adapter's default max_tokens, 1,024; the command's
-    256 is shorter), still fits."""
-    with LocalModelServer() as server:
-        adapter = chat_client(server, "anthropic", sync=True)
-        limit = adapter.max_tokens
-        prose = "The record mentions many people and places, and nothing else of note. " * (limit // 6)
-        assert tokens(server, prose) >= limit == 1024
-        client = with_structured_output(LongAnswersFirst(adapter, prose))
-        try:
-            response = client.get_response_sync("Record ZQX-123456789-QQQ belongs to Ada Lovelace.", output_type=Ramble)
-            attempts = response.attempts
-        except (ModelBehaviorError, IncompleteOutputError) as error:  # the third answer was cut at 4 tokens
-            assert not isinstance(error, ContextSizeError)
-            attempts = error.attempts
-        finally:
-            adapter.sdk_client.close()
-        assert len(attempts) == 3 and attempts[2].usage is not None
-        needed = attempts[2].usage.input_tokens + limit
-        assert 4096 < needed <= server.context_per_request == 8192, needed  # 16,384 / 4 slots would not do

@@ -8,7 +8,6 @@ llama-server cannot stall; it shows that a sync stream cancelled mid-answer leav
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,8 +17,19 @@ import anyio
 import httpx2
 import openai
 import pytest
+from adapter_stalls import (
+    ADAPTERS,
+    BOUND,
+    FIRST,
+    HOLD,
+    SYNC_OR_ASYNC,
+    adapter_for,
+    blocked_readers,
+    one_fault_servers,
+    settled,
+)
 
-from so_middleware import DeadlineExceededError, StreamInterruptedError, UserError, with_retries
+from so_middleware import StreamInterruptedError, UserError
 from so_middleware.anthropic import AnthropicChatClient
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import LLAMA_SERVER_CHAT, OpenAIChatClient, OpenAIResponsesClient
@@ -27,88 +37,15 @@ from so_middleware.testing._faults import Fault, FaultServer, stall
 
 pytestmark = pytest.mark.anyio
 
-BOUND = 8.0  # seconds: every ending below must come well within it (the stalls hold for 15)
-HOLD = 15.0
 
-CHAT_FIRST = [
-    {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-     "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}, "finish_reason": None}]},
-]  # fmt: skip
-RESPONSES_FIRST = [
-    ("response.created", {"type": "response.created", "sequence_number": 0,
-                          "response": {"id": "r", "object": "response", "created_at": 0, "model": "m",
-                                       "status": "in_progress", "output": []}}),
-    ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "i", "output_index": 0,
-                                    "content_index": 0, "delta": "Hel", "logprobs": [], "sequence_number": 1}),
-]  # fmt: skip
-MESSAGES_FIRST = [
-    ("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
-                       "model": "m", "content": [], "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
-    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}}),
-]  # fmt: skip
-FIRST = {"chat": CHAT_FIRST, "responses": RESPONSES_FIRST, "messages": MESSAGES_FIRST}
-ADAPTERS = pytest.mark.parametrize("adapter", ["chat", "responses", "messages"])
-SYNC_OR_ASYNC = pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.fixture
+def serve() -> Iterator[Callable[[Fault], FaultServer]]:
+    yield from one_fault_servers()
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Fault], FaultServer]]:
-    servers: list[FaultServer] = []
-
-    def start(fault: Fault) -> FaultServer:
-        servers.append(FaultServer([fault]).start())
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.stop()
-
-
-def adapter_for(
-    kind: str, server: FaultServer, *, is_async: bool = False, sdk_options: dict[str, Any] | None = None, **options: Any
-) -> Any:
-    """An adapter over a real SDK client on the fault server (SDK retries off: one request each;
-    no discovery probes: the fault server answers the chat routes only); `sdk_options` go to the
-    SDK client's constructor."""
-    options.setdefault("discover", False)
-    made = {"api_key": "test", "max_retries": 0, **(sdk_options or {})}
-    if kind == "messages":
-        sdk: Any = (anthropic.AsyncAnthropic if is_async else anthropic.Anthropic)(
-            base_url=server.base_url.removesuffix("/v1"), **made
-        )
-        return AnthropicChatClient(sdk, "m", **options)
-    sdk = (openai.AsyncOpenAI if is_async else openai.OpenAI)(base_url=server.base_url, **made)
-    return (OpenAIChatClient if kind == "chat" else OpenAIResponsesClient)(sdk, "m", **options)
-
-
-def blocked_readers() -> int:
-    """Threads blocked in a socket read of the HTTP client (httpcore2's sync backend)."""
-    count = 0
-    for frame in sys._current_frames().values():
-        current: Any = frame
-        while current is not None:
-            code = current.f_code
-            if "httpcore2" in code.co_filename and code.co_name == "read":
-                count += 1
-                break
-            current = current.f_back
-    return count
-
-
-async def settled(server: FaultServer, *, within: float = BOUND) -> bool:
-    """True once the server has no open connection and no thread is blocked reading one."""
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        if server.open_connections == 0 and blocked_readers() == 0:
-            return True
-        await anyio.sleep(0.05)
-    return False
 
 
 # ------------------------------------------------------------ cancelling a stalled sync stream
@@ -191,19 +128,6 @@ async def test_the_sdk_clients_own_shorter_timeout_bounds_a_silent_stream(
     assert await settled(server)
 
 
-@ADAPTERS
-async def test_the_sdk_clients_own_shorter_timeout_bounds_a_plain_call_under_a_deadline(
-    adapter: str, serve: Callable[[Fault], FaultServer]
-) -> None:
-    """Before: a retry deadline (60 s) replaced the SDK client's 2 s read timeout by 61 s."""
-    server = serve(stall(before_headers=True, hold=HOLD))
-    inner = adapter_for(adapter, server, is_async=True, sdk_options={"timeout": 2.0})
-    client = with_retries(inner, deadline=60.0, max_attempts=1)
-    with anyio.fail_after(BOUND), pytest.raises((openai.APITimeoutError, anthropic.APITimeoutError)):
-        await client.get_response("hi")
-    assert await settled(server)
-
-
 @pytest.mark.parametrize("value", [0, -1, "5", float("nan"), True])
 def test_a_bad_idle_timeout_is_a_user_error(value: Any) -> None:
     sdk = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="test")
@@ -214,38 +138,6 @@ def test_a_bad_idle_timeout_is_a_user_error(value: Any) -> None:
 
 
 # ------------------------------------------------------------ the retry deadline
-
-
-@ADAPTERS
-@SYNC_OR_ASYNC
-async def test_the_retry_deadline_bounds_a_stalled_stream(
-    adapter: str, is_async: bool, serve: Callable[[Fault], FaultServer]
-) -> None:
-    server = serve(stall(FIRST[adapter], hold=HOLD))
-    client = with_retries(adapter_for(adapter, server, is_async=is_async, idle_timeout=None), deadline=1.0)
-    started = time.monotonic()
-    with pytest.raises(DeadlineExceededError) as caught:
-        await client.get_response("hi", stream=True).get_final_response()
-    assert time.monotonic() - started < BOUND
-    assert caught.value.partial_text == "Hel" and caught.value.deadline == 1.0
-    assert isinstance(caught.value, TimeoutError)
-    assert await settled(server)
-
-
-@ADAPTERS
-@SYNC_OR_ASYNC
-async def test_the_retry_deadline_bounds_a_plain_call_the_server_never_answers(
-    adapter: str, is_async: bool, serve: Callable[[Fault], FaultServer]
-) -> None:
-    """The adapter caps the request's timeouts by the time left, so even the abandoned sync
-    thread and its socket end soon after the deadline."""
-    server = serve(stall(before_headers=True, hold=HOLD))
-    client = with_retries(adapter_for(adapter, server, is_async=is_async), deadline=1.0)
-    started = time.monotonic()
-    with pytest.raises(DeadlineExceededError):
-        await client.get_response("hi")
-    assert time.monotonic() - started < BOUND
-    assert await settled(server)
 
 
 # ------------------------------------------------------------ the real server

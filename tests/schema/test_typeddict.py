@@ -9,17 +9,10 @@ from typing import Annotated, Any
 
 import pytest
 from pydantic import Field
+from typed_dicts import Address
 
 from so_middleware import ModelBehaviorError
-from so_middleware.middleware.structured_output import with_structured_output
 from so_middleware.schema import OutputSchema
-from so_middleware.testing import FakeChatClient
-
-
-class Address(typing.TypedDict):
-    """Where someone lives."""
-
-    city: str
 
 
 class Person(typing.TypedDict, total=False):
@@ -55,10 +48,3 @@ def test_the_typeddict_keeps_its_required_keys_and_description() -> None:
     with pytest.raises(ModelBehaviorError, match="name"):
         schema.validate_json('{"age": 36}')
     assert "Where someone lives." in json.dumps(schema.json_schema())
-
-
-@pytest.mark.anyio
-async def test_a_typing_typeddict_run_returns_its_dict() -> None:
-    client = with_structured_output(FakeChatClient('{"city": "Oslo"}'))
-    response = await client.get_response("x", output_type=Address)
-    assert response.value == {"city": "Oslo"}

@@ -32,7 +32,7 @@ import anthropic
 from anthropic.types import Message
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
-from ...wire.common import warn_unenforced
+from ...wire.common import warn_if_not_enforced
 from .._discovery import ServerInfo
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._messages_stream import StreamReader
@@ -96,7 +96,7 @@ class AnthropicChatClient(SDKChatClient):
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
-        _warn_if_not_enforced(options, self.capabilities)
+        warn_if_not_enforced(options, self.capabilities, "Anthropic", forms=("json_schema",))
         return build_request(messages, options, model=self.model, max_tokens=self.max_tokens)
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
@@ -123,15 +123,3 @@ class AnthropicChatClient(SDKChatClient):
     def __repr__(self) -> str:
         kind = "AsyncAnthropic" if self.is_async else "Anthropic"
         return f"AnthropicChatClient({kind}(base_url={self.base_url!r}), model={self.model!r})"
-
-
-def _warn_if_not_enforced(options: ChatOptions, capabilities: Capabilities) -> None:
-    fmt = options.response_format
-    if fmt is None or fmt.is_text:
-        return
-    if fmt.type == "json_schema" and capabilities.native_json_schema:
-        return
-    unsent = fmt.type != "json_schema"
-    warn_unenforced(
-        fmt.type, "has no Anthropic form and is not sent" if unsent else f"is not enforced by {capabilities.name!r}"
-    )

@@ -27,7 +27,8 @@ from ...core import (
     ContinuationToken,
     StreamInterruptedError,
 )
-from ...wire.common import warn_unenforced
+from ...wire.common import warn_if_not_enforced
+from ...wire.responses import Event
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._post import CreateCalls
@@ -85,7 +86,7 @@ class OpenAIResponsesClient(SDKChatClient):
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
-        _warn_if_not_enforced(options, self.capabilities)
+        warn_if_not_enforced(options, self.capabilities, "Responses")
         return build_request(messages, options, model=self.model, capabilities=self.capabilities)
 
     def _create(self, options: ChatOptions) -> Callable[..., Any]:
@@ -120,7 +121,7 @@ class OpenAIResponsesClient(SDKChatClient):
         reader: EventReader = StreamReader(prefill=self.echoed_prefill(messages))
         if options.starts_background_run or token is not None:  # updates carry tokens to resume with
             reader = ResumableReader(StreamReader(prefill=self.echoed_prefill(messages)), token, token is not None)
-        ending = "response.completed or response.incomplete"
+        ending = f"{Event.COMPLETED} or {Event.INCOMPLETE}"
         events = self.read_events(stream, reader, ending=ending, idle_timeout=self.idle_timeout_for(options))
         try:
             async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once
@@ -161,12 +162,3 @@ def _once_if_background(options: ChatOptions) -> ChatOptions:
     if options.starts_background_run and options.sdk_max_retries is None:
         return options.replace(sdk_max_retries=0)
     return options
-
-
-def _warn_if_not_enforced(options: ChatOptions, capabilities: Capabilities) -> None:
-    fmt = options.response_format
-    if fmt is None or fmt.is_text or fmt.raw is not None:
-        return
-    enforced = capabilities.native_json_schema if fmt.type == "json_schema" else capabilities.json_object
-    if not enforced:
-        warn_unenforced(fmt.type, f"is not enforced by {capabilities.name!r} on the Responses route")

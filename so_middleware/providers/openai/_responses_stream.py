@@ -14,6 +14,7 @@ from ...core import (
     RefusalContent,
     TextContent,
 )
+from ...wire.responses import Event
 from .._prefill import EchoFilter
 from ._responses_wire import finish_reason, reported_failure, usage_from
 
@@ -44,31 +45,31 @@ class StreamReader:
     def read(self, event: Any) -> ChatResponseUpdate[Any] | None:
         kind = getattr(event, "type", None)
         contents: list[Content] = []
-        if kind == "response.output_text.delta":
+        if kind == Event.OUTPUT_TEXT_DELTA:
             piece = self._echo.feed(event.delta) if self._echo else event.delta
             if piece:
                 contents.append(TextContent(piece))
-        elif kind == "response.refusal.delta":
+        elif kind == Event.REFUSAL_DELTA:
             self._refused = True
             contents.append(RefusalContent(event.delta))
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+        elif kind in (Event.REASONING_SUMMARY_TEXT_DELTA, Event.REASONING_TEXT_DELTA):
             contents.append(ReasoningContent(event.delta))
-        elif kind == "response.output_item.added" and getattr(event.item, "type", None) == "function_call":
+        elif kind == Event.OUTPUT_ITEM_ADDED and getattr(event.item, "type", None) == "function_call":
             self._called = True
             self._calls[event.item.id or event.item.call_id] = event.item.call_id
             contents.append(FunctionCallContent(event.item.call_id, event.item.name, event.item.arguments or ""))
             if event.item.arguments:
                 self._arguments_seen.add(event.item.call_id)
-        elif kind == "response.function_call_arguments.delta":
+        elif kind == Event.FUNCTION_CALL_ARGUMENTS_DELTA:
             call_id = self._calls.get(event.item_id, event.item_id)
             self._arguments_seen.add(call_id)
             contents.append(FunctionCallContent(call_id, "", event.delta))
-        elif kind == "response.output_item.done" and getattr(event.item, "type", None) == "function_call":
+        elif kind == Event.OUTPUT_ITEM_DONE and getattr(event.item, "type", None) == "function_call":
             if event.item.call_id not in self._arguments_seen:  # a server that sends whole calls only
                 self._called = True
                 self._arguments_seen.add(event.item.call_id)
                 contents.append(FunctionCallContent(event.item.call_id, event.item.name, event.item.arguments or ""))
-        elif kind in ("response.completed", "response.incomplete"):
+        elif kind in (Event.COMPLETED, Event.INCOMPLETE):
             self.finished = True
             if self._echo:
                 rest = self._echo.flush()
@@ -85,13 +86,13 @@ class StreamReader:
                 model_id=getattr(response, "model", None),
                 raw_representation=event,
             )
-        elif kind in ("response.failed", "response.cancelled"):
+        elif kind in (Event.FAILED, Event.CANCELLED):
             raise reported_failure(event.response) or ProviderResponseError("the response failed", reported=True)
-        elif kind == "error":
+        elif kind == Event.ERROR:
             code = getattr(event, "code", None)
             code = code if isinstance(code, str) else None
             raise ProviderResponseError(f"error event: {code or 'no error code given'}", code=code, reported=True)
-        elif kind == "response.created":
+        elif kind == Event.CREATED:
             response = event.response
             return ChatResponseUpdate(
                 role="assistant",

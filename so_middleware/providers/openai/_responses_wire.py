@@ -50,8 +50,6 @@ __all__ = [
     "usage_from",
 ]
 
-TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
-
 _INCOMPLETE_REASONS = {"max_output_tokens": FinishReason.LENGTH, "content_filter": FinishReason.CONTENT_FILTER}
 
 

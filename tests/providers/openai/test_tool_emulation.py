@@ -12,11 +12,10 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import httpx2
 import jsonschema_rs
-import openai
 import pytest
-from pydantic import BaseModel, Field
+from emulation_backend import WEATHER, Answer, Backend, get
+from pydantic import BaseModel
 
 from so_middleware import (
     ChatMessage,
@@ -28,24 +27,18 @@ from so_middleware import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
-    OutputError,
     ProviderResponseError,
     ResponseFormat,
     TextContent,
     UsageDetails,
     UserError,
-    with_structured_output,
 )
-from so_middleware.local import LocalModelServer, chat_client
-from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OPENAI_COMPATIBLE, OpenAIChatClient
+from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OPENAI_COMPATIBLE
 from so_middleware.providers._discovery import ServerInfo
 from so_middleware.providers.openai._profiles import server_profile
 from so_middleware.providers.openai._tool_emulation import ToolEmulation, call_schema, offered_tools
 
 CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-WEATHER = FunctionTool(
-    "get_weather", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}, "Weather"
-)
 TIME = FunctionTool("get_time", {"type": "object", "properties": {"zone": {"type": "string"}}})
 CALL = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
 
@@ -291,48 +284,6 @@ async def test_a_stream_holds_the_json_back_and_ends_with_the_call_or_the_answer
 # ------------------------------------------------------------------------------- through the adapter
 
 
-class Backend:
-    """Answers every chat completion with `text` (plain or as one chunk) and records the bodies."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.bodies: list[dict[str, Any]] = []
-
-    def handle(self, request: httpx2.Request) -> httpx2.Response:
-        body = json.loads(request.content)
-        self.bodies.append(body)
-        usage = {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
-        if not body.get("stream"):
-            message = {"role": "assistant", "content": self.text}
-            return httpx2.Response(200, json={"id": "c", "object": "chat.completion", "created": 0, "model": "m",
-                                              "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                                              "usage": usage})  # fmt: skip
-        chunks = [
-            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": self.text}, "finish_reason": None}]},
-            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-            {"choices": [], "usage": usage},
-        ]
-        events = "".join(
-            f"data: {json.dumps({'id': 'c', 'object': 'chat.completion.chunk', 'created': 0, 'model': 'm', **c})}\n\n"
-            for c in chunks
-        )
-        return httpx2.Response(200, text=events + "data: [DONE]\n\n", headers={"content-type": "text/event-stream"})
-
-    def client(self) -> OpenAIChatClient:
-        http = httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle))
-        sdk = openai.AsyncOpenAI(api_key="k", base_url="http://llama.internal:8080/v1", http_client=http)
-        return OpenAIChatClient(sdk, "m", capabilities=LLAMA_SERVER_CHAT)
-
-
-async def get(client: Any, stream: bool, *args: Any, **kwargs: Any) -> ChatResponse[Any]:
-    if not stream:
-        return await client.get_response(*args, **kwargs)  # type: ignore[no-any-return]
-    updates = client.get_response(*args, stream=True, **kwargs)
-    async for _ in updates:
-        pass
-    return await updates.get_final_response()  # type: ignore[no-any-return]
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True])
 async def test_the_adapter_answers_a_forced_tool_with_a_call(stream: bool) -> None:
@@ -357,31 +308,6 @@ async def test_the_adapter_lets_the_model_decide_with_auto(stream: bool, text: s
     [sent] = backend.bodies
     assert "tools" not in sent
     assert sent["response_format"]["json_schema"]["schema"] == call_schema([WEATHER, TIME], {"type": "string"})
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("stream", [False, True])
-async def test_structured_output_with_auto_tools_reads_the_answer_as_its_value(stream: bool) -> None:
-    backend = Backend('{"answer": {"city": "Oslo"}}')
-    client = with_structured_output(backend.client(), mode="native")
-    response = await get(client, stream, "Where?", output_type=Answer, options={"tools": [WEATHER]})
-    assert response.value == Answer(city="Oslo")
-    answer_variant = backend.bodies[0]["response_format"]["json_schema"]["schema"]["anyOf"][-1]
-    assert answer_variant["properties"]["answer"]["properties"] == {"city": {"title": "City", "type": "string"}}
-
-
-class Answer(BaseModel):
-    city: str
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("stream", [False, True])
-async def test_the_tool_strategy_works_on_a_backend_that_ignores_tools(stream: bool) -> None:
-    backend = Backend('{"name": "Answer", "arguments": {"city": "Oslo"}}')
-    client = with_structured_output(backend.client(), mode="tool")
-    response = await get(client, stream, "Where?", output_type=Answer)
-    assert response.value == Answer(city="Oslo")
-    assert backend.bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["name"] == {"const": "Answer"}
 
 
 @pytest.mark.anyio
@@ -421,25 +347,3 @@ def test_definitions_move_to_the_root_where_the_refs_point(tools: list[type[Base
     assert not jsonschema_rs.validator_for(schema).is_valid({**call, "arguments": {"home": {}, "previous": []}})
     options = schema.get("anyOf", [schema])
     assert all("$defs" not in option["properties"]["arguments"] for option in options)
-
-
-class City(BaseModel):
-    city: str = Field(max_length=20)  # bounded: the grammar closes the string whatever the model samples
-
-
-@pytest.mark.anyio
-@pytest.mark.local_server
-@pytest.mark.parametrize("stream", [False, True])
-async def test_the_tool_strategy_on_the_embedded_model_ends_typed(local_server: LocalModelServer, stream: bool) -> None:
-    adapter = chat_client(local_server, "chat")
-    client = with_structured_output(adapter, mode="tool")
-    try:
-        response = await get(client, stream, "Oslo is cold today. Which city?", output_type=City,
-                             options={"max_tokens": 120, "temperature": 0})  # fmt: skip
-    except OutputError as error:  # the model's answer did not validate: a typed outcome too
-        assert error.attempts and all(a.strategy == "tool" for a in error.attempts)
-    else:
-        assert isinstance(response.value, City)
-        assert all(a.strategy == "tool" for a in response.attempts)
-    finally:
-        await adapter.sdk_client.close()
