@@ -12,8 +12,8 @@ plain and streamed, in two configurations of the same layer:
   the run at once, as a cut-off did before.
 
 A task is *rescued* when `on` returns a valid value after an attempt that looped; the cost on
-answers that needed no rescue is the tokens and seconds of the tasks that did not loop in
-either configuration, `on` against `off`. Results: bench/results/loop_rescue.json, one entry
+answers that needed no rescue is the tokens and seconds of the tasks answered without a loop in
+both configurations, `on` against `off`. Results: bench/results/loop_rescue.json, one entry
 per route (a run of some routes keeps the others' entries), each with the date it was measured.
 
     .venv/bin/python bench/loop_rescue.py [--routes chat,responses,anthropic]
@@ -141,7 +141,9 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _compare(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> dict[str, Any]:
     rescued = [a["task"] for a in on if a["looped"] and a["valid"]]
-    calm = [(a, b) for a, b in zip(on, off, strict=True) if not a["looped"] and not b["looped"]]
+    # the tasks answered in both configurations (an API error has no attempt) without a loop
+    calm = [(a, b) for a, b in zip(on, off, strict=True) if a["attempts"] and b["attempts"]]
+    calm = [(a, b) for a, b in calm if not a["looped"] and not b["looped"]]
     n = len(calm) or 1
     return {
         "looped_off": [b["task"] for b in off if b["looped"]],
