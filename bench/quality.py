@@ -225,7 +225,11 @@ async def _instructor(patched: Any, task: Task, route: str = "chat") -> Outcome:
 
     hooks.on("completion:kwargs", on_kwargs)
     hooks.on("completion:response", on_response)
-    sampling: dict[str, Any] = {"temperature": 0} if route == "anthropic" else {"temperature": 0, "seed": SEED}
+    sampling: dict[str, Any] = {  # only chat has `seed`; Responses names the bound `max_output_tokens`
+        "chat": {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS},
+        "responses": {"temperature": 0, "max_output_tokens": MAX_TOKENS},
+        "anthropic": {"temperature": 0, "max_tokens": MAX_TOKENS},
+    }[route]
     start = time.perf_counter()
     try:
         value = await patched.create(
@@ -234,7 +238,6 @@ async def _instructor(patched: Any, task: Task, route: str = "chat") -> Outcome:
             response_model=task.output_type,
             max_retries=MAX_RETRIES,
             hooks=hooks,
-            max_tokens=MAX_TOKENS,
             **sampling,
         )
     except Exception as error:
@@ -415,7 +418,9 @@ def run_defaults(*, discovery_off: bool, only: list[str] | None = None, peers: b
     def save(configs: list[Config]) -> None:
         run_info = {
             "measured": measured,
-            "command": f"SO_MIDDLEWARE_THREADS=1 {python} bench/quality.py --defaults"
+            "command": "SO_MIDDLEWARE_THREADS=1 "
+            + (f"BENCH_PYTHON={os.path.relpath(python_for('instructor'), RESULTS.parent.parent)} " if peers else "")
+            + f"{python} bench/quality.py --defaults"
             + (" --discovery-off" if discovery_off else "")
             + (" --peers" if peers else "")
             + (f" --routes {','.join(only)}" if only else ""),

@@ -344,7 +344,8 @@ def quality_before_after(data: dict[str, Any]) -> list[str]:
     lines = [
         "",
         f"The default strategy before and after, `so_middleware` on each route's profiled adapter: before = "
-        f"{before['source']}; after = the row above{_run_mark(data, next(iter(now.values()), {}))}.",
+        f"{before['source']}; after = the row above{_run_mark(data, next(iter(now.values()), {}))}. Seconds are "
+        "left out: they depend on the shared machine's load (the footnotes give it), the other columns do not.",
         "",
         "| route | valid typed value | exactly correct | attempts per task | tokens per task | failures |",
         "|---|---:|---:|---:|---:|---|",
