@@ -67,6 +67,7 @@ $(BENCH_VENV)/.installed: pyproject.toml
 # Our rows run in the test environment (the current SDKs); instructor's rows in .venv-bench.
 bench: $(STAMP) $(BENCH_VENV)/.installed
 	$(BIN)/python -m pip install --quiet 'matplotlib>=3.8'  # the report's plot
+	$(BIN)/python -m pip install --quiet 'langchain-anthropic==1.7.10'  # LangChain's Messages rows
 	BENCH_PYTHON=$(BENCH_VENV)/bin/python $(BIN)/python bench/run.py
 
 clean:

@@ -1,25 +1,30 @@
 """What the loop-breaking re-ask rescues, and what watching for loops costs, on the real local model.
 
-Runs every task of `tasks.py` on the Chat Completions route of the local llama-server
-(SmolLM2-135M) with the default strategy, `max_tokens=300`, temperature 0, seed 7, at most 2
-re-asks, plain and streamed, in two configurations of the same layer:
+Runs every task of `tasks.py` on each route of the local llama-server (SmolLM2-135M) whose
+profile has loop-breaking fields (Chat Completions, Responses, Messages) with the default strategy,
+`max_tokens=300`, temperature 0, seed 7 (not on Messages, which has no seed), at most 2 re-asks,
+plain and streamed, in two configurations of the same layer:
 
-- `on`: the llama-server profile as shipped: an answer cut off in a loop is stopped (a stream is
-  closed there) and re-asked once with the profile's loop-breaking fields (`loop_breaking`);
+- `on`: the route's llama-server profile as shipped (`so_middleware.local.chat_client`): an answer
+  cut off in a loop is stopped (a stream is closed there) and re-asked once with the profile's
+  loop-breaking fields (`loop_breaking`);
 - `off`: the same profile with `loop_breaking=()` and no loop watch on the stream: a loop ends
   the run at once, as a cut-off did before.
 
 A task is *rescued* when `on` returns a valid value after an attempt that looped; the cost on
-answers that needed no rescue is the tokens and seconds of the tasks that did not loop in
-either configuration, `on` against `off`. Results: bench/results/loop_rescue.json.
+answers that needed no rescue is the tokens and seconds of the tasks answered without a loop in
+both configurations, `on` against `off`. Results: bench/results/loop_rescue.json, one entry
+per route (a run of some routes keeps the others' entries), each with the date it was measured.
 
-    .venv/bin/python bench/loop_rescue.py
+    .venv/bin/python bench/loop_rescue.py [--routes chat,responses,anthropic]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
 import platform
 import sys
 import time
@@ -41,11 +46,13 @@ class _NoWatch:
         return None
 
 
-async def _one(client: Any, task: Task, stream: bool) -> dict[str, Any]:
+async def _one(client: Any, task: Task, stream: bool, route: str) -> dict[str, Any]:
     from so_middleware import OutputError, StructuredOutput
 
     feature = StructuredOutput(task.output_type, max_retries=MAX_RETRIES)
-    options = {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS, "features": [feature]}
+    options: dict[str, Any] = {"temperature": 0, "max_tokens": MAX_TOKENS, "features": [feature]}
+    if route != "anthropic":  # the Messages API has no seed
+        options["seed"] = SEED
     start = time.perf_counter()
     try:
         if stream:
@@ -71,12 +78,31 @@ async def _one(client: Any, task: Task, stream: bool) -> dict[str, Any]:
     }
 
 
-def _client(server: Any, sdk: Any, *, on: bool) -> Any:
-    from so_middleware import with_structured_output
-    from so_middleware.openai import LLAMA_SERVER_CHAT, OpenAIChatClient
+def _sdk(server: Any, route: str) -> Any:
+    if route == "anthropic":
+        import anthropic
 
-    profile = LLAMA_SERVER_CHAT if on else LLAMA_SERVER_CHAT.replace(loop_breaking=())
-    return with_structured_output(OpenAIChatClient(sdk, server.model, capabilities=profile))
+        return anthropic.AsyncAnthropic(base_url=server.root_url, api_key="local", max_retries=0, timeout=300)
+    import openai
+
+    return openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
+
+
+def _client(server: Any, sdk: Any, route: str, *, on: bool) -> Any:
+    """The route's adapter with its llama-server profile bound to the server, as `chat_client`
+    builds it; `on=False` drops the profile's loop-breaking fields."""
+    from so_middleware import with_structured_output
+    from so_middleware.anthropic import LLAMA_SERVER_MESSAGES, AnthropicChatClient
+    from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OpenAIChatClient, OpenAIResponsesClient
+
+    adapter, shipped = {
+        "chat": (OpenAIChatClient, LLAMA_SERVER_CHAT),
+        "responses": (OpenAIResponsesClient, LLAMA_SERVER_RESPONSES),
+        "anthropic": (AnthropicChatClient, LLAMA_SERVER_MESSAGES),
+    }[route]
+    profile = shipped.replace(default_max_tokens=server.max_tokens)
+    profile = profile if on else profile.replace(loop_breaking=())
+    return with_structured_output(adapter(sdk, server.model, capabilities=profile))
 
 
 def _watching(on: bool) -> None:
@@ -86,19 +112,17 @@ def _watching(on: bool) -> None:
     call_module.LoopWatch = LoopWatch if on else _NoWatch  # type: ignore[misc,assignment]
 
 
-async def _both(server: Any, *, stream: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+async def _both(server: Any, route: str, *, stream: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Each task under `on` then `off` (or the other way round, every other task): a drift in
     the machine's load falls on both configurations alike."""
-    import openai
-
-    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
-    clients = {True: _client(server, sdk, on=True), False: _client(server, sdk, on=False)}
+    sdk = _sdk(server, route)
+    clients = {True: _client(server, sdk, route, on=True), False: _client(server, sdk, route, on=False)}
     rows: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
     try:
         for index, task in enumerate(TASKS):
             for on in (True, False) if index % 2 else (False, True):
                 _watching(on)
-                rows[on].append(await _one(clients[on], task, stream))
+                rows[on].append(await _one(clients[on], task, stream, route))
     finally:
         await sdk.close()
     return rows[True], rows[False]
@@ -117,7 +141,9 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _compare(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> dict[str, Any]:
     rescued = [a["task"] for a in on if a["looped"] and a["valid"]]
-    calm = [(a, b) for a, b in zip(on, off, strict=True) if not a["looped"] and not b["looped"]]
+    # the tasks answered in both configurations (an API error has no attempt) without a loop
+    calm = [(a, b) for a, b in zip(on, off, strict=True) if a["attempts"] and b["attempts"]]
+    calm = [(a, b) for a, b in calm if not a["looped"] and not b["looped"]]
     n = len(calm) or 1
     return {
         "looped_off": [b["task"] for b in off if b["looped"]],
@@ -131,24 +157,40 @@ def _compare(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> dict[str, A
     }
 
 
-async def _main() -> dict[str, Any]:
+async def _route(server: Any, route: str) -> dict[str, Any]:
+    """One route's entry: plain and streamed, `on` against `off`, with when it was measured."""
+    result: dict[str, Any] = {
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_average_before": [round(value, 2) for value in os.getloadavg()],
+    }
+    for stream in (False, True):
+        on, off = await _both(server, route, stream=stream)
+        result["stream" if stream else "plain"] = {
+            "on": _summary(on),
+            "off": _summary(off),
+            "compare": _compare(on, off),
+            "rows": {"on": on, "off": off},
+        }
+        print(route, json.dumps(result["stream" if stream else "plain"]["compare"], indent=1), flush=True)
+    result["load_average_after"] = [round(value, 2) for value in os.getloadavg()]
+    return result
+
+
+def main() -> None:
     from so_middleware.local import LocalModelServer
 
-    results: dict[str, Any] = {}
-    with LocalModelServer(threads=1, parallel=1) as server:
-        for stream in (False, True):
-            on, off = await _both(server, stream=stream)
-            results["stream" if stream else "plain"] = {
-                "on": _summary(on),
-                "off": _summary(off),
-                "compare": _compare(on, off),
-                "rows": {"on": on, "off": off},
-            }
-            print(json.dumps(results["stream" if stream else "plain"]["compare"], indent=1), flush=True)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--routes", default="chat,responses,anthropic", help="comma-separated routes")
+    routes = parser.parse_args().routes.split(",")
+    saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results: dict[str, Any] = {"routes": dict(saved.get("routes", {}))}
     results["run"] = {"python": sys.version.split()[0], "machine": platform.machine(), "max_tokens": MAX_TOKENS}
-    return results
+    with LocalModelServer(threads=1, parallel=1) as server:
+        for route in routes:
+            results["routes"][route] = asyncio.run(_route(server, route))
+            RESULTS.write_text(json.dumps(results, indent=1) + "\n")  # route by route
+    print(f"wrote {RESULTS}")
 
 
 if __name__ == "__main__":
-    RESULTS.write_text(json.dumps(asyncio.run(_main()), indent=1) + "\n")
-    print(f"wrote {RESULTS}")
+    main()

@@ -207,7 +207,7 @@ async def _ours(client: Any, task: Task, mode: str) -> Outcome:
     )
 
 
-async def _instructor(patched: Any, task: Task) -> Outcome:
+async def _instructor(patched: Any, task: Task, route: str = "chat") -> Outcome:
     from instructor.v2.core.hooks import Hooks
 
     counted = {"attempts": 0, "tokens": 0}
@@ -218,10 +218,18 @@ async def _instructor(patched: Any, task: Task) -> Outcome:
 
     def on_response(response: Any) -> None:
         usage = getattr(response, "usage", None)
-        counted["tokens"] += getattr(usage, "total_tokens", 0) or 0
+        total = getattr(usage, "total_tokens", None)
+        if total is None:  # Messages: input and output counted apart
+            total = (getattr(usage, "input_tokens", 0) or 0) + (getattr(usage, "output_tokens", 0) or 0)
+        counted["tokens"] += total or 0
 
     hooks.on("completion:kwargs", on_kwargs)
     hooks.on("completion:response", on_response)
+    sampling: dict[str, Any] = {  # only chat has `seed`; Responses names the bound `max_output_tokens`
+        "chat": {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS},
+        "responses": {"temperature": 0, "max_output_tokens": MAX_TOKENS},
+        "anthropic": {"temperature": 0, "max_tokens": MAX_TOKENS},
+    }[route]
     start = time.perf_counter()
     try:
         value = await patched.create(
@@ -230,9 +238,7 @@ async def _instructor(patched: Any, task: Task) -> Outcome:
             response_model=task.output_type,
             max_retries=MAX_RETRIES,
             hooks=hooks,
-            temperature=0,
-            seed=SEED,
-            max_tokens=MAX_TOKENS,
+            **sampling,
         )
     except Exception as error:
         return Outcome(
@@ -270,32 +276,54 @@ async def _all_tasks(config: Config, one: Any, tasks: list[Task]) -> None:
     config.outcomes.extend(await asyncio.gather(*(guarded(task) for task in tasks)))
 
 
-def _instructor_configs(base_url: str, modes: tuple[str, ...], quick: bool) -> list[Config]:
+# instructor's modes per route, the ones it offers for an OpenAI or Anthropic client
+INSTRUCTOR_ROUTE_MODES = {
+    "chat": INSTRUCTOR_MODES,
+    "responses": ("RESPONSES_TOOLS",),
+    "anthropic": ("ANTHROPIC_TOOLS", "ANTHROPIC_JSON"),
+}
+
+
+def _instructor_configs(server: Any, modes: tuple[str, ...], quick: bool, route: str = "chat") -> list[Config]:
     """instructor's rows, run by BENCH_PYTHON (instructor's environment) against the same server."""
-    command = [python_for("instructor"), __file__, "--instructor", base_url, ",".join(modes)]
+    base_url = server.root_url if route == "anthropic" else server.base_url
+    command = [python_for("instructor"), __file__, "--instructor", base_url, ",".join(modes), "--route", route]
     done = subprocess.run(command + (["--quick"] if quick else []), capture_output=True, text=True, check=False)
     if done.returncode != 0:
         log(f"quality: instructor's environment failed: {done.stderr.strip()[-500:]}")
         return []
     rows = json.loads(done.stdout.strip().splitlines()[-1])
-    return [Config("instructor", "chat", row["mode"], [Outcome(**o) for o in row["outcomes"]]) for row in rows]
+    return [Config("instructor", route, row["mode"], [Outcome(**o) for o in row["outcomes"]]) for row in rows]
 
 
-def _run_instructor(base_url: str, modes: list[str], quick: bool) -> None:
+def _run_instructor(base_url: str, modes: list[str], quick: bool, route: str = "chat") -> None:
     """In instructor's environment: every task under each mode; prints the outcomes as JSON."""
     import instructor
-    import openai
 
     tasks = [t for t in TASKS if t.name in QUICK] if quick else TASKS
     rows = []
 
+    def patched_client(mode: Any) -> Any:
+        if route == "anthropic":
+            import anthropic
+
+            sdk: Any = anthropic.AsyncAnthropic(base_url=base_url, api_key="local", max_retries=0, timeout=300)
+            return instructor.from_anthropic(sdk, mode=mode)
+        import openai
+
+        sdk = openai.AsyncOpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=300)
+        return instructor.from_openai(sdk, mode=mode)
+
     async def go() -> None:
         for mode_name in modes:
-            sdk = openai.AsyncOpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=300)
-            patched = instructor.from_openai(sdk, mode=getattr(instructor.Mode, mode_name))
-            config = Config("instructor", "chat", mode_name)
-            log(f"quality: instructor chat {mode_name}, {len(tasks)} tasks")
-            await _all_tasks(config, lambda task, patched=patched: _instructor(patched, task), tasks)
+            mode = getattr(instructor.Mode, mode_name, None)
+            if mode is None:
+                log(f"quality: instructor has no mode {mode_name}")
+                continue
+            patched = patched_client(mode)
+            config = Config("instructor", route, mode_name)
+            log(f"quality: instructor {route} {mode_name}, {len(tasks)} tasks")
+            await _all_tasks(config, lambda task, patched=patched: _instructor(patched, task, route), tasks)
             rows.append({"mode": mode_name, "outcomes": [o.__dict__ for o in config.outcomes]})
 
     asyncio.run(go())
@@ -335,7 +363,7 @@ def run(*, quick: bool) -> dict[str, Any]:
                 await _run_default(config, layer, adapter, tasks)
                 configs.append(config)
             if route == "chat":  # instructor pins an older openai: its rows run in its own environment
-                configs.extend(await asyncio.to_thread(_instructor_configs, server.base_url, instructor_modes, quick))
+                configs.extend(await asyncio.to_thread(_instructor_configs, server, instructor_modes, quick))
 
     started = time.perf_counter()
     with LocalModelServer(threads=THREADS, parallel=IN_FLIGHT, extra_args=["--alias", MODEL_ALIAS]) as server:
@@ -361,9 +389,10 @@ def run(*, quick: bool) -> dict[str, Any]:
     }
 
 
-def run_defaults(*, discovery_off: bool, only: list[str] | None = None) -> None:
+def run_defaults(*, discovery_off: bool, only: list[str] | None = None, peers: bool = False) -> None:
     """Only the default-strategy rows of every route (or of the `only` ones), merged into
-    `bench/results/quality.json`."""
+    `bench/results/quality.json`; with `peers`, every peer's rows of those routes too, in the same
+    run on the same server (`bench/quality_peers.py`, and instructor's in its environment)."""
     from so_middleware.local import LocalModelServer
 
     routes, _ = available_routes()
@@ -383,12 +412,17 @@ def run_defaults(*, discovery_off: bool, only: list[str] | None = None) -> None:
                 log(f"    valid {sum(o.valid for o in config.outcomes)}/{len(TASKS)}, profile {config.profile}")
                 configs.append(config)
                 save(configs)  # row by row: a run cut short keeps the rows it finished
+            if peers:
+                await _run_peers(server, route, configs, save)
 
     def save(configs: list[Config]) -> None:
         run_info = {
             "measured": measured,
-            "command": f"SO_MIDDLEWARE_THREADS=1 {python} bench/quality.py --defaults"
+            "command": "SO_MIDDLEWARE_THREADS=1 "
+            + (f"BENCH_PYTHON={os.path.relpath(python_for('instructor'), RESULTS.parent.parent)} " if peers else "")
+            + f"{python} bench/quality.py --defaults"
             + (" --discovery-off" if discovery_off else "")
+            + (" --peers" if peers else "")
             + (f" --routes {','.join(only)}" if only else ""),
             "load_average_before": load_before,
             "load_average_after": [round(value, 2) for value in os.getloadavg()],
@@ -400,6 +434,23 @@ def run_defaults(*, discovery_off: bool, only: list[str] | None = None) -> None:
     python = os.path.relpath(sys.executable, RESULTS.parent.parent)
     with LocalModelServer(threads=THREADS, parallel=IN_FLIGHT, extra_args=["--alias", MODEL_ALIAS]) as server:
         asyncio.run(go(server))
+
+
+async def _run_peers(server: Any, route: str, configs: list[Config], save: Any) -> None:
+    """The peers' rows of `route`, appended to `configs` and saved one by one."""
+    from quality_peers import _timed, peer_rows
+
+    for config, run in peer_rows(server, [route]):
+        log(f"quality: {config.library} {route} {config.mode}, {len(TASKS)} tasks")
+        await _all_tasks(config, lambda task, run=run: _timed(task, run), TASKS)
+        log(f"    valid {sum(o.valid for o in config.outcomes)}/{len(TASKS)}")
+        configs.append(config)
+        save(configs)
+    modes = INSTRUCTOR_ROUTE_MODES[route]
+    for config in await asyncio.to_thread(_instructor_configs, server, modes, False, route):
+        log(f"    instructor {route} {config.mode}: valid {sum(o.valid for o in config.outcomes)}/{len(TASKS)}")
+        configs.append(config)
+        save(configs)
 
 
 def merge(saved: dict[str, Any], configs: list[Config], run_info: dict[str, Any]) -> dict[str, Any]:
@@ -424,15 +475,20 @@ def main() -> None:
     parser.add_argument(
         "--routes", help="with --defaults: only these routes, comma-separated (chat,responses,anthropic)"
     )
+    parser.add_argument(
+        "--peers", action="store_true", help="with --defaults: every peer's rows too, in the same run (one date)"
+    )
     parser.add_argument("--instructor", nargs=2, metavar=("BASE_URL", "MODES"), help=argparse.SUPPRESS)
+    parser.add_argument("--route", default="chat", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.instructor:  # run by `run()` in instructor's environment
-        _run_instructor(args.instructor[0], args.instructor[1].split(","), args.quick)
+        _run_instructor(args.instructor[0], args.instructor[1].split(","), args.quick, args.route)
         return
     if not args.defaults:
         parser.error("run the whole section with `python bench/run.py --only quality`; here only --defaults")
-    run_defaults(discovery_off=args.discovery_off, only=args.routes.split(",") if args.routes else None)
+    only = args.routes.split(",") if args.routes else None
+    run_defaults(discovery_off=args.discovery_off, only=only, peers=args.peers)
     log("wrote bench/results/quality.json; `python bench/run.py --report` writes BENCHMARKS.md")
 
 

@@ -3,16 +3,18 @@ as ours (`bench/quality.py`): each library built from an SDK client and a `base_
 modes it offers on that route, temperature 0, seed 7, 160 output tokens, at most 2 re-asks where
 the library re-asks at all.
 
-| library     | chat                                   | responses               | anthropic (Messages) |
-|-------------|----------------------------------------|-------------------------|----------------------|
-| pydantic-ai | NativeOutput, PromptedOutput           | NativeOutput, PromptedOutput | NativeOutput, PromptedOutput |
-| LangChain   | json_schema, function_calling          | –                       | – (langchain-anthropic not installed) |
-| OpenAI SDK  | `chat.completions.parse`               | `responses.parse`       | –                    |
+| library     | chat                                  | responses                             | anthropic (Messages)                  |
+|-------------|---------------------------------------|---------------------------------------|---------------------------------------|
+| pydantic-ai | ToolOutput (its default), NativeOutput, PromptedOutput | the same three       | the same three                        |
+| LangChain   | json_schema, function_calling, json_mode | the same three, `use_responses_api=True` | function_calling, json_schema (`langchain-anthropic`, when installed) |
+| SDK's parse | OpenAI `chat.completions.parse`       | OpenAI `responses.parse`              | Anthropic `messages.parse`            |
 
 instructor's rows need its own environment (`.venv-bench`); `bench/quality.py` runs them there.
 The rows are merged into `bench/results/quality.json` like `--defaults`' rows:
 
     SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality_peers.py [--routes chat,responses,anthropic]
+
+`bench/quality.py --defaults --peers` runs these rows and instructor's in the same run as ours.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ async def _timed(task: Task, run: Run) -> Outcome:
 def _pydantic_ai(server: Any, route: str, output: str) -> Run:
     import anthropic
     import openai
-    from pydantic_ai import Agent, NativeOutput, PromptedOutput
+    from pydantic_ai import Agent, NativeOutput, PromptedOutput, ToolOutput
 
     model: Any
     if route == "anthropic":
@@ -72,7 +74,7 @@ def _pydantic_ai(server: Any, route: str, output: str) -> Run:
         sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
         adapter = OpenAIChatModel if route == "chat" else OpenAIResponsesModel
         model = adapter(MODEL_ALIAS, provider=OpenAIProvider(openai_client=sdk))
-    marker = NativeOutput if output == "NativeOutput" else PromptedOutput
+    marker = {"ToolOutput": ToolOutput, "NativeOutput": NativeOutput, "PromptedOutput": PromptedOutput}[output]
     settings: Any = {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS}
 
     async def run(task: Task) -> tuple[Any, int, int]:
@@ -84,19 +86,34 @@ def _pydantic_ai(server: Any, route: str, output: str) -> Run:
     return run
 
 
-def _langchain(server: Any, method: str) -> Run:
-    from langchain_openai import ChatOpenAI
+def _langchain(server: Any, route: str, method: str) -> Run:
+    chat: Any
+    if route == "anthropic":
+        from langchain_anthropic import ChatAnthropic
 
-    chat = ChatOpenAI(
-        model=MODEL_ALIAS,
-        base_url=server.base_url,
-        api_key="local",  # type: ignore[arg-type]
-        temperature=0,
-        seed=SEED,
-        max_tokens=MAX_TOKENS,  # type: ignore[call-arg]
-        max_retries=0,
-        timeout=300,
-    )
+        chat = ChatAnthropic(  # type: ignore[call-arg]
+            model=MODEL_ALIAS,  # type: ignore[arg-type]
+            base_url=server.root_url,
+            api_key="local",  # type: ignore[arg-type]
+            temperature=0,
+            max_tokens=MAX_TOKENS,  # type: ignore[arg-type]
+            max_retries=0,
+            timeout=300,
+        )
+    else:
+        from langchain_openai import ChatOpenAI
+
+        chat = ChatOpenAI(
+            model=MODEL_ALIAS,
+            base_url=server.base_url,
+            api_key="local",  # type: ignore[arg-type]
+            temperature=0,
+            seed=SEED if route == "chat" else None,  # the Responses API has no `seed`
+            max_tokens=MAX_TOKENS,  # type: ignore[call-arg]
+            max_retries=0,
+            timeout=300,
+            use_responses_api=route == "responses",
+        )
 
     async def run(task: Task) -> tuple[Any, int, int]:
         structured = chat.with_structured_output(task.output_type, method=method, include_raw=True)  # type: ignore[call-overload]
@@ -111,6 +128,9 @@ def _langchain(server: Any, method: str) -> Run:
 
 def _sdk_parse(server: Any, route: str) -> Run:
     import openai
+
+    if route == "anthropic":
+        return _anthropic_parse(server)
 
     sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
 
@@ -138,18 +158,53 @@ def _sdk_parse(server: Any, route: str) -> Run:
     return run
 
 
+def _anthropic_parse(server: Any) -> Run:
+    import anthropic
+
+    sdk = anthropic.AsyncAnthropic(base_url=server.root_url, api_key="local", max_retries=0, timeout=300)
+
+    async def run(task: Task) -> tuple[Any, int, int]:
+        message = await sdk.messages.parse(
+            model=MODEL_ALIAS,
+            messages=[{"role": "user", "content": task.prompt()}],
+            output_format=task.output_type,
+            max_tokens=MAX_TOKENS,
+            extra_body={"temperature": 0},  # the SDK has no keyword for it
+        )
+        tokens = message.usage.input_tokens + message.usage.output_tokens
+        return message.parsed_output, 1, tokens
+
+    return run
+
+
+def _installed(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+LANGCHAIN_METHODS = {
+    "chat": ("json_schema", "function_calling", "json_mode"),
+    "responses": ("json_schema", "function_calling", "json_mode"),
+    "anthropic": ("function_calling", "json_schema"),
+}
+SDK_PARSE = {"chat": "chat.completions.parse", "responses": "responses.parse", "anthropic": "messages.parse"}
+
+
 def peer_rows(server: Any, routes: list[str]) -> list[tuple[Config, Run]]:
     """Every peer configuration that runs in this venv on `routes`."""
     rows: list[tuple[Config, Run]] = []
     for route in routes:
-        for output in ("NativeOutput", "PromptedOutput"):
+        for output in ("ToolOutput", "NativeOutput", "PromptedOutput"):
             rows.append((Config("pydantic-ai", route, output), _pydantic_ai(server, route, output)))
-        if route == "chat":
-            for method in ("json_schema", "function_calling"):
-                rows.append((Config("LangChain with_structured_output", route, method), _langchain(server, method)))
-        if route in ("chat", "responses"):
-            parse = "chat.completions.parse" if route == "chat" else "responses.parse"
-            rows.append((Config("OpenAI SDK", route, parse), _sdk_parse(server, route)))
+        if route != "anthropic" or _installed("langchain_anthropic"):
+            for method in LANGCHAIN_METHODS[route]:
+                library = "LangChain with_structured_output"
+                rows.append((Config(library, route, method), _langchain(server, route, method)))
+        sdk = "Anthropic SDK" if route == "anthropic" else "OpenAI SDK"
+        rows.append((Config(sdk, route, SDK_PARSE[route]), _sdk_parse(server, route)))
     return rows
 
 

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common
 from _common import CHAT_FIXTURE, MODEL_ALIAS, RESULTS, ROOT, STREAM_FIXTURE, log
+from quality import DEFAULT
 
 SECTIONS = ("overhead", "streaming", "concurrency", "quality", "gateway", "local_threads", "tool_emulation")
 PLOT = "streaming_cpu.png"
@@ -327,8 +328,44 @@ def quality_runs_note(data: dict[str, Any], full_run: str) -> list[str]:
         lines.append(
             f"({number}) measured {run['measured']}, in one run of their own with `{run['command']}` (load average "
             f"{run['load_average_before']} before, {run['load_average_after']} after); the rows without a number "
-            f"are from the section's full run of {full_run}. The adapters' profiles after the run: {profiles}."
+            f"are from the section's full run of {full_run}."
+            + (f" The adapters' profiles after the run: {profiles}." if profiles else "")
         )
+    return lines
+
+
+def quality_before_after(data: dict[str, Any]) -> list[str]:
+    """The default strategy per route, `so_middleware` on the route's profiled adapter: the rows
+    saved under `default_before` against the current ones."""
+    before = data.get("default_before")
+    if not before:
+        return []
+    now = {row["route"]: row for row in data["summary"] if (row["library"], row["mode"]) == ("so_middleware", DEFAULT)}
+    lines = [
+        "",
+        f"The default strategy before and after, `so_middleware` on each route's profiled adapter: before = "
+        f"{before['source']}; after = the row above{_run_mark(data, next(iter(now.values()), {}))}. Seconds are "
+        "left out: they depend on the shared machine's load (the footnotes give it), the other columns do not.",
+        "",
+        "| route | valid typed value | exactly correct | attempts per task | tokens per task | failures |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+
+    def cells(row: dict[str, Any]) -> list[str]:
+        errors = ", ".join(f"{name} ×{count}" for name, count in sorted(row["errors"].items())) or "–"
+        return [
+            f"{100 * row['valid_share']:.0f}%",
+            f"{100 * row['exact_share']:.0f}%",
+            f"{row['attempts_per_task']:.2f}",
+            f"{row['tokens_per_task']:.0f}",
+            errors,
+        ]
+
+    for route, old in before["rows"].items():
+        if route not in now:
+            continue
+        pairs = zip(cells(old), cells(now[route]), strict=True)
+        lines.append(f"| {route} | " + " | ".join(f"{a} → {b}" for a, b in pairs) + " |")
     return lines
 
 
@@ -493,11 +530,14 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
             "`default (auto)` rows pass no `mode=`, what a user gets: `so_middleware` on the route's adapter with "
             "its shipped llama-server profile (`so_middleware.local.chat_client`); `generic adapter, no profile` "
             "on an adapter built from an SDK client with only a `base_url`, whose profile capability discovery "
-            "finds; `discover=False`, the same adapter kept on the generic protocol profile (as before discovery).",
+            "finds; `discover=False`, the same adapter kept on the generic protocol profile (as before discovery). "
+            "The peers' rows (`bench/quality_peers.py`; instructor's in its own environment, `.venv-bench`) build "
+            "each library from an SDK client and a `base_url` only, in every mode it offers on the route.",
             "",
         ]
         lines += quality_table(q)
         lines += quality_runs_note(q, q.get("measured", meta["date"]))
+        lines += quality_before_after(q)
         lines += ["", "Exactly correct, by task category:", ""]
         lines += quality_by_category(q)
         lines += ["", f"The quality section took {q['seconds_total'] / 60:.1f} minutes.", ""]
