@@ -37,13 +37,16 @@ def feature_for(output_type: Any) -> StructuredOutput[Any]:
 
 @pytest.mark.parametrize("route_client", ["responses"], indirect=True)
 @pytest.mark.parametrize(("label", "output_type", "prompt", "check"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 async def test_responses_route_is_typed_through_the_passthrough(
-    route_client: Any, label: str, output_type: Any, prompt: str, check: Any
+    route_client: Any, label: str, output_type: Any, prompt: str, check: Any, stream: bool
 ) -> None:
     client = with_structured_output(route_client)
-    response = await client.get_response(
-        prompt, options={"features": [feature_for(output_type)], "max_tokens": 120, "temperature": 0}
-    )
+    options = {"features": [feature_for(output_type)], "max_tokens": 120, "temperature": 0}
+    if stream:
+        response = await client.get_response(prompt, options=options, stream=True).get_final_response()
+    else:
+        response = await client.get_response(prompt, options=options)
     assert check(response.value), response.text
     assert [a.strategy for a in response.attempts] == ["native"]
 
