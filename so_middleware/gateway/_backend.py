@@ -28,8 +28,7 @@ import orjson
 from so_middleware.openai import OpenAIChatClient
 
 from ..core import ChatOptions, ChatResponse
-from ..providers._post import SDKPost
-from ..providers._sse import JSONView
+from ..providers import JSONView, SDKPost, status_error_from_response
 
 __all__ = ["CompletionView", "DirectChatClient", "DirectPost"]
 
@@ -90,7 +89,7 @@ class DirectPost(SDKPost):
         if not response.is_success:  # the SDK's `raise_for_status`: 3xx too (redirects are not followed)
             if not response.is_closed:
                 await response.aread()
-            raise self.sdk_client._make_status_error_from_response(response)
+            raise status_error_from_response(self.sdk_client, response)
         return _Opened(response) if stream else _read(response)
 
 

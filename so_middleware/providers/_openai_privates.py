@@ -3,7 +3,8 @@
 `SDKPost` sends an adapter's request through the SDK client's documented `post` method instead
 of `create`, which needs two things the SDK does not publish: whether a bound `create` is the
 SDK's own (not an instrumentation wrapper or a test double), and whether its request options
-carry `security`. Both are read here and nowhere else; `test_openai_privates.py` fails, naming
+carry `security`. The gateway's direct backend calls raise the SDK's own typed error for a status
+that is not 2xx, which the SDK builds with a private method. All three are read here and nowhere else; `test_openai_privates.py` fails, naming
 what changed, when an SDK release moves them.
 """
 
@@ -13,7 +14,7 @@ import os
 import types
 from typing import Any
 
-__all__ = ["OPENAI_PACKAGE_DIR", "is_the_sdks_own", "request_options_know_security"]
+__all__ = ["OPENAI_PACKAGE_DIR", "is_the_sdks_own", "request_options_know_security", "status_error_from_response"]
 
 
 def _openai_dir() -> str:
@@ -43,3 +44,11 @@ def request_options_know_security() -> bool:
     except ImportError:  # the module moved: send what `post` sends by default
         return False
     return "security" in FinalRequestOptions.model_fields
+
+
+def status_error_from_response(sdk_client: Any, response: Any) -> Exception:
+    """The SDK client's own typed error (`openai.BadRequestError`, `RateLimitError`, ...) for an
+    HTTP response whose status is not 2xx, built as the SDK builds it (its private
+    `_make_status_error_from_response`)."""
+    error: Exception = sdk_client._make_status_error_from_response(response)
+    return error

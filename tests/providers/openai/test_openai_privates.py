@@ -40,3 +40,15 @@ def test_post_still_takes_what_sdk_post_sends(client: type) -> None:
     parameters = inspect.signature(client.post).parameters
     missing = {"path", "cast_to", "body", "options", "stream", "stream_cls"} - set(parameters)
     assert not missing, f"{client.__name__}.post no longer takes {sorted(missing)}"
+
+
+@pytest.mark.parametrize("client", [openai.OpenAI, openai.AsyncOpenAI])
+def test_a_status_error_is_still_built_by_the_sdk_client(client: type) -> None:
+    import httpx2
+
+    sdk = client(api_key="sk-test", base_url="http://127.0.0.1:9/v1")
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    response = httpx2.Response(429, json={"error": {"message": "slow down"}}, request=request)
+    assert hasattr(sdk, "_make_status_error_from_response"), f"{client.__name__} lost _make_status_error_from_response"
+    error = privates.status_error_from_response(sdk, response)
+    assert isinstance(error, openai.RateLimitError) and error.status_code == 429

@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-from pydantic import BaseModel
+from responses_shapes import RESPONSE, delta, sse
 
 from so_middleware import (
     ChatMessage,
@@ -27,13 +27,11 @@ from so_middleware import (
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
-    IncompleteOutputError,
     ProviderResponseError,
     ResponseFormat,
     StreamInterruptedError,
     UserError,
     as_chat_client,
-    with_structured_output,
 )
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import (
@@ -226,33 +224,6 @@ def test_unenforced_format_warns_and_stop_is_refused() -> None:
 
 # --------------------------------------------------------------- documented shapes (MockTransport)
 
-RESPONSE = {
-    "id": "resp_1",
-    "object": "response",
-    "created_at": 1,
-    "model": "gpt-4o",
-    "status": "completed",
-    "output": [
-        {
-            "type": "message",
-            "id": "msg_1",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": '{"a": 1}', "annotations": []}],
-        }
-    ],
-    "parallel_tool_calls": True,
-    "tool_choice": "auto",
-    "tools": [],
-    "usage": {
-        "input_tokens": 10,
-        "input_tokens_details": {"cached_tokens": 4},
-        "output_tokens": 5,
-        "output_tokens_details": {"reasoning_tokens": 2},
-        "total_tokens": 15,
-    },
-}
-
 
 def with_changes(**changes: Any) -> dict[str, Any]:
     return {**RESPONSE, **changes}
@@ -264,24 +235,8 @@ def mock_client(handler: Any, **client_options: Any) -> OpenAIResponsesClient:
     return OpenAIResponsesClient(sdk, "gpt-4o", **client_options)
 
 
-def sse(*events: dict[str, Any] | bytes) -> bytes:
-    parts = [e if isinstance(e, bytes) else f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
-    return b"".join(parts)
-
-
 def streaming(body: bytes) -> Any:
     return lambda request: httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-
-def delta(text: str) -> dict[str, Any]:
-    return {
-        "type": "response.output_text.delta",
-        "item_id": "msg_1",
-        "output_index": 0,
-        "content_index": 0,
-        "delta": text,
-        "sequence_number": 1,
-    }
 
 
 async def test_completed_response_usage_and_reasoning() -> None:
@@ -485,41 +440,3 @@ def test_the_official_profiles_break_loops_only_with_parameters_their_route_has(
     assert {name for name, _ in OPENAI_API_RESPONSES.loop_breaking} <= responses_params
     assert OPENAI_API_RESPONSES.loop_breaking == ()
     assert OPENAI_API_RESPONSES.replace(name="openai", loop_breaking=OPENAI_API.loop_breaking) == OPENAI_API
-
-
-class Tags(BaseModel):
-    tags: list[str]
-
-
-@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-async def test_a_loop_on_openais_responses_route_ends_typed_without_a_parameter_the_api_refuses(stream: bool) -> None:
-    """An answer cut off at max_output_tokens in a loop (documented `status: incomplete` body and
-    `response.incomplete` event): no re-ask carries `frequency_penalty`, which the Responses API
-    refuses; the run ends with `IncompleteOutputError` after the one call."""
-    looping = '{"tags": [' + '"a", ' * 80
-    bodies: list[dict[str, Any]] = []
-    incomplete = {
-        **RESPONSE,
-        "status": "incomplete",
-        "incomplete_details": {"reason": "max_output_tokens"},
-        "output": [{**RESPONSE["output"][0], "content": [{"type": "output_text", "text": looping, "annotations": []}]}],
-    }
-
-    def handle(request: httpx2.Request) -> httpx2.Response:
-        bodies.append(json.loads(request.content))
-        if stream:
-            events = sse(delta(looping), {"type": "response.incomplete", "response": incomplete, "sequence_number": 2})
-            return httpx2.Response(200, content=events, headers={"content-type": "text/event-stream"})
-        return httpx2.Response(200, json=incomplete)
-
-    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handle))
-    sdk = openai.AsyncOpenAI(api_key="x", base_url="https://api.openai.com/v1", http_client=http, max_retries=0)
-    client = with_structured_output(OpenAIResponsesClient(sdk, "gpt-4o"))
-    assert client.capabilities is OPENAI_API_RESPONSES
-    with pytest.raises(IncompleteOutputError, match="looped") as caught:
-        if stream:
-            await client.get_response("tags", output_type=Tags, stream=True).get_final_response()
-        else:
-            await client.get_response("tags", output_type=Tags)
-    assert len(bodies) == 1 and len(caught.value.attempts) == 1
-    assert not any("frequency_penalty" in body or "presence_penalty" in body for body in bodies)

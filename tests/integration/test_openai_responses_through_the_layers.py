@@ -1,0 +1,58 @@
+"""A loop on OpenAI's own Responses route, through the structured-output layer: the re-ask carries
+no parameter that API refuses (it has no penalty), so the run ends typed after the one call. The
+answers are the documented `status: incomplete` body and `response.incomplete` event, served by
+`httpx2.MockTransport`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+import openai
+import pytest
+from pydantic import BaseModel
+from responses_shapes import RESPONSE, delta, sse
+
+from so_middleware import IncompleteOutputError, with_structured_output
+from so_middleware.openai import OPENAI_API_RESPONSES, OpenAIResponsesClient
+
+pytestmark = pytest.mark.anyio
+
+
+class Tags(BaseModel):
+    tags: list[str]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+async def test_a_loop_on_openais_responses_route_ends_typed_without_a_parameter_the_api_refuses(stream: bool) -> None:
+    """An answer cut off at max_output_tokens in a loop (documented `status: incomplete` body and
+    `response.incomplete` event): no re-ask carries `frequency_penalty`, which the Responses API
+    refuses; the run ends with `IncompleteOutputError` after the one call."""
+    looping = '{"tags": [' + '"a", ' * 80
+    bodies: list[dict[str, Any]] = []
+    incomplete = {
+        **RESPONSE,
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [{**RESPONSE["output"][0], "content": [{"type": "output_text", "text": looping, "annotations": []}]}],
+    }
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        if stream:
+            events = sse(delta(looping), {"type": "response.incomplete", "response": incomplete, "sequence_number": 2})
+            return httpx2.Response(200, content=events, headers={"content-type": "text/event-stream"})
+        return httpx2.Response(200, json=incomplete)
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(handle))
+    sdk = openai.AsyncOpenAI(api_key="x", base_url="https://api.openai.com/v1", http_client=http, max_retries=0)
+    client = with_structured_output(OpenAIResponsesClient(sdk, "gpt-4o"))
+    assert client.capabilities is OPENAI_API_RESPONSES
+    with pytest.raises(IncompleteOutputError, match="looped") as caught:
+        if stream:
+            await client.get_response("tags", output_type=Tags, stream=True).get_final_response()
+        else:
+            await client.get_response("tags", output_type=Tags)
+    assert len(bodies) == 1 and len(caught.value.attempts) == 1
+    assert not any("frequency_penalty" in body or "presence_penalty" in body for body in bodies)
