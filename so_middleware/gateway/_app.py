@@ -1,8 +1,9 @@
 """The gateway's ASGI app: the OpenAI Responses API in front of a Chat Completions backend.
 
 The backend is called through the library's own chain: `OpenAIChatClient` (the one translation
-to the Chat Completions wire; its requests sent on the SDK client's HTTP client, see `_backend`), wrapped by `with_retries` and `with_telemetry`, and with
-`validate=True` by `with_structured_output` (beyond seed 004, which forbids touching output).
+to the Chat Completions wire; its requests sent on the SDK client's HTTP client, see `_backend`),
+wrapped by `with_retries` and `with_telemetry`, and with `validate=True` by
+`with_structured_output` (beyond seed 004, which forbids touching output).
 """
 
 from __future__ import annotations
