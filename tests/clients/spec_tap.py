@@ -1,7 +1,8 @@
 """Every answer of the gateway's Responses routes, captured on the way out and checked against the Open
 Responses OpenAPI (tests/gateway/spec_schema.py): a JSON answer as a `ResponseResource`, a stream event by
 event, an `input_items` list item by item as the spec's `ItemField` (the spec has no route of its own for
-that list). The clients under test read these same bytes."""
+that list). OpenAI's custom tools, which the spec leaves out, are checked against the OpenAI SDK's types.
+The clients under test read these same bytes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "gateway"))  # spec_schema and the spec live there
-from spec_schema import OPENAI_ONLY_EVENTS, event_problems, list_problems, problems
+from spec_schema import OPENAI_ONLY_EVENTS, event_problems, list_problems, response_problems
 
 
 @dataclass
@@ -63,7 +64,7 @@ class SpecTap:
             if kind.startswith("application/json"):
                 answer = json.loads(body)
                 if answer.get("object") == "response":
-                    found += [f"{path}: {p}" for p in problems("ResponseResource", answer)]
+                    found += [f"{path}: {p}" for p in response_problems(answer, custom_tools=True)]
                 if answer.get("object") == "list":
                     found += [f"{path}: {p}" for p in list_problems(answer)]
                 continue
@@ -71,5 +72,5 @@ class SpecTap:
                 if line.startswith("data:") and line[5:].strip() != "[DONE]":
                     event = json.loads(line[5:])
                     if event.get("type") not in OPENAI_ONLY_EVENTS:
-                        found += [f"{path} {event.get('type')}: {p}" for p in event_problems(event)]
+                        found += [f"{path} {event.get('type')}: {p}" for p in event_problems(event, custom_tools=True)]
         return found

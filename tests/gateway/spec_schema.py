@@ -9,6 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from openai.types.responses import (
+    CustomTool,
+    ResponseCustomToolCall,
+    ResponseCustomToolCallInputDeltaEvent,
+    ResponseCustomToolCallInputDoneEvent,
+    ResponseOutputItemAddedEvent,
+    ResponseOutputItemDoneEvent,
+    ToolChoiceCustom,
+)
+from pydantic import BaseModel, ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -24,6 +34,22 @@ _SPEC_SLIPS = {("JsonSchemaResponseFormat", "schema"): {"anyOf": [{"type": "obje
 # OpenAI's names for the spec's reasoning events: sent unless the client asks for the spec's (see
 # docs/how-to/gateway.md), not in the spec.
 OPENAI_ONLY_EVENTS = {"response.reasoning_text.delta", "response.reasoning_text.done"}
+
+# OpenAI's custom tools, which the spec leaves out (its tools are function tools only): a request that
+# offers one gets it echoed in `tools` (and in `tool_choice` when forced), and its calls as
+# `custom_tool_call` output items, streamed with `response.custom_tool_call_input.*` events. With
+# `custom_tools=True` those pieces are checked against the OpenAI SDK's types, and the rest of the
+# answer against the spec.
+_CUSTOM_TOOL_TYPES: dict[str, type[BaseModel]] = {
+    "custom": CustomTool,
+    "custom_tool_call": ResponseCustomToolCall,
+    "response.custom_tool_call_input.delta": ResponseCustomToolCallInputDeltaEvent,
+    "response.custom_tool_call_input.done": ResponseCustomToolCallInputDoneEvent,
+}
+_ITEM_EVENTS: dict[str, type[BaseModel]] = {
+    "response.output_item.added": ResponseOutputItemAddedEvent,
+    "response.output_item.done": ResponseOutputItemDoneEvent,
+}
 
 
 @cache
@@ -67,9 +93,55 @@ def _event_components() -> dict[str, str]:
     }
 
 
-def event_problems(event: dict[str, Any]) -> list[str]:
-    """Every way a streamed event breaks the schema of its type (an unknown type is a problem)."""
-    component = _event_components().get(event.get("type", ""))
+def event_problems(event: dict[str, Any], *, custom_tools: bool = False) -> list[str]:
+    """Every way a streamed event breaks the schema of its type (an unknown type is a problem); with
+    CUSTOM_TOOLS, OpenAI's custom tool pieces are checked against OpenAI's types."""
+    kind = event.get("type", "")
+    if custom_tools and (kind in _CUSTOM_TOOL_TYPES or (kind in _ITEM_EVENTS and _is_custom(event.get("item")))):
+        return _openai_problems(_CUSTOM_TOOL_TYPES.get(kind) or _ITEM_EVENTS[kind], event)
+    found: list[str] = []
+    if custom_tools and isinstance(event.get("response"), dict):
+        spec_side, found = _without_custom_tools(event["response"], "response/")
+        event = {**event, "response": spec_side}
+    component = _event_components().get(kind)
     if component is None:
-        return [f"{event.get('type')!r} is not an event of the spec"]
-    return problems(component, event)
+        return [*found, f"{kind!r} is not an event of the spec"]
+    return found + problems(component, event)
+
+
+def response_problems(response: dict[str, Any], *, custom_tools: bool = False) -> list[str]:
+    """Every way a response object breaks the spec's `ResponseResource`; with CUSTOM_TOOLS, its
+    custom tools and `custom_tool_call` items are checked against OpenAI's types."""
+    if not custom_tools:
+        return problems("ResponseResource", response)
+    spec_side, found = _without_custom_tools(response, "")
+    return found + problems("ResponseResource", spec_side)
+
+
+def _is_custom(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") in _CUSTOM_TOOL_TYPES
+
+
+def _openai_problems(model: type[BaseModel], value: Any) -> list[str]:
+    try:
+        model.model_validate(value)
+    except ValidationError as error:
+        return [f"{'/'.join(map(str, e['loc']))}: {e['msg']}"[:300] for e in error.errors()]
+    return []
+
+
+def _without_custom_tools(response: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
+    """(RESPONSE without its custom tools and custom tool calls, a forced custom tool as the spec's forced
+    function; the problems OpenAI's types find in what was taken out), paths under WHERE."""
+    spec_side, found = dict(response), []
+    for key in ("tools", "output"):
+        if isinstance(entries := response.get(key), list):
+            for index, entry in enumerate(entries):
+                if _is_custom(entry):
+                    model = _CUSTOM_TOOL_TYPES[entry["type"]]
+                    found += [f"{where}{key}/{index}: {p}" for p in _openai_problems(model, entry)]
+            spec_side[key] = [entry for entry in entries if not _is_custom(entry)]
+    if isinstance(choice := response.get("tool_choice"), dict) and choice.get("type") == "custom":
+        found += [f"{where}tool_choice: {p}" for p in _openai_problems(ToolChoiceCustom, choice)]
+        spec_side["tool_choice"] = {"type": "function", "name": choice.get("name")}
+    return spec_side, found

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from spec_schema import OPENAI_ONLY_EVENTS, event_problems, list_problems, problems
+from spec_schema import OPENAI_ONLY_EVENTS, event_problems, list_problems, problems, response_problems
 
 TOOL = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
 SCHEMA = {
@@ -137,3 +137,42 @@ def test_the_schema_check_catches_a_missing_field() -> None:
     page = {"object": "list", "data": [item], "first_id": "i", "last_id": "i", "has_more": False}
     assert list_problems(page) and list_problems({"object": "list", "data": []})
     assert list_problems({**page, "data": [{**item, "content": [{**image, "detail": "auto"}]}]}) == []
+
+
+CUSTOM = {"type": "custom", "name": "apply_patch", "description": "Apply a patch.",
+          "format": {"type": "grammar", "syntax": "lark", "definition": 'start: "patch"'}}  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_custom_tool_call_validates_the_spec_beside_openais_types(fake_gateway: Any, stream: bool) -> None:
+    """OpenAI's custom tools are not in the spec: the tool echoed and its call (and the call's events)
+    validate against the OpenAI SDK's types, all else in the same answers against the spec."""
+    backend, gateway = fake_gateway()
+    backend.tool_call = {"name": "apply_patch", "arguments": json.dumps({"input": "patch"})}
+    forced = {"type": "custom", "name": "apply_patch"}
+    body = {"model": "m", "input": "hi", "tools": [CUSTOM, TOOL], "tool_choice": forced, "stream": stream}
+    reply = httpx2.post(f"{gateway.base_url}/responses", json=body, timeout=30)
+    assert reply.status_code == 200, reply.text
+    if not stream:
+        response = reply.json()
+        assert [item["type"] for item in response["output"]] == ["custom_tool_call"]
+        assert response_problems(response, custom_tools=True) == []
+        assert response_problems(response)  # the spec alone has no custom tool
+        return
+    events = _events(reply)
+    assert "response.custom_tool_call_input.done" in {e["type"] for e in events}
+    for event in events:
+        assert event_problems(event, custom_tools=True) == [], event["type"]
+    assert event_problems(events[-1])
+
+
+def test_the_custom_tool_check_catches_a_call_without_its_input() -> None:
+    """A positive control: OpenAI's types do reject a custom tool call that lacks its `input`."""
+    call = {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_1", "name": "apply_patch"}
+    event = {"type": "response.output_item.done", "output_index": 0, "sequence_number": 3, "item": call}
+    assert event_problems(event, custom_tools=True)
+    assert event_problems({**event, "item": {**call, "input": "patch"}}, custom_tools=True) == []
+    delta = {"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1", "output_index": 0,
+             "sequence_number": 2}  # fmt: skip
+    assert event_problems(delta, custom_tools=True)  # no `delta`
+    assert event_problems({**delta, "delta": "pa"}, custom_tools=True) == []
