@@ -1,12 +1,14 @@
 """Codex CLI (`@openai/codex` from package-lock.json), unmodified: `codex exec` with a model provider whose
 `wire_api` is "responses" and whose base_url is the gateway, over the scripted backend. The backend calls
-Codex's `exec_command` tool (after some reasoning; twice in one reply for parallel calls); Codex runs the
-commands and sends their output back through the gateway, and the backend closes the turn."""
+Codex's `exec_command` function tool (after some reasoning; twice in one reply for parallel calls) or its
+`apply_patch` custom tool; Codex runs the commands or applies the patch and sends the result back through
+the gateway, and the backend closes the turn."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,8 @@ from node_run import node_modules
 
 # Codex also offers tools no Chat Completions backend can serve: `web_search` (hosted by OpenAI) and the
 # `multi_agent_v1` namespace of sub-agent tools. The gateway refuses both with a 400 naming the tool, so
-# they are switched off here; every tool Codex still offers is a function tool. Nothing may leave the
-# machine either: no update check, no analytics.
+# they are switched off here; every tool Codex still offers is a function tool, or its custom
+# `apply_patch` (below). Nothing may leave the machine either: no update check, no analytics.
 CONFIG = """model = "m"
 model_provider = "gateway"
 web_search = "disabled"
@@ -37,10 +39,35 @@ enabled = false
 """
 
 
-def _codex_exec(base_url: str, home: Path, work: Path, prompt: str) -> tuple[list[dict[str, Any]], str]:
-    """`codex exec --json PROMPT` in WORK with HOME as its home; returns (its JSON events, stderr)."""
+# Codex offers `apply_patch` as a custom tool (free-form text, under a Lark grammar) to a model whose
+# catalog entry says `"apply_patch_tool_type": "freeform"`, and not at all to a model it has no entry
+# for. Its bundled catalog lists only OpenAI's models; a model of one's own gets an entry in a file named
+# by `model_catalog_json`: the one of docs/how-to/gateway.md, for the model "m".
+DOCS = Path(__file__).parents[2] / "docs" / "how-to" / "gateway.md"
+
+
+def _docs_catalog() -> dict[str, Any]:
+    (block,) = re.findall(r"```json\n(.*?)```", DOCS.read_text(), re.DOTALL)
+    catalog: dict[str, Any] = json.loads(block)
+    (entry,) = catalog["models"]
+    return {"models": [{**entry, "slug": "m"}]}
+
+
+# A patch in Codex's own format: it adds hello.txt
+PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n"
+
+
+def _codex_exec(
+    base_url: str, home: Path, work: Path, prompt: str, catalog: dict[str, Any] | None = None
+) -> tuple[list[dict[str, Any]], str]:
+    """`codex exec --json PROMPT` in WORK with HOME as its home, and CATALOG as its model catalog when
+    given; returns (its JSON events, stderr)."""
     codex = node_modules() / "@openai" / "codex" / "bin" / "codex.js"
-    (home / "config.toml").write_text(CONFIG.format(base_url=base_url))
+    config = CONFIG.format(base_url=base_url)
+    if catalog is not None:  # a top-level key: before the first table
+        (home / "models.json").write_text(json.dumps(catalog))
+        config = f"model_catalog_json = {json.dumps(str(home / 'models.json'))}\n{config}"
+    (home / "config.toml").write_text(config)
     env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home)}
     env.pop("OPENAI_API_KEY", None)
     argv = ["node", str(codex), "exec", "--json", "--skip-git-repo-check",
@@ -71,6 +98,8 @@ def test_codex_exec_runs_a_tool_call_through_the_gateway(scripted: Any, tmp_path
     backend.reasoning = "The user wants a file; run one command."
     home, work = _dirs(tmp_path)
     events, _ = _codex_exec(gateway.base_url, home, work, "Write first.txt")
+    offered = [t["function"]["name"] for t in backend.bodies[0]["tools"]]
+    assert "exec_command" in offered and "apply_patch" not in offered  # Codex's catalog has no entry for "m"
     assert (work / "first.txt").read_text() == "first\n"
     assert [c["aggregated_output"] for c in _completed(events, "command_execution")] == ["first\n"]
     assert [m["text"] for m in _completed(events, "agent_message")] == ["The file is written."]
@@ -97,6 +126,53 @@ def test_codex_exec_runs_parallel_tool_calls_through_the_gateway(scripted: Any, 
     assert [m["text"] for m in _completed(events, "agent_message")] == ["Both files are written."]
     call, *results = backend.bodies[1]["messages"][-3:]
     assert [c["id"] for c in call.get("tool_calls", [])] == ["call_1_0", "call_1_1"]
+    assert [(m["role"], m["tool_call_id"]) for m in results] == [("tool", "call_1_0"), ("tool", "call_1_1")]
+
+
+def test_codex_exec_runs_its_apply_patch_custom_tool_through_the_gateway(scripted: Any, tmp_path: Path) -> None:
+    """With the catalog entry of docs/how-to/gateway.md, Codex offers `apply_patch` as a custom tool; the
+    backend sees a function of one string `input` and calls it with a patch; the gateway hands Codex a
+    `custom_tool_call`, Codex applies the patch and sends a `custom_tool_call_output`, which reaches the
+    backend as the call's tool result."""
+    backend, gateway = scripted
+    backend.calls, backend.final = [("apply_patch", json.dumps({"input": PATCH}))], "The patch is applied."
+    home, work = _dirs(tmp_path)
+    events, _ = _codex_exec(gateway.base_url, home, work, "Add hello.txt", catalog=_docs_catalog())
+    assert (work / "hello.txt").read_text() == "hello\n"
+    changes = [c for item in _completed(events, "file_change") for c in item["changes"]]
+    assert changes == [{"path": str(work / "hello.txt"), "kind": "add"}]
+    assert [m["text"] for m in _completed(events, "agent_message")] == ["The patch is applied."]
+    assert events[-1]["type"] == "turn.completed"
+    first_request, second_request = gateway.app.requests
+    offered = [t for t in first_request["tools"] if t.get("name") == "apply_patch"]
+    assert [(t["type"], t["format"]["type"]) for t in offered] == [("custom", "grammar")]
+    function = next(t["function"] for t in backend.bodies[0]["tools"] if t["function"]["name"] == "apply_patch")
+    assert function["parameters"]["properties"] == {"input": {"type": "string"}}
+    call, output = [item for item in second_request["input"] if item.get("type", "").startswith("custom_tool_call")]
+    assert (call["type"], call["name"], call["input"]) == ("custom_tool_call", "apply_patch", PATCH)
+    assert output["type"] == "custom_tool_call_output" and output["call_id"] == call["call_id"]
+    assistant, result = backend.bodies[1]["messages"][-2:]
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in assistant["tool_calls"]] == [
+        ("apply_patch", {"input": PATCH})]  # fmt: skip
+    assert result["role"] == "tool" and result["tool_call_id"] == assistant["tool_calls"][0]["id"]
+    assert "A hello.txt" in result["content"]  # Codex's report of the added file
+
+
+def test_codex_exec_runs_a_custom_and_a_function_call_of_one_reply(scripted: Any, tmp_path: Path) -> None:
+    """A patch and a command in one reply: Codex runs both, and the backend sees one assistant message
+    with both calls, followed by both results."""
+    backend, gateway = scripted
+    backend.calls = [("apply_patch", json.dumps({"input": PATCH})), _command("second")]
+    backend.final = "Both files are written."
+    home, work = _dirs(tmp_path)
+    events, _ = _codex_exec(gateway.base_url, home, work, "Add hello.txt and second.txt", catalog=_docs_catalog())
+    assert (work / "hello.txt").read_text() == "hello\n" and (work / "second.txt").read_text() == "second\n"
+    assert [m["text"] for m in _completed(events, "agent_message")] == ["Both files are written."]
+    _, second_request = gateway.app.requests
+    kinds = [item["type"] for item in second_request["input"] if item.get("type", "").endswith(("call", "output"))]
+    assert sorted(kinds) == ["custom_tool_call", "custom_tool_call_output", "function_call", "function_call_output"]
+    call, *results = backend.bodies[1]["messages"][-3:]
+    assert [c["function"]["name"] for c in call.get("tool_calls", [])] == ["apply_patch", "exec_command"]
     assert [(m["role"], m["tool_call_id"]) for m in results] == [("tool", "call_1_0"), ("tool", "call_1_1")]
 
 

@@ -18,8 +18,8 @@ What a reader sets up outside Python before a block, the tests set up too:
   model at `OPENAI_BASE_URL`, for that block only.
 
 Every block runs unless NOT_RUNNABLE lists it (by a line of its code) with the reason; every fence
-is tagged `python`, `sh`, `text` or `toml`, so no Python block escapes the extraction; every page
-is in the site's nav.
+is tagged `python`, `sh`, `text`, `toml` or `json`, so no Python block escapes the extraction; every
+page is in the site's nav.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")  # Ray
 
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
-LANGUAGES = ("python", "sh", "text", "toml")
+LANGUAGES = ("python", "sh", "text", "toml", "json")
 
 # A line of a block's code -> why that block cannot run here.
 NOT_RUNNABLE: dict[str, str] = {}
