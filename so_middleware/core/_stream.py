@@ -64,7 +64,7 @@ class ResponseStream(Generic[TUpdate, TFinal]):
         if self._done:
             raise StopAsyncIteration
         try:
-            update = await self._source.__anext__()
+            update: TUpdate = await self._source.__anext__()  # typed here: no `cast` call per update
         except StopAsyncIteration:
             self._done = True
             raise
@@ -74,7 +74,7 @@ class ResponseStream(Generic[TUpdate, TFinal]):
                 self._error = error
             raise
         self._updates.append(update)
-        return cast(TUpdate, update)
+        return update
 
     @property
     def updates(self) -> list[Any]:

@@ -146,10 +146,12 @@ async def iterate_sdk_stream(is_async: bool, stream: Any, idle_timeout: float | 
             if watchdog is not None:
                 watchdog.reading = False
             events = stream.finish() if chunk is _END else stream.feed(chunk)
+            fresh = False
             for event in events:
+                fresh = True
                 yield event
-                if watchdog is not None:
-                    watchdog.deadline = watchdog.loop.time() + watchdog.seconds
+            if fresh and watchdog is not None:  # the wait for the next event starts when it is asked for
+                watchdog.deadline = watchdog.loop.time() + watchdog.seconds
             if chunk is _END:
                 return
     finally:

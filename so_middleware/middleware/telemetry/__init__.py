@@ -68,7 +68,7 @@ try:
     from opentelemetry.trace import SpanKind
 
     from ._background import run_links
-    from ._call import CallRecording, Instruments, guarded, record_error
+    from ._call import CallRecording, Instruments, end_span, record_error
 
     HAVE_OTEL = True
 except ImportError:  # pragma: no cover - telemetry is an optional extra
@@ -165,7 +165,7 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
                 record_error(span, error, self._self_capture_content.on_span)
                 raise
             finally:
-                guarded(span.end)()
+                end_span(span)
 
 
 def with_telemetry(

@@ -27,7 +27,7 @@ from ._attributes import coerce_options, response_attributes, structured_attribu
 from ._background import stamp_token
 from ._content import ContentCapture, as_json, input_messages, instructions_parts, output_messages
 
-__all__ = ["CallRecording", "Instruments", "guarded", "record_error"]
+__all__ = ["CallRecording", "Instruments", "end_span", "guarded", "record_error"]
 
 logger = logging.getLogger("so_middleware")
 
@@ -44,6 +44,14 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             return None
 
     return wrapper
+
+
+def end_span(span: Span) -> None:
+    """`span.end()`, as `guarded` would call it, without a wrapper made per call."""
+    try:
+        span.end()
+    except Exception:
+        logger.debug("so_middleware telemetry: recording failed in end", exc_info=True)
 
 
 class Instruments:
@@ -135,19 +143,28 @@ class CallRecording:
             with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
                 self.inner_stream = inner = call(stream=True)
             first = True
+            # a span with no trace (no tracer provider is set) is no parent: nothing to make current, nothing
+            # to stamp on a token; the updates pass through as they come
+            traced = span.get_span_context().is_valid
             span_context = otel_trace.set_span_in_context(span)
             while True:
-                token = otel_context.attach(span_context)  # what use_span does, without its generator per update
-                try:
-                    update = await inner.__anext__()
-                except StopAsyncIteration:
-                    break
-                finally:
-                    otel_context.detach(token)
+                if traced:
+                    token = otel_context.attach(span_context)  # what use_span does, without its generator per update
+                    try:
+                        update = await inner.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        otel_context.detach(token)
+                    stamp_token(update, span)
+                else:
+                    try:
+                        update = await inner.__anext__()
+                    except StopAsyncIteration:
+                        break
                 if first:
                     first = False
                     self.first_chunk(span)
-                stamp_token(update, span)
                 yield update
             try:
                 response = await inner.get_final_response()
@@ -222,7 +239,7 @@ class CallRecording:
         finally:
             if self.content.emit_event:
                 self.emit_event(span)
-            guarded(span.end)()
+            end_span(span)
             self.instruments.duration.record(time.perf_counter() - self.started, self.metric_attributes())
 
     def record_response(self, span: Span, response: ChatResponse[Any], more: dict[str, Any] | None = None) -> None:

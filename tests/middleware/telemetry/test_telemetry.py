@@ -330,6 +330,24 @@ async def test_duration_and_token_usage_histograms(stream: bool, instrument: Any
     assert ("gen_ai.client.operation.time_to_first_chunk" in points) is stream
 
 
+async def test_without_a_tracer_provider_a_stream_still_records_its_metrics_and_passes_every_update(
+    meter_provider: MeterProvider, reader: InMemoryMetricReader
+) -> None:
+    """No tracer provider set (the API's no-op spans): the updates pass through untouched, in order,
+    and the metrics, which do not need a span, are still recorded."""
+    from opentelemetry.trace import NoOpTracerProvider
+
+    inner = FakeChatClient(Reply("one two three", chunk_size=4))
+    client = with_telemetry(inner, tracer_provider=NoOpTracerProvider(), meter_provider=meter_provider)
+    stream = client.get_response("hi", stream=True)
+    texts = [update.text async for update in stream]
+    assert "".join(texts) == "one two three" and len(texts) >= 3
+    assert (await stream.get_final_response()).text == "one two three"
+    points = metric_points(reader)
+    assert [p.count for p in points["gen_ai.client.operation.duration"]] == [1]
+    assert [p.count for p in points["gen_ai.client.operation.time_to_first_chunk"]] == [1]
+
+
 # ---------------------------------------------------------------- streams: end, close, cancel
 
 
