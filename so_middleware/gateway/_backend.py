@@ -5,9 +5,11 @@ Sent through the SDK, each call builds its request options, headers and JSON bod
 answer is read into the SDK's `ChatCompletion` model: about as much work as the rest of a gateway
 request. `DirectPost` sends the adapter's request (the same fields, `OpenAIChatClient.request_for`)
 as JSON bytes on the same HTTP client (its connection limits, timeouts and redaction of error
-bodies), with the SDK client's headers; a plain answer is read as a `CompletionView` (the streamed
-path reads its events as views already). It raises what the SDK would: the SDK client's typed
-status error for a non-2xx answer, `APITimeoutError`, `APIConnectionError`, and a body that is
+bodies), with the SDK client's headers but its `X-Stainless-*` platform report (the OS, the
+runtime, the SDK's version: seven headers no backend acts on, each parsed and checked on both
+ends); a plain answer is read as a `CompletionView` (the streamed path reads its events as views
+already). It raises what the SDK would: the SDK client's typed status error for a non-2xx answer,
+`APITimeoutError`, `APIConnectionError`, and a body that is
 not JSON comes back as text or raises the same `JSONDecodeError`. A call that asks the SDK to retry
 (`sdk_max_retries` above 0; the gateway's retry layer asks for 0) goes through the SDK, and so does
 every call when something wrapped the SDK's `create` (an OpenAI instrumentation).
@@ -15,7 +17,6 @@ every call when something wrapped the SDK's `create` (an OpenAI instrumentation)
 
 from __future__ import annotations
 
-import json
 import ssl
 from typing import Any
 
@@ -23,12 +24,12 @@ import anyio
 import httpx2
 import jiter
 import openai
-import orjson
 
 from so_middleware.openai import OpenAIChatClient
 
 from ..core import ChatOptions, ChatResponse
 from ..providers import JSONView, SDKPost, status_error_from_response
+from ._json import dumps
 
 __all__ = ["CompletionView", "DirectChatClient", "DirectPost"]
 
@@ -44,7 +45,7 @@ class CompletionView(JSONView):
 
     def model_dump_json(self, **_: Any) -> str:
         """The answer's JSON (what an unusable answer's error keeps)."""
-        return _dumps(self.to_dict()).decode()
+        return dumps(self.to_dict()).decode()
 
 
 class _Opened:
@@ -66,7 +67,8 @@ class DirectPost(SDKPost):
         super().__init__(sdk_client, path, CompletionView, is_async=True)
         self.http_client = http_client
         self.url = httpx2.URL(str(sdk_client.base_url).rstrip("/") + "/" + path.lstrip("/"))  # parsed once
-        self.headers = _strings({**sdk_client.default_headers, **sdk_client.auth_headers})
+        headers = _strings({**sdk_client.default_headers, **sdk_client.auth_headers})
+        self.headers = {name: value for name, value in headers.items() if not name.lower().startswith("x-stainless-")}
 
     async def __call__(self, **body: Any) -> Any:
         """Send the request (`create`'s arguments: `extra_headers`, `extra_query`, `extra_body`,
@@ -74,7 +76,9 @@ class DirectPost(SDKPost):
         extra_headers, extra_query = body.pop("extra_headers", None), body.pop("extra_query", None)
         extra_body, timeout = body.pop("extra_body", None), body.pop("timeout", _NOT_GIVEN)
         headers = self.headers if not extra_headers else _strings({**self.headers, **extra_headers})
-        content = _dumps({**body, **extra_body} if extra_body else body)
+        # a copy of exactly its size: orjson's bytes keep its 4 KiB buffer, and the request (its body with it)
+        # lives as long as the answer's stream
+        content = memoryview(dumps({**body, **extra_body} if extra_body else body)).tobytes()
         request = self.http_client.build_request(
             "POST", self.url, content=content, headers=headers, params=extra_query,
             timeout=self.sdk_client.timeout if timeout is _NOT_GIVEN else timeout,
@@ -112,13 +116,6 @@ def _read(response: httpx2.Response) -> Any:
 def _strings(headers: dict[str, Any]) -> dict[str, str]:
     """The headers to send: an `Omit` (or None) value removes its header, as in the SDK."""
     return {name: value for name, value in headers.items() if isinstance(value, str)}
-
-
-def _dumps(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # what orjson refuses (a lone surrogate, an int past 64 bits) json escapes
-        return json.dumps(value).encode()
 
 
 class DirectChatClient(OpenAIChatClient):

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
-from starlette.responses import JSONResponse
 
 from so_middleware import DeadlineExceededError, SOMiddlewareError, UserError, failure_of
+
+from ._json import JSONAnswer
 
 __all__ = ["BadRequest", "error_response", "to_error_response"]
 
@@ -48,14 +49,14 @@ def error_response(
     param: str | None = None,
     code: str | None = None,
     headers: Mapping[str, str] | None = None,
-) -> JSONResponse:
+) -> JSONAnswer:
     """An OpenAI-shaped error response."""
     kind = _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONAnswer(body, status_code=status, headers=headers)
 
 
-def to_error_response(error: BaseException) -> JSONResponse:
+def to_error_response(error: BaseException) -> JSONAnswer:
     """The response for an exception raised while serving a request."""
     if isinstance(error, BadRequest):
         return error_response(error.status, error.message, param=error.param, code=error.code, headers=error.headers)
@@ -67,7 +68,7 @@ def to_error_response(error: BaseException) -> JSONResponse:
     if failure.kind == "status" and failure.status is not None:
         body: Any = failure.body
         if isinstance(body, dict) and isinstance(body.get("message"), str):
-            return JSONResponse({"error": body}, status_code=failure.status)
+            return JSONAnswer({"error": body}, status_code=failure.status)
         return error_response(failure.status, str(body or error), code="backend_error")
     if failure.kind == "timeout":
         return error_response(504, f"The backend did not answer in time: {error}", code="backend_timeout")
@@ -77,7 +78,7 @@ def to_error_response(error: BaseException) -> JSONResponse:
     return error_response(500, f"{type(error).__name__}: {error}")
 
 
-def _own_error_response(error: SOMiddlewareError) -> JSONResponse:
+def _own_error_response(error: SOMiddlewareError) -> JSONAnswer:
     if isinstance(error, UserError):
         return error_response(400, str(error))
     if isinstance(error, DeadlineExceededError):

@@ -67,8 +67,9 @@ class ResponseWriter:
     def start(self) -> list[dict[str, Any]]:
         """`response.created` and `response.in_progress`."""
         self.response["status"] = "in_progress"
-        self.emit(Event.CREATED, response=_snapshot(self.response))
-        self.emit(Event.IN_PROGRESS, response=_snapshot(self.response))
+        snapshot = _snapshot(self.response)  # the same state twice: one copy (no reader changes an event)
+        self.emit(Event.CREATED, response=snapshot)
+        self.emit(Event.IN_PROGRESS, response=snapshot)
         return self.events[-2:]
 
     def feed(self, update: ChatResponseUpdate[Any]) -> list[dict[str, Any]]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
-import uuid
 from typing import Any
 
 from ..wire.responses import echoed_text, echoed_tool
@@ -17,7 +17,7 @@ _RESPONSE_ID = re.compile(r"resp_[0-9A-Za-z_-]{1,128}")
 
 def new_id(prefix: str) -> str:
     """A unique id in OpenAI's style: `resp_…`, `msg_…`, `fc_…`."""
-    return f"{prefix}_{uuid.uuid4().hex}"
+    return f"{prefix}_{os.urandom(16).hex()}"  # as random as uuid4's hex, without building a UUID
 
 
 def is_response_id(value: str) -> bool:

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from openai import AsyncOpenAI
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from so_middleware import ChatClient, __version__
 
 from ..wire.responses_items import as_listed_item, items_to_messages
 from ._errors import BadRequest, error_response
+from ._json import JSONAnswer
 from ._output import spec_names
 from ._request import is_reference, parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
@@ -43,12 +44,12 @@ class Gateway:
     async def health(self, request: Request) -> Response:
         """`GET /health`: the gateway is up (the backend is not asked), and says what it is, so
         adapters that discover their server's capabilities recognise it."""
-        return JSONResponse({"status": "ok", "service": "so-middleware-gateway", "version": __version__})
+        return JSONAnswer({"status": "ok", "service": "so-middleware-gateway", "version": __version__})
 
     async def models(self, request: Request) -> Response:
         """`GET /v1/models`: the backend's model list, as the backend gives it."""
         page = await self.sdk.models.list()
-        return JSONResponse({"object": "list", "data": [model.model_dump(exclude_unset=True) for model in page.data]})
+        return JSONAnswer({"object": "list", "data": [model.model_dump(exclude_unset=True) for model in page.data]})
 
     async def create(self, request: Request) -> Response:
         """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""
@@ -76,10 +77,10 @@ class Gateway:
                 self.runs.forget(run.response["id"])
                 raise
             self.runs.start(run, events)
-            return event_stream(run, _named(request, run.follow())) if parsed.stream else JSONResponse(run.response)
+            return event_stream(run, _named(request, run.follow())) if parsed.stream else JSONAnswer(run.response)
         if not parsed.stream:  # one task runs it (the span's context stays in one task); a client gone stops it
             await unless_disconnected(_drain(events), request.receive)
-            return JSONResponse(run.response)
+            return JSONAnswer(run.response)
         run.start(events)
         await run.started()  # a backend that refuses the request at once: its status, not a stream
         return event_stream(run, _named(request, run.follow()), on_close=run.stop)
@@ -98,11 +99,11 @@ class Gateway:
                 return event_stream(None, _named(request, self.shared.follow(response_id, after)))
             raise BadRequest(f"Response '{response_id}' has no event stream on this gateway.", "stream", 404)
         if run is not None and self.shared is None:
-            return JSONResponse(run.response)
+            return JSONAnswer(run.response)
         stored = await self.store.get(response_id, owner)  # shared: deleted elsewhere a moment ago is gone
         if stored is None:
             return _not_found(response_id)
-        return JSONResponse(run.response if run is not None else stored.response)
+        return JSONAnswer(run.response if run is not None else stored.response)
 
     async def delete(self, request: Request) -> Response:
         """`DELETE /v1/responses/{id}`."""
@@ -113,7 +114,7 @@ class Gateway:
             self.runs.forget(response_id)
         if not await self.store.delete(response_id, owner):
             return _not_found(response_id)
-        return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
+        return JSONAnswer({"id": response_id, "object": "response.deleted", "deleted": True})
 
     async def cancel(self, request: Request) -> Response:
         """`POST /v1/responses/{id}/cancel`: stops a background run (a finished one is returned as is;
@@ -122,7 +123,7 @@ class Gateway:
         run = self._run(response_id, owner)
         if run is not None:
             await run.cancel()
-            return JSONResponse(run.response)
+            return JSONAnswer(run.response)
         stored = await self.store.get(response_id, owner)
         if stored is None:
             return _not_found(response_id)
@@ -139,7 +140,7 @@ class Gateway:
             stored = await self.store.get(response_id, owner)
             if stored is None:  # deleted meanwhile
                 return _not_found(response_id)
-        return JSONResponse(stored.response)
+        return JSONAnswer(stored.response)
 
     async def input_items(self, request: Request) -> Response:
         """`GET /v1/responses/{id}/input_items`: the items the model saw, newest first by default."""
@@ -152,7 +153,7 @@ class Gateway:
             items.reverse()
         limit = _int_param(request.query_params.get("limit", "20"), "limit")
         page = items[: max(1, min(limit, 100))]
-        return JSONResponse({
+        return JSONAnswer({
             "object": "list", "data": page, "has_more": len(items) > len(page),
             "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None,
         })  # fmt: skip

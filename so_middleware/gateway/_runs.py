@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from so_middleware import ChatClient, ChatMessage, ChatResponseUpdate, StructuredOutput
+from so_middleware import ChatClient, ChatMessage, ChatOptions, ChatResponseUpdate, ChatStream, StructuredOutput
 from so_middleware.core import mend_surrogates
 
 from ..wire.responses import Event
@@ -75,16 +75,16 @@ class ResponseRun:
         except StopAsyncIteration:
             first = None
         try:
-            for event in self.writer.start():
-                yield await self._publish(event)
+            for event in await self._publish(self.writer.start()):
+                yield event
             if self.request.background:  # other gateway processes see it running
                 await self.save()
             if first is not None:
-                for event in self.writer.feed(first):
-                    yield await self._publish(event)
+                for event in await self._publish(self.writer.feed(first)):
+                    yield event
                 async for update in updates:
-                    for event in self.writer.feed(update):
-                        yield await self._publish(event)
+                    for event in await self._publish(self.writer.feed(update)):
+                        yield event
             events = self.writer.finish()
         except Exception as error:  # a stream broken mid-way: the response fails, the client is told
             events = self.writer.finish(error=f"{type(error).__name__}: {error}")
@@ -92,34 +92,34 @@ class ResponseRun:
             await updates.aclose()
         await self.share()  # before the status its followers elsewhere end on
         await self.save()
-        for event in events:
-            yield await self._publish(event)
+        for event in await self._publish(events):
+            yield event
 
-    async def _updates(self) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+    def _updates(self) -> ChatStream | AsyncGenerator[ChatResponseUpdate[Any], None]:
+        """The run's updates: the backend's stream itself, or the one update of a plain call."""
         options = self.request.options
         fmt = options.response_format
         if self.validate and fmt is not None and fmt.type == "json_schema" and fmt.schema is not None:
             feature: StructuredOutput[Any] = StructuredOutput(schema=dict(fmt.schema), name=fmt.name, mode="native")
             options = options.with_features([feature])
         elif self.request.stream or self.request.background:  # a background run streams: its followers see it go
-            stream = self.client.get_response(self.messages, options=options, stream=True)
-            try:
-                async for update in stream:
-                    yield update
-            finally:
-                await stream.aclose()
-            return
-        # validated, or a plain request: a plain call (the backend sees `stream: false`)
+            return self.client.get_response(self.messages, options=options, stream=True)
+        return self._whole(options)  # validated, or a plain request: a plain call (the backend sees `stream: false`)
+
+    async def _whole(self, options: ChatOptions) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
         response = await self.client.get_response(self.messages, options=options)
         message = response.messages[-1] if response.messages else ChatMessage("assistant", "")
         message = mend_surrogates([message])[0]  # valid JSON, not text: U+FFFD, as the streamed path reads it
         yield ChatResponseUpdate(message.contents, usage=response.usage, finish_reason=response.finish_reason)
 
-    async def _publish(self, event: dict[str, Any]) -> dict[str, Any]:
-        await self.share()  # the batch `event` came in, all at once
-        self.published = event["sequence_number"] + 1
-        self._wake()
-        return event
+    async def _publish(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Make a batch of new events visible to the followers (shared first, when shared); returns it."""
+        if events:
+            if self.shared is not None:
+                await self.share()
+            self.published = events[-1]["sequence_number"] + 1
+            self._wake()
+        return events
 
     async def share(self) -> None:
         """Hand the events not shared yet to the other processes, in order, each once."""
@@ -137,6 +137,8 @@ class ResponseRun:
 
     def _wake(self) -> None:
         # a future per waiting follower, not a condition's lock round trip per event: nobody waiting costs nothing
+        if not self._waiters:
+            return
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from ._json import dumps
 from ._runs import ResponseRun
 
 __all__ = ["FINISH_WINDOW", "SHUTDOWN_GRACE", "event_stream", "frames", "unless_disconnected"]
@@ -37,21 +36,31 @@ _HEADERS = {"cache-control": "no-store", "connection": "keep-alive", "x-accel-bu
 
 
 async def unless_disconnected(work: Awaitable[None], receive: Receive) -> bool:
-    """Await `work` in a task of its own; when the client disconnects first, cancel it (closing the
-    backend stream) and return False. `receive` must be past the request body."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_disconnect(receive))
+    """Await `work` in this task; when the client disconnects first, cancel it (closing the backend
+    stream) and return False. `receive` must be past the request body. One task waits for the
+    disconnect; the work itself stays in the caller's task (and in its context)."""
+    current = asyncio.current_task()
+    assert current is not None
+    gone = False
+
+    async def watch() -> None:
+        nonlocal gone
+        await _disconnect(receive)
+        gone = True
+        current.cancel()  # delivered in `work`: this runs only while the caller waits on it
+
+    watcher = asyncio.ensure_future(watch())
     try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        await work
+    except asyncio.CancelledError:
+        if not gone:
+            raise
+        uncancel = getattr(current, "uncancel", None)  # Python 3.11+: the task counts cancellations
+        if uncancel is not None:
+            uncancel()
+        return False
     finally:
         watcher.cancel()
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-    if task.cancelled():
-        return False
-    task.result()  # the backend's refusal, raised for the error handler
     return True
 
 
@@ -62,14 +71,7 @@ async def _disconnect(receive: Receive) -> None:
 
 def frames(batch: list[dict[str, Any]]) -> bytes:
     """The SSE bytes of a batch of events: `event: TYPE`, `data: JSON`, a blank line, per event."""
-    return b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), _json(e)) for e in batch)
-
-
-def _json(event: dict[str, Any]) -> bytes:
-    try:
-        return orjson.dumps(event)
-    except orjson.JSONEncodeError:  # what orjson refuses (a lone surrogate, an int past 64 bits) json escapes
-        return json.dumps(event).encode()
+    return b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), dumps(e)) for e in batch)
 
 
 def event_stream(

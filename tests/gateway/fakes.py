@@ -38,6 +38,9 @@ class FakeChatBackend:
     html: bool = False  # answer a 200 text/html page (a proxy's or a web server's), as a misrouted URL does
     open_streams: int = 0  # streams being sent now
     props: dict[str, Any] | None = None  # answered on GET /props: discovery then takes it for llama-server
+    headers: list[dict[str, str]] = field(default_factory=list)  # each chat request's headers
+    plain_delay: float = 0.0  # seconds before a plain answer (given up if the caller goes first)
+    plain_abandoned: int = 0  # plain answers whose caller hung up while they were delayed
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -61,6 +64,7 @@ class FakeChatBackend:
         raw = await request.body()
         self.raw_bodies.append(raw)
         self.authorizations.append(request.headers.get("authorization"))
+        self.headers.append(dict(request.headers))
         if self.error is not None:
             return JSONResponse(self.error[1], status_code=self.error[0])
         if self.html:
@@ -69,6 +73,13 @@ class FakeChatBackend:
         text = self.replies.pop(0) if self.replies else self.text
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         if not body.get("stream"):
+            waited = 0.0
+            while waited < self.plain_delay:
+                if await request.is_disconnected():
+                    self.plain_abandoned += 1
+                    return Response(status_code=499)
+                await asyncio.sleep(0.05)
+                waited += 0.05
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if self.reasoning:
                 message["reasoning_content"] = self.reasoning

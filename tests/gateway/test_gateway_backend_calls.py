@@ -47,6 +47,18 @@ def test_backend_calls_skip_the_sdks_request_and_answer_models(
     assert backend.authorizations[-2:] == [f"Bearer {KEY}"] * 2
 
 
+def test_backend_calls_carry_the_sdk_clients_headers_but_its_platform_report(fake_gateway: Callable[..., Any]) -> None:
+    backend, server = fake_gateway(backend_api_key=KEY)
+    client = sdk(server)
+    client.responses.create(model="m", input="hi")
+    list(client.responses.create(model="m", input="hi", stream=True))
+    for headers in backend.headers[-2:]:
+        assert headers["authorization"] == f"Bearer {KEY}"
+        assert headers["user-agent"].startswith("AsyncOpenAI/Python")
+        assert headers["content-type"] == "application/json"
+        assert [name for name in headers if name.startswith("x-stainless")] == []
+
+
 @contextlib.asynccontextmanager
 async def _chain(backend_url: str, **config: Any) -> AsyncIterator[Any]:
     """The gateway's backend chain (its SDK client closed after)."""

@@ -47,6 +47,22 @@ def test_server_spans_parent_the_chat_spans(fake_gateway: Any, stream: bool) -> 
     assert chat.context.trace_id == server.context.trace_id
 
 
+def test_without_a_tracer_provider_no_server_span_wraps_the_run() -> None:
+    """No tracer provider (none given, none set globally): the run's events are not wrapped in a
+    span that would record nothing; with one, they are."""
+    from opentelemetry.trace import NoOpTracerProvider
+
+    from so_middleware.gateway._telemetry import server_span
+
+    async def events() -> Any:
+        yield {"type": "response.created"}
+
+    run = events()
+    assert server_span(None, "POST /v1/responses").wrap(run) is run
+    assert server_span(NoOpTracerProvider(), "POST /v1/responses").wrap(run) is run
+    assert server_span(TracerProvider(), "POST /v1/responses").wrap(run) is not run
+
+
 def test_transient_backend_errors_are_retried(fake_gateway: Any) -> None:
     backend, gateway = fake_gateway(max_attempts=3)
     backend.error = (503, {"error": {"message": "busy", "type": "server_error", "param": None, "code": None}})

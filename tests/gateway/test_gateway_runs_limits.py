@@ -72,6 +72,18 @@ def test_a_client_that_hangs_up_stops_the_backend_call(fake_gateway: Any) -> Non
     assert backend.streams_finished == 0 and len(backend.raw_bodies) == 1  # and no retry was made
 
 
+def test_a_client_that_hangs_up_on_a_plain_request_stops_the_backend_call(fake_gateway: Any) -> None:
+    backend, gateway = fake_gateway(max_attempts=3)
+    backend.plain_delay = 40.0
+    body = json.dumps({"model": "m", "input": "hi"}).encode()
+    with socket.create_connection((gateway.host, gateway.port), timeout=10) as raw:
+        raw.sendall(b"POST /v1/responses HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+        _wait(lambda: len(backend.raw_bodies) == 1)
+    _wait(lambda: backend.plain_abandoned == 1)  # the backend saw its caller go, not a finished answer
+    assert len(backend.raw_bodies) == 1  # and no retry was made
+
+
 def test_the_documented_defaults() -> None:
     from so_middleware.gateway import GatewayConfig
     from so_middleware.gateway._cli import parser
