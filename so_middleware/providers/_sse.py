@@ -167,8 +167,10 @@ class _Decoder:
             self.done = True
             return None
         parsed = _parse(data)
-        if isinstance(parsed, dict) and parsed.get("error"):
-            raise failure_from_body(parsed["error"])
+        if isinstance(parsed, dict):  # a chunk, nearly always
+            if parsed.get("error"):
+                raise failure_from_body(parsed["error"])
+            return JSONView(parsed)
         return _view(parsed)
 
 
