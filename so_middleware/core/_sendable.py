@@ -9,6 +9,7 @@ are refused with a `UserError` naming the message, before any HTTP request.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -57,19 +58,24 @@ def check_sendable(messages: Sequence[ChatMessage], options: ChatOptions | None 
             raise UserError(_surrogate_message(where, found))
 
 
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind))
+
+
 def lone_surrogate_in(value: Any, depth: int = 0) -> str | None:
     """The first str in `value` (a str, or one inside lists, dicts and dataclasses) that holds a
     lone surrogate; None when there is none."""
     if isinstance(value, str):
-        return value if _SURROGATE.search(value) else None
-    if depth > _MAX_DEPTH:
+        return None if value.isascii() or not _SURROGATE.search(value) else value  # ASCII has none
+    if value is None or depth > _MAX_DEPTH:
         return None
-    if isinstance(value, Mapping):
+    if isinstance(value, (dict, Mapping)):  # a dict is matched before the ABC is asked
         items: Any = [*value.keys(), *value.values()]
     elif isinstance(value, (list, tuple)):
         items = value
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items = [getattr(value, f.name) for f in dataclasses.fields(value)]
+        items = [getattr(value, name) for name in _field_names(type(value))]
     else:
         return None
     for item in items:

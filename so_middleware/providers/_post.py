@@ -10,7 +10,6 @@ response type, exactly as `create` does.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -46,8 +45,17 @@ def create_call(sdk_client: Any, resource: Any, path: str, cast_to: type, *, is_
     return SDKPost(sdk_client, path, cast_to, is_async=is_async)
 
 
+_ABSENT: Any = object()
+
+
 def _is_the_sdks_own_create(resource: Any) -> bool:
-    return is_the_sdks_own(inspect.getattr_static(resource, "create", None))
+    """Whether `resource.create` is the SDK's own function: looked up as `inspect.getattr_static`
+    does for a plain object (its own attributes, then its class's), without that function's cost
+    on every call."""
+    found = getattr(resource, "__dict__", {}).get("create", _ABSENT)  # a patch on the object itself
+    if found is _ABSENT:
+        found = next((klass.__dict__["create"] for klass in type(resource).__mro__ if "create" in klass.__dict__), None)
+    return is_the_sdks_own(found)
 
 
 _NOT_GIVEN: Any = object()
