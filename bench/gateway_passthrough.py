@@ -21,7 +21,9 @@ server's own CPU time (utime + stime from /proc) before and after, divided by th
   keeps them): RSS after the first 10% of them and at the end (100,000 for the gateway; the floor
   and the peers, 2,000).
 
-    python bench/gateway_passthrough.py [--quick] [--rss-requests N]   # writes bench/results/gateway_passthrough.json
+    python bench/gateway_passthrough.py [--quick] [--rss-requests N] [--rows stream_1,stream_64,plain,memory,rss]
+    # writes bench/results/gateway_passthrough.json; with --rows, only those rows are measured again, the
+    # others kept from the file (each row's time and load average are in `row_measured`)
 """
 
 from __future__ import annotations
@@ -358,8 +360,13 @@ def _peer_versions(peers: Path | None) -> dict[str, str]:
     return dict(zip(("litellm", "open-responses-server"), found, strict=False))
 
 
-def run(quick: bool = False, rss_requests: int = 100_000) -> dict[str, Any]:
-    """Measure every row; returns the result dict."""
+def run(
+    quick: bool = False,
+    rss_requests: int = 100_000,
+    only: set[str] | None = None,
+    previous: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Measure every row (or the rows in `only`, kept beside `previous`'s others); returns the result dict."""
     peers = _peers_python()
     backend = subprocess.Popen([sys.executable, __file__, "--backend"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True, cwd=ROOT)  # fmt: skip
@@ -377,7 +384,7 @@ def run(quick: bool = False, rss_requests: int = 100_000) -> dict[str, Any]:
         rounds = 2 if quick else 5
         streamed = {"model": "m", "input": "hi", "stream": True, "store": False}
         plain = {"model": "m", "input": "hi", "store": False}
-        result: dict[str, Any] = {"not_run": missing}
+        result: dict[str, Any] = {**(previous or {}), "not_run": missing}
         rows = {
             "stream_1": lambda: _cpu_row(ready, streamed, 1, 20 if quick else 100, rounds),
             "stream_64": lambda: _cpu_row(ready, streamed, 64, 128 if quick else 320, rounds),
@@ -386,7 +393,11 @@ def run(quick: bool = False, rss_requests: int = 100_000) -> dict[str, Any]:
             "rss": lambda: _rss_row(ready, rss_requests, min(rss_requests, 2_000), result),
         }
         for name, measure in rows.items():  # each row is written as soon as it is measured
+            if only is not None and name not in only:
+                continue
             result[name] = measure()
+            when = {"at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_average": os.getloadavg()}
+            result.setdefault("row_measured", {})[name] = when
             _save(result)
     finally:
         for server in servers:
@@ -452,7 +463,10 @@ if __name__ == "__main__":
         uvicorn.run(_floor_app(sys.argv[at + 1]), host="127.0.0.1", port=int(sys.argv[at + 2]), log_level="warning")
     else:
         count = int(sys.argv[sys.argv.index("--rss-requests") + 1]) if "--rss-requests" in sys.argv else 100_000
-        data = run(quick="--quick" in sys.argv, rss_requests=count)
+        only = set(sys.argv[sys.argv.index("--rows") + 1].split(",")) if "--rows" in sys.argv else None
+        saved = ROOT / "bench" / "results" / "gateway_passthrough.json"
+        previous = json.loads(saved.read_text()) if only is not None and saved.exists() else None
+        data = run(quick="--quick" in sys.argv, rss_requests=count, only=only, previous=previous)
         from _common import write_json
 
         print(
