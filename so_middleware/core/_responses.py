@@ -224,7 +224,7 @@ def _fold_updates(updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[An
             else:
                 other.append(content)
         if update.usage is not None:  # most updates carry none
-            usage = update.usage if usage is None else usage + update.usage
+            usage = UsageDetails.total([usage, update.usage])
         finish = update.finish_reason or finish
         response_id = update.response_id or response_id
         model_id = update.model_id or model_id

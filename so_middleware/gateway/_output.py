@@ -114,9 +114,7 @@ class ResponseWriter:
             self._part = text_part(kind)
             item["content"].append(self._part)
             self.emit(Event.CONTENT_PART_ADDED, **self._where(), part=dict(self._part))
-        event = {"type": "", "sequence_number": len(self.events), "item_id": item["id"],  # built once: no `_where`
-                 "output_index": len(self.response["output"]) - 1, "content_index": len(item["content"]) - 1,
-                 "delta": delta}  # fmt: skip
+        event = {"type": "", "sequence_number": len(self.events), **self._where(), "delta": delta}  # built once
         if kind == "output_text":
             self._part["text"] += delta
             event["type"], event["logprobs"] = Event.OUTPUT_TEXT_DELTA, []

@@ -46,12 +46,10 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+@guarded
 def end_span(span: Span) -> None:
-    """`span.end()`, as `guarded` would call it, without a wrapper made per call."""
-    try:
-        span.end()
-    except Exception:
-        logger.debug("so_middleware telemetry: recording failed in end", exc_info=True)
+    """`span.end()`, never raising (a wrapper made once, not per call)."""
+    span.end()
 
 
 class Instruments:
@@ -148,20 +146,17 @@ class CallRecording:
             traced = span.get_span_context().is_valid
             span_context = otel_trace.set_span_in_context(span)
             while True:
-                if traced:
-                    token = otel_context.attach(span_context)  # what use_span does, without its generator per update
-                    try:
-                        update = await inner.__anext__()
-                    except StopAsyncIteration:
-                        break
-                    finally:
+                # what use_span does, without its generator per update
+                token = otel_context.attach(span_context) if traced else None
+                try:
+                    update = await inner.__anext__()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    if token is not None:
                         otel_context.detach(token)
+                if traced:
                     stamp_token(update, span)
-                else:
-                    try:
-                        update = await inner.__anext__()
-                    except StopAsyncIteration:
-                        break
                 if first:
                     first = False
                     self.first_chunk(span)
