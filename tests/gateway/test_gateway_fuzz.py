@@ -9,6 +9,7 @@ types and headers. Each request has a client timeout; `max_examples` bounds the 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import httpx2
@@ -121,7 +122,9 @@ def _check(reply: httpx2.Response) -> None:
     """No 500, and a body a client can read: JSON in the error shape, JSON, or an event stream."""
     assert reply.status_code < 500 or reply.status_code in (502, 504), reply.text[:500]
     if reply.headers.get("content-type", "").startswith("text/event-stream"):
-        events = [json.loads(line[5:]) for line in reply.text.splitlines() if line.startswith("data:")]
+        # SSE ends a line at CR or LF only (`str.splitlines` would also split JSON text at U+2028 or U+0085)
+        lines = re.split(r"\r\n|\r|\n", reply.text)
+        events = [json.loads(line[5:]) for line in lines if line.startswith("data:")]
         assert events and events[-1]["type"] in TERMINAL_EVENTS, reply.text[-500:]
         return
     body = reply.json()
