@@ -182,3 +182,13 @@ def test_the_server_runs_with_its_start_up_objects_frozen_out_of_the_collector()
     _serve(server)
     assert server.frozen > 10_000  # every object alive at start-up: far more than any request makes
     assert gc.get_freeze_count() == 0
+
+
+def test_an_app_made_by_create_app_leaves_the_collector_as_it_is() -> None:
+    """Only `so-middleware gateway` freezes: an app served some other way does not touch the process's collector."""
+    import gc
+
+    from so_middleware.gateway import GatewayConfig, create_app
+
+    create_app(GatewayConfig(backend_url="http://127.0.0.1:1/v1"))
+    assert gc.get_freeze_count() == 0
