@@ -12,7 +12,6 @@ output are skipped (`--retry-failed` runs the failed ones again).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import os
 import sys
@@ -21,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..core import UserError, redact_url
+from ..core import UserError, redact_url, run_interruptibly
 from ._engines import engine_name, extract_batch
 from ._inputs import checked_inputs
 from ._progress import follow
@@ -116,7 +115,7 @@ def run_batch(args: argparse.Namespace, output_type: Any) -> int:
             run = extract_batch(client, items, output_type, poll_interval=args.poll_interval, **common)
         total = max(0, len(items) - run.already_done)
         try:
-            asyncio.run(follow(run, total, _progress))
+            run_interruptibly(follow(run, total, _progress))
         except KeyboardInterrupt:
             _progress(f"interrupted: {run.summary.finished} results written to {output}; run again to resume")
             return 130

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import signal
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..batch import run_batch, server_client
-from ..core import UserError, redact_url
+from ..core import UserError, redact_url, run_interruptibly
 from ._types import _check_type, _load_type
 
 
@@ -172,10 +171,10 @@ def _extract(args: argparse.Namespace) -> int:
     if args.base_url:
         _progress(f"using the server at {redact_url(args.base_url)} ({args.provider} protocol)")
         client = server_client(args.provider, args.base_url, args.model, os.environ.get(key))
-        response = asyncio.run(_run_extract(client, text, output_type, args.stream, args.max_tokens))
+        response = run_interruptibly(_run_extract(client, text, output_type, args.stream, args.max_tokens))
     elif not args.local and os.environ.get(key):
         _progress(f"using the hosted {args.provider} API")
-        response = asyncio.run(
+        response = run_interruptibly(
             _run_extract(_hosted_client(args.provider, args.model), text, output_type, args.stream, args.max_tokens)
         )
     else:
@@ -184,7 +183,7 @@ def _extract(args: argparse.Namespace) -> int:
         _progress(f"using the embedded local model on the {_ROUTES[args.provider]} route")
         with LocalModelServer(threads=args.threads, on_progress=_progress) as server:
             client = chat_client(server, route=_ROUTES[args.provider])  # type: ignore[arg-type]
-            response = asyncio.run(_run_extract(client, text, output_type, args.stream, args.max_tokens))
+            response = run_interruptibly(_run_extract(client, text, output_type, args.stream, args.max_tokens))
     print(_json(response.value))
     usage = response.usage
     strategies = ",".join(str(a.strategy) for a in response.attempts)

@@ -60,7 +60,7 @@ from ._retry_after import retry_after_seconds
 from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream
-from ._sync import SyncResponseStream, run_sync, sync_stream
+from ._sync import SyncResponseStream, run_interruptibly, run_sync, sync_stream
 from ._urls import redact_url
 from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
@@ -146,6 +146,7 @@ __all__ = [
     "redact_url",
     "responses_format_to_chat",
     "retry_after_seconds",
+    "run_interruptibly",
     "run_sync",
     "seconds_left",
     "sync_stream",

@@ -1,4 +1,5 @@
-"""Blocking entry points over the async core: `run_sync` and `SyncResponseStream`.
+"""Blocking entry points over the async core: `run_sync`, `SyncResponseStream` and, for the
+command line, `run_interruptibly`.
 
 Every blocking call runs on one event loop that an anyio blocking portal keeps in a daemon thread
 for the life of the process, so async SDK clients (and their connection pools) stay bound to a
@@ -11,8 +12,9 @@ import asyncio
 import atexit
 import contextlib
 import os
+import signal
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import Future, wait
 from contextlib import AbstractContextManager
 from types import TracebackType
@@ -24,7 +26,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from ._exceptions import StreamConsumedError, UserError
 from ._stream import ResponseStream
 
-__all__ = ["SyncResponseStream", "run_sync", "sync_stream"]
+__all__ = ["SyncResponseStream", "run_interruptibly", "run_sync", "sync_stream"]
 
 T = TypeVar("T")
 TUpdate = TypeVar("TUpdate", covariant=True)
@@ -213,3 +215,42 @@ class SyncResponseStream(Generic[TUpdate, TFinal]):
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<SyncResponseStream {state}, {len(self._stream.updates)} updates>"
+
+
+def run_interruptibly(main: Coroutine[Any, Any, T]) -> T:
+    """Run `main` on a new event loop, as `asyncio.run` does, where SIGINT and SIGTERM cancel it.
+
+    The signal cancels the task (its `finally` blocks run, its task groups close, a shielded
+    clean-up finishes) and `KeyboardInterrupt` is raised once it has unwound. A handler that raises
+    `KeyboardInterrupt` from inside the loop instead could land in the middle of a task switch or a
+    cancel scope's exit, and leave the run half-closed. The process's own handlers are back in place
+    afterwards. Off the main thread, where signals cannot be caught, it is `asyncio.run`.
+    """
+    return asyncio.run(_cancelled_by_signals(main))
+
+
+async def _cancelled_by_signals(main: Coroutine[Any, Any, T]) -> T:
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None
+    interrupted = False
+
+    def interrupt() -> None:
+        nonlocal interrupted
+        interrupted = True
+        task.cancel()
+
+    installed: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for number in (signal.SIGINT, signal.SIGTERM):
+            installed[number] = signal.getsignal(number)
+            loop.add_signal_handler(number, interrupt)
+    try:
+        return await main
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        for number, previous in installed.items():
+            loop.remove_signal_handler(number)
+            signal.signal(number, previous)

@@ -1,0 +1,83 @@
+"""`run_interruptibly`: SIGINT and SIGTERM cancel the run inside its loop, never raise in the middle
+of a task. Each case runs in a child process, so the signals reach a main thread that is not pytest's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Eight tasks switch cancel scopes and spend most of their time inside one; a timer thread signals the process at a
+# random point. What each task saw is recorded, and the process's own handlers are checked after.
+SCRIPT = textwrap.dedent(
+    """
+    import os, random, signal, sys, threading
+    import anyio
+    from so_middleware.core import run_interruptibly
+
+    def own(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, own)
+    signal.signal(signal.SIGTERM, own)
+    number = getattr(signal, sys.argv[1])
+    for _ in range(int(sys.argv[2])):
+        seen, unwound = [], []
+
+        async def worker():
+            try:
+                while True:
+                    with anyio.move_on_after(0.001):
+                        await anyio.sleep(0)
+                    with anyio.CancelScope():
+                        sum(range(20_000))  # most of the time is spent here, inside a task's scope
+                        await anyio.sleep(0)
+            except BaseException as error:
+                seen.append(type(error).__name__)
+                raise
+
+        async def run():
+            try:
+                async with anyio.create_task_group() as group:
+                    for _ in range(8):
+                        group.start_soon(worker)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await anyio.sleep(0.01)  # a shielded clean-up still finishes
+                unwound.append(True)
+
+        threading.Timer(random.uniform(0.01, 0.05), os.kill, (os.getpid(), number)).start()
+        try:
+            run_interruptibly(run())
+        except KeyboardInterrupt:
+            print("interrupted", sorted(set(seen)), len(seen), unwound)
+    print("handlers", signal.getsignal(signal.SIGINT) is own, signal.getsignal(signal.SIGTERM) is own)
+    """
+)
+
+
+def run_script(signal_name: str, rounds: int) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, signal_name, str(rounds)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_sigint_cancels_every_task_and_raises_keyboard_interrupt_once_the_run_has_unwound() -> None:
+    lines = run_script("SIGINT", 20)
+    assert lines[:-1] == ["interrupted ['CancelledError'] 8 [True]"] * 20
+    assert lines[-1] == "handlers True True"  # the process's own handlers are back
+
+
+def test_sigterm_ends_the_run_the_same_way() -> None:
+    lines = run_script("SIGTERM", 5)
+    assert lines[:-1] == ["interrupted ['CancelledError'] 8 [True]"] * 5
+    assert lines[-1] == "handlers True True"
