@@ -38,7 +38,8 @@ def check_sendable(messages: Sequence[ChatMessage], options: ChatOptions | None 
     """
     options = options or ChatOptions()
     for name in _SENT_OPTIONS:
-        found = lone_surrogate_in(getattr(options, name))
+        value = getattr(options, name)
+        found = None if value is None else lone_surrogate_in(value)
         if found is not None:
             raise UserError(
                 _surrogate_message(f"option {name!r}" if name != "instructions" else "the instructions", found)

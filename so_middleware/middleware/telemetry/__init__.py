@@ -36,6 +36,9 @@ logged at debug, never raised.
 **Order.** Outside `with_retries`: one span per logical call, each retry a `so_middleware.retry`
 event on it. Inside: one span per attempt. `agent_span(name)` parents chat spans under an
 `invoke_agent {name}` span. Without `opentelemetry-api` the layer passes calls through and logs once.
+With no tracer provider and no meter provider, given or set globally (and no content events), it
+passes calls through too: nothing would be recorded. A provider set globally later is used from the
+next call.
 """
 
 from __future__ import annotations
@@ -115,7 +118,7 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
         """Call the inner client inside a `chat` span; see the module docstring."""
         instruments = self._self_instruments
-        if instruments is None:
+        if instruments is None or (not self._self_capture_content.emit_event and instruments.silent()):
             return self.__wrapped__.get_response(  # type: ignore[no-any-return]
                 messages, options=options, stream=stream, output_type=output_type
             )

@@ -21,6 +21,11 @@ from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
+try:  # the global meter provider before one is set: a proxy, by a private name
+    from opentelemetry.metrics._internal import _ProxyMeterProvider as _UnsetMeterProvider
+except ImportError:  # pragma: no cover - a future API that moves it: always recorded
+    _UnsetMeterProvider = otel_metrics.NoOpMeterProvider
+
 from ...core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputError, failure_of
 from .. import _otel_names as names
 from ._attributes import coerce_options, response_attributes, structured_attributes, structured_info
@@ -60,6 +65,7 @@ class Instruments:
             version: str | None = metadata.version("so-middleware")
         except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
             version = None
+        self.tracer_provider, self.meter_provider = tracer_provider, meter_provider
         self.tracer = otel_trace.get_tracer("so_middleware", version, tracer_provider)
         meter = otel_metrics.get_meter("so_middleware", version or "", meter_provider)
         self.events = otel_logs.get_logger("so_middleware", version or "", logger_provider)
@@ -81,6 +87,16 @@ class Instruments:
             "Time to the first streamed chunk",
             explicit_bucket_boundaries_advisory=names.DURATION_BUCKETS,
         )
+
+    def silent(self) -> bool:
+        """True when no span and no metric of a call would go anywhere: the tracer provider and the
+        meter provider (given, or else the global ones) are the API's no-op ones or its unset
+        proxies. Asked per call: a provider set globally later is used from the next call."""
+        tracer_provider = self.tracer_provider or otel_trace.get_tracer_provider()
+        if not isinstance(tracer_provider, (otel_trace.ProxyTracerProvider, otel_trace.NoOpTracerProvider)):
+            return False
+        meter_provider = self.meter_provider or otel_metrics.get_meter_provider()
+        return isinstance(meter_provider, (_UnsetMeterProvider, otel_metrics.NoOpMeterProvider))
 
     def start_span(
         self, name: str, kind: SpanKind, attributes: dict[str, Any], start_time: int | None, links: Any = None

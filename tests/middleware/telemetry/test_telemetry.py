@@ -348,6 +348,56 @@ async def test_without_a_tracer_provider_a_stream_still_records_its_metrics_and_
     assert [p.count for p in points["gen_ai.client.operation.time_to_first_chunk"]] == [1]
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_with_no_tracer_and_no_meter_provider_a_call_passes_straight_through(
+    stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing would be recorded (no-op providers): no per-call recording is made at all."""
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.trace import NoOpTracerProvider
+
+    import so_middleware.middleware.telemetry as telemetry
+
+    def no_recording(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a call recorded with nothing to record it to")
+
+    monkeypatch.setattr(telemetry, "CallRecording", no_recording)
+    inner = FakeChatClient(Reply("one two three", chunk_size=4))
+    client = with_telemetry(inner, tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
+    assert (await call(client, stream)).text == "one two three"
+    assert len(inner.calls) == 1
+
+
+def test_a_global_provider_set_after_the_layer_is_built_records_from_the_next_call() -> None:
+    """No provider anywhere: the call passes through. Then the process sets a global tracer and
+    meter provider (as an agent's instrumentation may, after start-up): the next call is recorded."""
+    script = """
+import asyncio
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from so_middleware.middleware.telemetry import with_telemetry
+from so_middleware.testing import FakeChatClient
+
+client = with_telemetry(FakeChatClient("hi"))
+assert asyncio.run(client.get_response("a")).text == "hi"
+exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+traces = TracerProvider()
+traces.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(traces)
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+assert asyncio.run(client.get_response("b")).text == "hi"
+names = [m.name for r in reader.get_metrics_data().resource_metrics for s in r.scope_metrics for m in s.metrics]
+print([span.name for span in exporter.get_finished_spans()], "gen_ai.client.operation.duration" in names)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[0] == "['chat fake-model'] True"  # one span: the second call's
+
+
 # ---------------------------------------------------------------- streams: end, close, cancel
 
 
