@@ -224,7 +224,8 @@ def run_interruptibly(main: Coroutine[Any, Any, T]) -> T:
     clean-up finishes) and `KeyboardInterrupt` is raised once it has unwound. A handler that raises
     `KeyboardInterrupt` from inside the loop instead could land in the middle of a task switch or a
     cancel scope's exit, and leave the run half-closed. The process's own handlers are back in place
-    afterwards. Off the main thread, where signals cannot be caught, it is `asyncio.run`.
+    afterwards. Off the main thread, where signals cannot be caught, or on a loop that cannot
+    catch them, it is `asyncio.run`.
     """
     return asyncio.run(_cancelled_by_signals(main))
 
@@ -242,8 +243,12 @@ async def _cancelled_by_signals(main: Coroutine[Any, Any, T]) -> T:
     installed: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for number in (signal.SIGINT, signal.SIGTERM):
-            installed[number] = signal.getsignal(number)
-            loop.add_signal_handler(number, interrupt)
+            previous = signal.getsignal(number)
+            try:
+                loop.add_signal_handler(number, interrupt)
+            except NotImplementedError:  # a loop without signal support (Windows): the process's handlers stay
+                break
+            installed[number] = previous
     try:
         return await main
     except asyncio.CancelledError:

@@ -81,3 +81,24 @@ def test_sigterm_ends_the_run_the_same_way() -> None:
     lines = run_script("SIGTERM", 5)
     assert lines[:-1] == ["interrupted ['CancelledError'] 8 [True]"] * 5
     assert lines[-1] == "handlers True True"
+
+
+def test_off_the_main_thread_it_runs_as_asyncio_run_and_leaves_the_handlers_alone() -> None:
+    import asyncio
+    import signal
+    import threading
+
+    from so_middleware.core import run_interruptibly
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    results: list[object] = []
+
+    async def answer() -> int:
+        await asyncio.sleep(0)
+        return 42
+
+    thread = threading.Thread(target=lambda: results.append(run_interruptibly(answer())))
+    thread.start()
+    thread.join(timeout=10)
+    assert results == [42]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

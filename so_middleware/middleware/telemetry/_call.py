@@ -21,11 +21,6 @@ from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
-try:  # the global meter provider before one is set: a proxy, by a private name
-    from opentelemetry.metrics._internal import _ProxyMeterProvider as _UnsetMeterProvider
-except ImportError:  # pragma: no cover - a future API that moves it: always recorded
-    _UnsetMeterProvider = otel_metrics.NoOpMeterProvider
-
 from ...core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputError, failure_of
 from .. import _otel_names as names
 from ._attributes import coerce_options, response_attributes, structured_attributes, structured_info
@@ -33,6 +28,14 @@ from ._background import stamp_token
 from ._content import ContentCapture, as_json, input_messages, instructions_parts, output_messages
 
 __all__ = ["CallRecording", "Instruments", "end_span", "guarded", "record_error"]
+
+_SILENT_METER_PROVIDERS: tuple[type, ...] = (otel_metrics.NoOpMeterProvider,)
+try:  # the global meter provider before one is set: a proxy, by a private name
+    from opentelemetry.metrics._internal import _ProxyMeterProvider
+
+    _SILENT_METER_PROVIDERS += (_ProxyMeterProvider,)
+except ImportError:  # pragma: no cover - a future API that moves it: calls are recorded
+    pass
 
 logger = logging.getLogger("so_middleware")
 
@@ -96,7 +99,7 @@ class Instruments:
         if not isinstance(tracer_provider, (otel_trace.ProxyTracerProvider, otel_trace.NoOpTracerProvider)):
             return False
         meter_provider = self.meter_provider or otel_metrics.get_meter_provider()
-        return isinstance(meter_provider, (_UnsetMeterProvider, otel_metrics.NoOpMeterProvider))
+        return isinstance(meter_provider, _SILENT_METER_PROVIDERS)
 
     def start_span(
         self, name: str, kind: SpanKind, attributes: dict[str, Any], start_time: int | None, links: Any = None
