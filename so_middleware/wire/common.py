@@ -4,8 +4,10 @@ tool's fields, a forced tool choice, the warning for a format a server will not 
 from __future__ import annotations
 
 import base64
+import sys
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
+from types import FrameType
 from typing import Any
 
 from ..core import Capabilities, ChatOptions, DataContent, ForcedTool, FunctionTool, UserError
@@ -83,5 +85,19 @@ def warn_if_not_enforced(
     warnings.warn(
         f"the {fmt.type} response format {reason}: the answer may not follow it; validate it (with_structured_output does)",
         UserWarning,
-        stacklevel=5,
+        stacklevel=_callers_level(),
     )
+
+
+_PACKAGE = __name__.partition(".")[0]
+
+
+def _callers_level() -> int:
+    """The `stacklevel` of a warning raised by this module's caller that names the caller's caller
+    outside the library: the line of the caller's code that made the call, however many layers
+    and adapters are in between (the first frame whose module is not so_middleware's)."""
+    frame: FrameType | None = sys._getframe(2)  # the frame that calls `warnings.warn` is level 1
+    level = 2
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == _PACKAGE:
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 2
