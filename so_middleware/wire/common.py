@@ -4,7 +4,7 @@ tool's fields, a forced tool choice, the warning for a format a server will not 
 from __future__ import annotations
 
 import base64
-import sys
+import inspect
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from types import FrameType
@@ -96,7 +96,9 @@ def _callers_level() -> int:
     """The `stacklevel` of a warning raised by this module's caller that names the caller's caller
     outside the library: the line of the caller's code that made the call, however many layers
     and adapters are in between (the first frame whose module is not so_middleware's)."""
-    frame: FrameType | None = sys._getframe(2)  # the frame that calls `warnings.warn` is level 1
+    here = inspect.currentframe()
+    caller = here.f_back if here is not None else None  # the frame that calls `warnings.warn`: level 1
+    frame: FrameType | None = caller.f_back if caller is not None else None
     level = 2
     while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == _PACKAGE:
         frame, level = frame.f_back, level + 1

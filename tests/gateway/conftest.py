@@ -18,6 +18,7 @@ from fakes import FakeChatBackend
 from so_middleware.gateway import GatewayConfig, create_app
 from so_middleware.gateway._server import AppServer, free_port
 from so_middleware.local import LocalModelServer
+from so_middleware.openai import reset_discovery
 
 MODEL = "smollm2"
 
@@ -42,6 +43,8 @@ def fake_backend() -> Iterator[tuple[FakeChatBackend, AppServer]]:
     """A recording fake Chat Completions backend on loopback."""
     backend = FakeChatBackend()
     with AppServer(backend.app()) as server:
+        # discovery is cached per server root for the process: a port an earlier backend had is a new server now
+        reset_discovery()
         yield backend, server
 
 

@@ -6,6 +6,7 @@ answers are the documented `status: incomplete` body and `response.incomplete` e
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import httpx2
@@ -14,8 +15,8 @@ import pytest
 from pydantic import BaseModel
 from responses_shapes import RESPONSE, delta, sse
 
-from so_middleware import IncompleteOutputError, with_structured_output
-from so_middleware.openai import OPENAI_API_RESPONSES, OpenAIResponsesClient
+from so_middleware import IncompleteOutputError, ResponseFormat, with_retries, with_structured_output, with_telemetry
+from so_middleware.openai import LLAMA_SERVER_RESPONSES, OPENAI_API_RESPONSES, OpenAIResponsesClient
 
 pytestmark = pytest.mark.anyio
 
@@ -56,3 +57,20 @@ async def test_a_loop_on_openais_responses_route_ends_typed_without_a_parameter_
             await client.get_response("tags", output_type=Tags)
     assert len(bodies) == 1 and len(caught.value.attempts) == 1
     assert not any("frequency_penalty" in body or "presence_penalty" in body for body in bodies)
+
+
+@pytest.mark.parametrize("layers", [0, 1, 3])
+async def test_the_unenforced_format_warning_names_the_callers_line_through_any_layers(layers: int) -> None:
+    """A response format the server does not enforce is warned of at the caller's own line, however
+    many layers (here retries, then telemetry, then retries) stand between it and the adapter."""
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(lambda request: httpx2.Response(200, json=RESPONSE)))
+    sdk = openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http, max_retries=0)
+    ignored = LLAMA_SERVER_RESPONSES.replace(native_json_schema=False, json_object=False)
+    client: Any = OpenAIResponsesClient(sdk, "m", capabilities=ignored)
+    for layer in [with_retries, with_telemetry, with_retries][:layers]:
+        client = layer(client)
+    options = {"response_format": ResponseFormat.json_schema({"type": "object", "properties": {}})}
+    with pytest.warns(UserWarning, match="not enforced") as caught:
+        here = sys._getframe().f_lineno
+        await client.get_response("x", options=options)  # the line the warning names: the next one
+    assert (caught[0].filename, caught[0].lineno) == (__file__, here + 1)

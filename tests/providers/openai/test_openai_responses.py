@@ -11,7 +11,6 @@ with bodies from the documented wire format (provider-apis.md §2).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,7 +32,6 @@ from so_middleware import (
     StreamInterruptedError,
     UserError,
     as_chat_client,
-    with_retries,
 )
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import (
@@ -235,19 +233,6 @@ def mock_client(handler: Any, **client_options: Any) -> OpenAIResponsesClient:
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
     sdk = openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http, max_retries=0)
     return OpenAIResponsesClient(sdk, "gpt-4o", **client_options)
-
-
-@pytest.mark.parametrize("layers", [0, 1, 3])
-async def test_the_unenforced_format_warning_names_the_callers_line_through_any_layers(layers: int) -> None:
-    ignored = LLAMA_SERVER_RESPONSES.replace(native_json_schema=False, json_object=False)
-    client: Any = mock_client(lambda request: httpx2.Response(200, json=RESPONSE), capabilities=ignored)
-    for _ in range(layers):
-        client = with_retries(client, max_attempts=1)
-    options = {"response_format": ResponseFormat.json_schema(ZEBRA)}
-    with pytest.warns(UserWarning, match="not enforced") as caught:
-        here = sys._getframe().f_lineno
-        await client.get_response("x", options=options)  # the line the warning names: the next one
-    assert (caught[0].filename, caught[0].lineno) == (__file__, here + 1)
 
 
 def streaming(body: bytes) -> Any:
