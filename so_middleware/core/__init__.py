@@ -61,6 +61,7 @@ from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_interruptibly, run_sync, sync_stream
+from ._text_reading import TextReader, install_text_reader
 from ._urls import redact_url
 from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
@@ -122,6 +123,7 @@ __all__ = [
     "SyncChatStream",
     "SyncResponseStream",
     "TextContent",
+    "TextReader",
     "TransportFailure",
     "ToolChoice",
     "TypedChatStream",
@@ -139,6 +141,7 @@ __all__ = [
     "classified",
     "failure_of",
     "find_feature",
+    "install_text_reader",
     "is_transient",
     "lone_surrogate_in",
     "mend_surrogates",
