@@ -53,7 +53,15 @@ from ._formats import ResponseFormat, chat_format_to_responses, responses_format
 from ._formats import copy_json as copy_json  # for schema and middleware: JSON values copied without deepcopy
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
-from ._record_keys import CACHE_HIT_KEY, FALLBACK_KEY, RECORD_KEYS, RESUMED_KEY, RETRIES_KEY, STRUCTURED_OUTPUT_KEY
+from ._record_keys import (
+    CACHE_HIT_KEY,
+    FALLBACK_KEY,
+    RECORD_KEYS,
+    RESUMED_KEY,
+    RETRIES_KEY,
+    RETRY_EVENT,
+    STRUCTURED_OUTPUT_KEY,
+)
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate
 from ._retry_after import retry_after_seconds
@@ -72,6 +80,7 @@ __all__ = [
     "RECORD_KEYS",
     "RESUMED_KEY",
     "RETRIES_KEY",
+    "RETRY_EVENT",
     "STRUCTURED_OUTPUT_KEY",
     "MAX_RAW_TEXT",
     "TRANSIENT_ERROR_CODES",
