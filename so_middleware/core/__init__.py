@@ -62,6 +62,7 @@ from ._record_keys import (
     RETRY_EVENT,
     STRUCTURED_OUTPUT_KEY,
 )
+from ._redaction import MASK, SECRET_NAME_PARTS, SHORT_SECRET_NAMES, is_secret_name, redact, redact_url
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate
 from ._retry_after import retry_after_seconds
@@ -70,7 +71,6 @@ from ._spans import AgentSpans
 from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_interruptibly, run_sync, sync_stream
 from ._text_reading import TextReader, install_text_reader
-from ._urls import redact_url
 from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
 
@@ -81,7 +81,10 @@ __all__ = [
     "RESUMED_KEY",
     "RETRIES_KEY",
     "RETRY_EVENT",
+    "SECRET_NAME_PARTS",
+    "SHORT_SECRET_NAMES",
     "STRUCTURED_OUTPUT_KEY",
+    "MASK",
     "MAX_RAW_TEXT",
     "TRANSIENT_ERROR_CODES",
     "ENTRY_POINT_GROUP",
@@ -151,10 +154,12 @@ __all__ = [
     "failure_of",
     "find_feature",
     "install_text_reader",
+    "is_secret_name",
     "is_transient",
     "lone_surrogate_in",
     "mend_surrogates",
     "register_provider",
+    "redact",
     "redact_url",
     "responses_format_to_chat",
     "retry_after_seconds",
