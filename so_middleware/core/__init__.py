@@ -69,6 +69,7 @@ from ._retry_after import retry_after_seconds
 from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream
+from ._surrogates import describe_surrogate, lone_surrogate_at, mend_text
 from ._sync import SyncResponseStream, run_interruptibly, run_sync, sync_stream
 from ._text_reading import TextReader, install_text_reader
 from ._usage import FinishReason, UsageDetails
@@ -151,13 +152,16 @@ __all__ = [
     "chat_format_to_responses",
     "check_sendable",
     "classified",
+    "describe_surrogate",
     "failure_of",
     "find_feature",
     "install_text_reader",
     "is_secret_name",
     "is_transient",
+    "lone_surrogate_at",
     "lone_surrogate_in",
     "mend_surrogates",
+    "mend_text",
     "register_provider",
     "redact",
     "redact_url",
