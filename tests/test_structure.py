@@ -381,6 +381,7 @@ PUBLIC = [
     "FunctionTool",
     "HostedFileContent",
     "IncompleteOutputError",
+    "LayerCall",
     "LimitStats",
     "LimitsChatClient",
     "LocalServerError",

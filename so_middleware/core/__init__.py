@@ -30,7 +30,7 @@ from ._contents import (
 )
 from ._continuation import ContinuationToken
 from ._deadline import call_deadline, seconds_left
-from ._delegating import DelegatingChatClient, chain
+from ._delegating import DelegatingChatClient, LayerCall, chain
 from ._exceptions import (
     MAX_RAW_TEXT,
     TRANSIENT_ERROR_CODES,
@@ -115,6 +115,7 @@ __all__ = [
     "FunctionCallContent",
     "FunctionResultContent",
     "FunctionTool",
+    "LayerCall",
     "HostedFileContent",
     "IncompleteOutputError",
     "LocalServerError",
