@@ -59,6 +59,7 @@ from ...core import (
     ChatResponseUpdate,
     ChatStream,
     DelegatingChatClient,
+    LayerCall,
     MessageInput,
     OptionsInput,
     ResponseStream,
@@ -131,20 +132,20 @@ class CachingChatClient(DelegatingChatClient):
         """Where this layer keeps its entries."""
         return self._self_store
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Answer from the store when the request was seen, else call the inner client and store."""
-        key = self.key_of(messages, options, output_type)
-        inner = self.__wrapped__
+        key = self.key_of(call.messages, call.options, call.output_type)
         if key is None:
-            return inner.get_response(messages, options=options, stream=stream, output_type=output_type)  # type: ignore[no-any-return]
-        if stream:
-            call = _CachedStream(
-                self, key, lambda: inner.get_response(messages, options=options, stream=True, output_type=output_type)
-            )
-            return ResponseStream(call.updates(), call.final_response)
-        return self._respond(key, lambda: inner.get_response(messages, options=options, output_type=output_type))
+            return super().respond(call)
+        return self._respond(key, lambda: super(CachingChatClient, self).respond(call))
+
+    def stream(self, call: LayerCall) -> ChatStream:
+        """The same, streamed: a stored answer is replayed as a stream."""
+        key = self.key_of(call.messages, call.options, call.output_type)
+        if key is None:
+            return super().stream(call)
+        cached = _CachedStream(self, key, lambda: super(CachingChatClient, self).stream(call))
+        return ResponseStream(cached.updates(), cached.final_response)
 
     def key_of(self, messages: MessageInput, options: OptionsInput, output_type: Any) -> str | None:
         """The store key of a request, or None when it is not to be cached."""

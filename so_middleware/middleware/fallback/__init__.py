@@ -40,8 +40,7 @@ from ...core import (
     ChatResponseUpdate,
     ChatStream,
     DelegatingChatClient,
-    MessageInput,
-    OptionsInput,
+    LayerCall,
     ResponseStream,
     UserError,
     as_chat_client,
@@ -98,24 +97,32 @@ class FallbackChatClient(DelegatingChatClient):
             return False
         return bool(self._self_fails_over(error))
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the clients in turn until one answers; see the module docstring."""
+        if _stays_on_the_primary(call.options):
+            return super().respond(call)
+        return _FallbackCall(self, _caller(call)).respond()
 
-        def call(client: ChatClient, streaming: bool) -> Any:
-            if streaming:
-                return client.get_response(messages, options=options, stream=True, output_type=output_type)
-            return client.get_response(messages, options=options, output_type=output_type)
+    def stream(self, call: LayerCall) -> ChatStream:
+        """The same, streamed: a client is given up only before its first content."""
+        if _stays_on_the_primary(call.options):
+            return super().stream(call)
+        run = _FallbackCall(self, _caller(call))
+        return ResponseStream(run.updates(), run.final_response)
 
-        chat_options = ChatOptions.coerce(options)
-        if chat_options.starts_background_run or chat_options.continuation_token is not None:
-            # the run lives on the primary client's server: no other client can take it over
-            return call(self.__wrapped__, stream)  # type: ignore[no-any-return]
-        run = _FallbackCall(self, call)
-        if stream:
-            return ResponseStream(run.updates(), run.final_response)
-        return run.respond()
+
+def _stays_on_the_primary(options: ChatOptions) -> bool:
+    """A background run lives on the primary client's server: no other client can take it over."""
+    return options.starts_background_run or options.continuation_token is not None
+
+
+def _caller(call: LayerCall) -> Callable[[ChatClient, bool], Any]:
+    def on(client: ChatClient, streaming: bool) -> Any:
+        if streaming:
+            return client.get_response(call.messages, options=call.options, stream=True, output_type=call.output_type)
+        return client.get_response(call.messages, options=call.options, output_type=call.output_type)
+
+    return on
 
 
 _END: Any = object()

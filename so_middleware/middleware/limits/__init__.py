@@ -41,6 +41,7 @@ from ...core import (
     ChatResponse,
     ChatStream,
     DelegatingChatClient,
+    LayerCall,
     MessageInput,
     OptionsInput,
     ResponseStream,
@@ -97,16 +98,17 @@ class LimitsChatClient(DelegatingChatClient):
             gate = self._self_gate = Gate(self._self_config)
         return gate
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the inner client within the limits; see the module docstring."""
-        estimate = estimate_tokens(messages, options, self._self_config.completion_tokens)
-        if stream:
-            inner_stream: list[ChatStream] = []
-            updates = self._stream(messages, options, output_type, estimate, inner_stream)
-            return ResponseStream(updates, lambda _updates: _final_response(inner_stream))
-        return self._respond(messages, options, output_type, estimate)
+        estimate = estimate_tokens(call.messages, call.options, self._self_config.completion_tokens)
+        return self._respond(call.messages, call.options, call.output_type, estimate)
+
+    def stream(self, call: LayerCall) -> ChatStream:
+        """The same, streamed: the slot is held until the stream ends."""
+        estimate = estimate_tokens(call.messages, call.options, self._self_config.completion_tokens)
+        inner_stream: list[ChatStream] = []
+        updates = self._stream(call.messages, call.options, call.output_type, estimate, inner_stream)
+        return ResponseStream(updates, lambda _updates: _final_response(inner_stream))
 
     async def _respond(self, messages: MessageInput, options: OptionsInput, output_type: Any, estimate: int) -> Any:
         gate, borrower = self._gate(), object()

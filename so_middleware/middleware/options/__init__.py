@@ -30,7 +30,7 @@ from ...core import (
     ChatResponse,
     ChatStream,
     DelegatingChatClient,
-    MessageInput,
+    LayerCall,
     OptionsInput,
     UserError,
 )
@@ -58,13 +58,13 @@ class ConfigureOptionsChatClient(DelegatingChatClient):
         self._self_defaults = default_options
         self._self_configure = configure
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """Call the inner client with the defaults (and `configure`) applied to a copy of `options`."""
-        return self.__wrapped__.get_response(  # type: ignore[no-any-return]
-            messages, options=self.options_for(options), stream=stream, output_type=output_type
-        )
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
+        """Call the inner client with the defaults (and `configure`) applied to a copy of the options."""
+        return super().respond(call.replace(options=self.options_for(call.options)))
+
+    def stream(self, call: LayerCall) -> ChatStream:
+        """The same, streamed."""
+        return super().stream(call.replace(options=self.options_for(call.options)))
 
     def options_for(self, options: OptionsInput) -> ChatOptions:
         """The options a call with `options` sends: a new object, the caller's left as it was.

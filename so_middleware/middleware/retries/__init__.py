@@ -66,8 +66,7 @@ from ...core import (
     ChatResponse,
     ChatStream,
     DelegatingChatClient,
-    MessageInput,
-    OptionsInput,
+    LayerCall,
     ResponseStream,
     is_transient,
     retry_after_seconds,
@@ -104,29 +103,47 @@ class RetryingChatClient(DelegatingChatClient):
         super().__init__(inner)
         self._self_policy = policy
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the inner client, retrying transient failures; see the module docstring."""
-        chat_options = ChatOptions.coerce(options)
-        sdk_retries = 0 if chat_options.sdk_max_retries is None else chat_options.sdk_max_retries
-        if chat_options.starts_background_run:  # sent once, with no scope a run below could retry it with
-            inner = self.__wrapped__  # a retry could start a second job
-            chat_options = chat_options.replace(sdk_max_retries=sdk_retries)  # the SDK's own retries off
-            return inner.get_response(messages, options=chat_options, stream=stream, output_type=output_type)  # type: ignore[no-any-return]
+        scoped = self._scoped(call)
+        if scoped is None:
+            return super().respond(self._sent_once(call))
+        scope, inner_call = scoped
+        return scope.respond(inner_call, scope.retry_if, with_records=True)
+
+    def stream(self, call: LayerCall) -> ChatStream:
+        """The same, streamed: retried until the first content arrives."""
+        scoped = self._scoped(call)
+        if scoped is None:
+            return super().stream(self._sent_once(call))
+        scope, inner_call = scoped
+        retried = scope.retried_stream(inner_call, scope.retry_if)
+        return ResponseStream(retried.updates(), lambda updates: _with_records(retried.final_response(updates), scope))
+
+    def _scoped(self, call: LayerCall) -> tuple[RetryScope, Callable[..., Any]] | None:
+        """The call's retry scope and the inner call it retries; None for a call sent once."""
+        options = call.options
+        if options.starts_background_run:  # sent once, with no scope a run below could retry it with
+            return None  # a retry could start a second job
         scope = RetryScope(self._self_policy)  # a structured-output run below takes it and retries each call
         # one copy of the options: the SDK's own retries off for these calls only, and the scope added
-        chat_options = chat_options.replace(
-            sdk_max_retries=sdk_retries,
-            additional_properties={**chat_options.additional_properties, FEATURES_KEY: [*chat_options.features, scope]},
+        options = options.replace(
+            sdk_max_retries=_sdk_retries(options),
+            additional_properties={**options.additional_properties, FEATURES_KEY: [*options.features, scope]},
         )
-        call = functools.partial(self.__wrapped__.get_response, messages, options=chat_options, output_type=output_type)
-        if stream:
-            retried = scope.retried_stream(call, scope.retry_if)
-            return ResponseStream(
-                retried.updates(), lambda updates: _with_records(retried.final_response(updates), scope)
-            )
-        return scope.respond(call, scope.retry_if, with_records=True)
+        inner = functools.partial(
+            self.__wrapped__.get_response, call.messages, options=options, output_type=call.output_type
+        )
+        return scope, inner
+
+    @staticmethod
+    def _sent_once(call: LayerCall) -> LayerCall:
+        """A background run's start: once, with the SDK's own retries off too."""
+        return call.replace(options=call.options.replace(sdk_max_retries=_sdk_retries(call.options)))
+
+
+def _sdk_retries(options: ChatOptions) -> int:
+    return 0 if options.sdk_max_retries is None else options.sdk_max_retries
 
 
 async def _with_records(response: Awaitable[ChatResponse[Any]], scope: RetryScope) -> ChatResponse[Any]:
