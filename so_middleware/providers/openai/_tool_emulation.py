@@ -54,7 +54,10 @@ __all__ = ["ToolEmulation", "call_schema", "offered_tools"]
 
 # The grammar writes the properties in the schema's order: the name comes first, so a cut answer
 # still says which tool it was calling.
-_CUT_CALL = re.compile(r'\s*\{\s*"name"\s*:\s*"(?P<name>[^"\\]*)"\s*(?:,\s*"arguments"\s*:\s*(?P<arguments>.*))?', re.S)
+# The name is a whole JSON string, escapes and all (a tool's name may hold a quote or a backslash).
+_CUT_CALL = re.compile(
+    r'\s*\{\s*"name"\s*:\s*(?P<name>"(?:[^"\\]|\\.)*")\s*(?:,\s*"arguments"\s*:\s*(?P<arguments>.*))?', re.S
+)
 _CUT_ANSWER = re.compile(rf'\s*\{{\s*"{ANSWER}"\s*:\s*(?P<content>.*)', re.S)
 
 
@@ -185,8 +188,9 @@ def _text(content: Any) -> list[Content]:
 def _cut(text: str, call_id: str, answers: bool) -> list[Content]:
     """A call or an answer cut by the token limit, as far as it came; its text when neither shows."""
     call = _CUT_CALL.match(text)
-    if call is not None:
-        return [FunctionCallContent(call_id, call["name"], call["arguments"] or "")]
+    name = _string(call["name"]) if call is not None else None
+    if call is not None and name is not None:
+        return [FunctionCallContent(call_id, name, call["arguments"] or "")]
     answer = _CUT_ANSWER.match(text) if answers else None
     if answer is None:
         return [TextContent(text)] if text else []
@@ -194,6 +198,15 @@ def _cut(text: str, call_id: str, answers: bool) -> list[Content]:
     if content.startswith('"'):  # a string as far as it came, unescaped
         content = jiter.from_json(content.encode(), partial_mode="trailing-strings")
     return _text(content)
+
+
+def _string(literal: str) -> str | None:
+    """A JSON string literal's value; None when it is no valid one (a bad escape)."""
+    try:
+        value = json.loads(literal)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _as_text(message: ChatMessage) -> ChatMessage:

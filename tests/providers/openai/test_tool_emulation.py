@@ -230,6 +230,32 @@ def test_an_answer_cut_by_the_token_limit_is_the_call_as_far_as_it_came() -> Non
     assert (cut_early.text, cut_early.finish_reason) == ('{\n  "na', FinishReason.LENGTH)
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ['say "hi"', "back\\slash", "tab\tand \u00e9", "answer"])
+@pytest.mark.parametrize("choice", ["required", "auto"])
+async def test_a_cut_call_of_a_tool_whose_name_needs_escaping_is_still_its_call(name: str, choice: str) -> None:
+    """The grammar writes the name as a JSON string: its escapes are read, plain and streamed."""
+    tool = FunctionTool(name, {"type": "object", "properties": {"city": {"type": "string"}}})
+    made = ToolEmulation.of(ChatOptions.coerce({"tools": [tool, TIME], "tool_choice": choice}), LLAMA_SERVER_CHAT)
+    assert made is not None
+    text = '{"name": ' + json.dumps(name) + ', "arguments": {"city": "Os'
+    plain = made.response(ChatResponse(ChatMessage("assistant", text), finish_reason=FinishReason.LENGTH))
+
+    async def backend() -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        yield ChatResponseUpdate([TextContent(text[:7])], role="assistant")
+        yield ChatResponseUpdate([TextContent(text[7:])], role="assistant")
+        yield ChatResponseUpdate([], finish_reason=FinishReason.LENGTH)
+
+    streamed = [u async for u in made.updates(backend())]
+    for contents, finish in [
+        (plain.messages[-1].contents, plain.finish_reason),
+        ([c for u in streamed for c in u.contents], next(u.finish_reason for u in streamed if u.finish_reason)),
+    ]:
+        [call] = contents
+        assert isinstance(call, FunctionCallContent)
+        assert (call.name, call.arguments, finish) == (name, '{"city": "Os', FinishReason.LENGTH)
+
+
 def test_an_answer_that_is_no_call_is_a_provider_error_keeping_it() -> None:
     with pytest.raises(ProviderResponseError, match="not a call of get_weather, get_time") as caught:
         answered("Sunny in Oslo.", FinishReason.STOP)
