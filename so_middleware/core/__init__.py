@@ -60,7 +60,7 @@ from ._retry_after import retry_after_seconds
 from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream
-from ._sync import SyncResponseStream, run_interruptibly, run_sync, sync_stream
+from ._sync import SyncResponseStream, run_interruptibly, run_sync, sync_stream, warn_at_callers_line
 from ._urls import redact_url
 from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
@@ -150,6 +150,7 @@ __all__ = [
     "run_sync",
     "seconds_left",
     "sync_stream",
+    "warn_at_callers_line",
     "wait_for_response",
     "with_continuation",
 ]
