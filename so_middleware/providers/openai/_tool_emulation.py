@@ -45,7 +45,6 @@ from ...core import (
     ProviderResponseError,
     ResponseFormat,
     TextContent,
-    UsageDetails,
     UserError,
 )
 from ._tool_schema import ANSWER, call_schema, offered_tools
@@ -113,7 +112,11 @@ class ToolEmulation:
             return response
         message = response.messages[-1] if response.messages else ChatMessage("assistant")
         kept = [c for c in message.contents if not isinstance(c, TextContent)]
-        answer, finish = self._answer(message.text, response.finish_reason, response.usage)
+        try:
+            answer, finish = self._answer(message.text, response.finish_reason)
+        except ProviderResponseError as error:
+            error.with_answer(message.text, response.usage)
+            raise
         response.messages[-1:] = [
             ChatMessage("assistant", [*kept, *answer], raw_representation=message.raw_representation)
         ]
@@ -125,30 +128,40 @@ class ToolEmulation:
     ) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
         """The backend's stream with its JSON text held back and sent as one tool call when it ends."""
         text: list[str] = []
+        failed: ProviderResponseError | None = None  # an answer that is no call, raised once its usage is in
+        counted: list[ChatResponseUpdate[Any]] = []
         try:
             async for update in updates:
+                if update.usage is not None:
+                    counted.append(update)
+                if failed is not None:
+                    continue
                 if self.tools:
                     text.extend(c.text for c in update.contents if isinstance(c, TextContent))
                     update.contents = [c for c in update.contents if not isinstance(c, TextContent)]
                     if update.finish_reason is not None:
-                        answer, update.finish_reason = self._answer("".join(text), update.finish_reason)
+                        try:
+                            answer, update.finish_reason = self._answer("".join(text), update.finish_reason)
+                        except ProviderResponseError as error:
+                            failed = error
+                            continue
                         update.contents.extend(answer)
                         update.role = "assistant"
                     elif not update.contents and update.usage is None and text:
                         continue  # a piece of the JSON held back: nothing to say yet
                 yield update
+            if failed is not None:  # the stream's usage, which comes after its finish, is kept too
+                raise failed.with_answer("".join(text), ChatResponse.from_updates(counted).usage)
         finally:
             if isinstance(updates, AsyncGenerator):  # closing this stream closes the backend's at once
                 await updates.aclose()
 
-    def _answer(
-        self, text: str, finish: FinishReason | None, usage: UsageDetails | None = None
-    ) -> tuple[list[Content], FinishReason | None]:
+    def _answer(self, text: str, finish: FinishReason | None) -> tuple[list[Content], FinishReason | None]:
         """The call or the answer `text` stands for, and the finish reason that goes with it.
 
         An answer cut by the token limit is the call or the answer as far as it came (as a
         backend's own would be), or its text when not even which one came; any other answer
-        that is neither raises `ProviderResponseError` keeping it (it was paid for)."""
+        that is neither raises `ProviderResponseError` (its caller keeps the answer on it: it was paid for)."""
         call_id = f"call_{uuid.uuid4().hex[:24]}"
         try:
             value = json.loads(text)
@@ -165,7 +178,7 @@ class ToolEmulation:
         raise ProviderResponseError(
             f"the backend's answer to an emulated tool call is not a call of {expected}"
             f" (finish reason {finish.value if finish else 'none'})"
-        ).with_answer(text, usage)
+        )
 
 
 def _answer_schema(response_format: ResponseFormat | None, limit: str) -> dict[str, Any]:

@@ -341,6 +341,18 @@ async def test_the_adapter_lets_the_model_decide_with_auto(stream: bool, text: s
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_answer_that_is_no_call_keeps_its_text_and_usage_plain_and_streamed(stream: bool) -> None:
+    """The stream's usage comes after its finish: the error waits for it."""
+    backend = Backend("Sunny in Oslo.")
+    with pytest.raises(ProviderResponseError, match="not a call of get_weather") as caught:
+        await get(backend.client(), stream, "Weather?", options={"tools": [WEATHER], "tool_choice": "required"})
+    error = caught.value
+    assert [(a.text, a.usage) for a in error.attempts] == [("Sunny in Oslo.", UsageDetails(3, 5, 8))]
+    assert error.usage == UsageDetails(3, 5, 8)
+
+
+@pytest.mark.anyio
 async def test_closing_the_stream_early_closes_the_backend_stream() -> None:
     closed: list[bool] = []
 
