@@ -79,6 +79,10 @@ class ToolEmulation:
         tools = offered_tools(options.tools)
         choice = options.tool_choice
         limit = f"the backend ({capabilities.name}) ignores function tools, and they are emulated"
+        names = [tool.name for tool in tools]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:  # an emulated call says which tool by its name alone
+            raise UserError(f"{limit}: a call names its tool, so two tools cannot both be named {twice[0]!r}")
         answers = choice is None or choice == "auto"
         answer = _answer_schema(options.response_format, limit) if answers else None
         if not answers and options.response_format is not None and options.response_format.type != "text":

@@ -115,7 +115,9 @@ class _Hoist:
         return [self._moved(item) for item in node] if isinstance(node, list) else node
 
     def _ref(self, ref: Any) -> Any:
-        if not isinstance(ref, str) or not ref.startswith("#"):
+        if not isinstance(ref, str):  # a property named `$ref`, say: a schema like any other
+            return self._moved(ref)
+        if not ref.startswith("#"):
             return ref  # another document's: left to whoever reads it
         for base in _BASES:
             if ref.startswith(base):

@@ -471,3 +471,18 @@ def test_a_ref_to_the_root_of_a_tools_parameters_points_at_its_arguments() -> No
     validator = jsonschema_rs.validator_for(schema)
     assert validator.is_valid({"name": "walk", "arguments": {"next": {"next": None}}})
     assert not validator.is_valid({"name": "walk", "arguments": {"next": {"next": 3}}})
+
+
+def test_two_tools_of_one_name_cannot_be_told_apart_and_are_refused() -> None:
+    other = FunctionTool("get_weather", {"type": "object", "properties": {"zip": {"type": "string"}}})
+    with pytest.raises(UserError, match="two tools cannot both be named 'get_weather'"):
+        ToolEmulation.of(ChatOptions.coerce({"tools": [WEATHER, TIME, other]}), LLAMA_SERVER_CHAT)
+
+
+def test_a_property_named_ref_is_a_schema_whose_own_refs_move_too() -> None:
+    parameters = {"type": "object", "properties": {"$ref": {"$ref": "#/$defs/City"}}, "required": ["$ref"],
+                  "$defs": {"City": {"type": "string", "maxLength": 3}}}  # fmt: skip
+    schema = call_schema([FunctionTool("odd", parameters), TIME])
+    validator = jsonschema_rs.validator_for(schema)
+    assert validator.is_valid({"name": "odd", "arguments": {"$ref": "Oslo"[:3]}})
+    assert not validator.is_valid({"name": "odd", "arguments": {"$ref": "Oslo"}})
