@@ -14,8 +14,8 @@ __all__ = ["retry_after_seconds"]
 def retry_after_seconds(headers: Mapping[str, Any], *, now: float | None = None) -> float | None:
     """The wait a response asks for: `retry-after-ms`, else `retry-after` (seconds or HTTP date).
 
-    A header sent twice comes joined by commas (`"5, 7"`, as httpx joins repeated headers); its
-    largest valid value is the wait, which honours every one of them. None when absent, or when
+    A header sent twice comes joined by commas (`"5, 7"`, as httpx joins repeated headers), or as a
+    list (a mapping of your own); its largest valid value is the wait, which honours every one of them. None when absent, or when
     no value is valid (unparsable, negative or not finite). Example:
     `retry_after_seconds({"retry-after": "2"}) == 2.0`; `retry_after_seconds({"retry-after": "5, 7"}) == 7.0`.
     """
@@ -23,7 +23,8 @@ def retry_after_seconds(headers: Mapping[str, Any], *, now: float | None = None)
         value = headers.get(name)
         if value is None:
             continue
-        waits = [s / scale for s in _values(str(value), time.time() if now is None else now)]
+        text = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)  # a multi-dict's list
+        waits = [s / scale for s in _values(text, time.time() if now is None else now)]
         valid = [s for s in waits if math.isfinite(s) and s >= 0]
         if valid:
             return max(valid)

@@ -328,9 +328,10 @@ NOW = 1_700_000_000.0
         ({"retry-after": "60, Tue, 14 Nov 2023 22:14:02 GMT"}, 60.0),
         ({"retry-after-ms": "250, 900"}, 0.9),
         ({"retry-after-ms": "never, soon", "retry-after": "2, 3"}, 3.0),  # none valid: the other header
+        ({"retry-after": ["5", "7"]}, 7.0),  # a mapping of lists, as a client of your own may give
     ],
 )
-def test_retry_after_reads_every_value_of_a_repeated_header(headers: dict[str, str], expected: float | None) -> None:
+def test_retry_after_reads_every_value_of_a_repeated_header(headers: dict[str, Any], expected: float | None) -> None:
     assert retry_after_seconds(headers, now=NOW) == expected
 
 
