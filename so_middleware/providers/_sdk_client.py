@@ -268,7 +268,8 @@ class SDKChatClient(BaseChatClient):
 
         def kept(failure: ProviderResponseError) -> ProviderResponseError:
             failure.partial_text, failure.updates = "".join(reader.text), updates
-            return failure.with_answer(failure.partial_text, ChatResponse.from_updates(counted).usage)
+            usage = ChatResponse.from_updates(counted).usage
+            return failure.with_answer(failure.partial_text, usage) if failure.partial_text or usage else failure
 
         try:
             try:

@@ -275,3 +275,10 @@ async def test_a_huge_unusable_body_is_kept_up_to_64_kib() -> None:
 
 
 # ------------------------------------------------------------ lone surrogates in an answer
+
+
+async def test_an_error_event_before_anything_came_keeps_no_empty_attempt() -> None:
+    first = sse({"error": {"message": "boom", "type": "server_error", "code": "server_error"}})
+    with pytest.raises(ProviderResponseError) as caught:
+        await call(make("chat", stream_of(first)), True)
+    assert caught.value.attempts == [] and caught.value.usage is None
