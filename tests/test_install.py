@@ -51,6 +51,7 @@ def test_the_wheel_holds_the_package_data(wheel: Path) -> None:
 
     names = zipfile.ZipFile(wheel).namelist()
     assert "so_middleware/py.typed" in names and "so_middleware/local/llama-server-only.cmake" in names
+    assert "_so_middleware_cli.py" in names  # the console script's entry point
     assert not [name for name in names if name.startswith(("tests/", "bench/"))]
 
 

@@ -66,6 +66,7 @@ class BatchRun(Generic[T]):
         self.in_flight = 0  # items started and not finished
         self._started: dict[str, float] = {}  # item id -> time.monotonic() when it started, while in flight
         self._results: AsyncIterator[ItemResult[T]] | None = None
+        self._sync_results: Iterator[ItemResult[T]] | None = None
         self.inputs_exhausted = False
         self._stopped_by: Exception | None = None  # what stopped the run early, raised at its end
 
@@ -200,14 +201,21 @@ class BatchRun(Generic[T]):
             slots.release()
 
     def __iter__(self) -> Iterator[ItemResult[T]]:
-        iterator = self._iterate()
+        # One iterator per run, as `__aiter__` has: a second `for` goes on where the first left off
+        # (it never starts the items again), and `it = iter(run); next(it); for r in it` reads on.
+        if self._sync_results is None:
+            self._sync_results = self._blocking(self.__aiter__())
+        return self._sync_results
+
+    def _blocking(self, iterator: AsyncIterator[ItemResult[T]]) -> Iterator[ItemResult[T]]:
         while True:
             try:
                 yield run_sync(lambda: anext(iterator))
             except StopAsyncIteration:
                 return
             except BaseException:
-                run_sync(iterator.aclose)  # type: ignore[attr-defined]
+                with contextlib.suppress(RuntimeError):  # collected at exit, the loop already stopped
+                    run_sync(iterator.aclose)  # type: ignore[attr-defined]
                 raise
 
 

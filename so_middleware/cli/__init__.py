@@ -138,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
 
 
-def _one_line(error: BaseException, args: argparse.Namespace) -> str:
+def _one_line(error: BaseException, args: argparse.Namespace | None) -> str:
     """The error as one line: its cause and what to do."""
     from ..local import PortInUseError
 
@@ -177,15 +177,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns the exit code: 0, 1 for a failed command, 2 for bad arguments or a local-server
     problem, 130 when interrupted (Ctrl-C or SIGTERM).
     """
-    args = _parser().parse_args(argv)
-    _stop_on_signals()
-    try:
+    args: argparse.Namespace | None = None
+    try:  # Ctrl-C while the parser is built or the arguments are read is an interruption too
+        args = _parser().parse_args(argv)
+        _stop_on_signals()
         return int(args.run(args))
     except KeyboardInterrupt:
         _progress("interrupted")
         return 130
     except Exception as error:
-        if args.debug:
+        if getattr(args, "debug", False):
             traceback.print_exc()
             for attempt in getattr(error, "attempts", None) or []:
                 _progress(f"  attempt {attempt.index + 1} [{attempt.strategy}]: {attempt.text!r}")

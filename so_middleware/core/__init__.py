@@ -70,7 +70,7 @@ from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream
 from ._surrogates import describe_surrogate, lone_surrogate_at, mend_text
-from ._sync import SyncResponseStream, run_interruptibly, run_sync, sync_stream
+from ._sync import SyncResponseStream, run_interruptibly, run_sync, sync_stream, warn_at_callers_line
 from ._text_reading import TextReader, install_text_reader
 from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
@@ -172,6 +172,7 @@ __all__ = [
     "run_sync",
     "seconds_left",
     "sync_stream",
+    "warn_at_callers_line",
     "wait_for_response",
     "with_continuation",
 ]

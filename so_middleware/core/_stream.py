@@ -27,7 +27,8 @@ class ResponseStream(Generic[TUpdate, TFinal]):
     """A stream of updates with access to the final, aggregated response.
 
     It is returned at once; the model call starts when iteration starts. A stream is consumed
-    once: a second `async for` raises `StreamConsumedError`. `get_final_response()` consumes
+    once: a second `async for` over it raises `StreamConsumedError` (`aiter(stream)` is its one
+    iterator, which may be read on with `anext` and `async for` alike). `get_final_response()` consumes
     what is left and returns the final response. `aclose()`, leaving `async with`, or cancelling
     the task that iterates closes the underlying HTTP stream.
 
@@ -54,13 +55,15 @@ class ResponseStream(Generic[TUpdate, TFinal]):
     # ------------------------------------------------------------ iteration
 
     def __aiter__(self) -> AsyncIterator[TUpdate]:
+        # One iterator per stream, whose own `__aiter__` is itself: `it = aiter(stream)`, then
+        # `async for update in it` goes on where `anext(it)` left off.
         if self._iterating:
             raise StreamConsumedError(
                 "this ResponseStream was already iterated; a stream can be consumed once "
                 "(use await stream.get_final_response() for the whole response)"
             )
         self._iterating = True
-        return self
+        return _Updates(self)
 
     async def __anext__(self) -> TUpdate:
         if self._done:
@@ -157,3 +160,20 @@ class _MappedFinal:
 
     async def __call__(self, _updates: Sequence[Any]) -> Any:
         return self._final(await self._stream.get_final_response())
+
+
+class _Updates(AsyncIterator[TUpdate]):
+    """The iterator of one `ResponseStream`: its updates, read through the stream (which keeps them)."""
+
+    def __init__(self, stream: ResponseStream[TUpdate, Any]) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> _Updates[TUpdate]:
+        return self
+
+    async def __anext__(self) -> TUpdate:
+        return await self._stream.__anext__()
+
+    async def aclose(self) -> None:
+        """Close the stream (as `ResponseStream.aclose`), for `contextlib.aclosing(aiter(stream))`."""
+        await self._stream.aclose()

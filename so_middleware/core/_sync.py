@@ -1,5 +1,6 @@
 """Blocking entry points over the async core: `run_sync`, `SyncResponseStream` and, for the
-command line, `run_interruptibly`.
+command line, `run_interruptibly`; `warn_at_callers_line` for a warning about the caller's call,
+async or blocking.
 
 Every blocking call runs on one event loop that an anyio blocking portal keeps in a daemon thread
 for the life of the process, so async SDK clients (and their connection pools) stay bound to a
@@ -11,13 +12,16 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import inspect
 import os
 import signal
 import threading
+import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import Future, wait
 from contextlib import AbstractContextManager
-from types import TracebackType
+from contextvars import ContextVar
+from types import FrameType, TracebackType
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -26,7 +30,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from ._exceptions import StreamConsumedError, UserError
 from ._stream import ResponseStream
 
-__all__ = ["SyncResponseStream", "run_interruptibly", "run_sync", "sync_stream"]
+__all__ = ["SyncResponseStream", "run_interruptibly", "run_sync", "sync_stream", "warn_at_callers_line"]
 
 T = TypeVar("T")
 TUpdate = TypeVar("TUpdate", covariant=True)
@@ -64,6 +68,51 @@ def _new_lock_in_child() -> None:
 os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
+_PACKAGE = __name__.partition(".")[0]
+
+# Where the caller's blocking call is (file, line, module globals), for a warning raised on the loop's thread.
+_Line = tuple[str, int, dict[str, Any]]
+_blocking_caller: ContextVar[_Line | None] = ContextVar("so_middleware_blocking_caller", default=None)
+
+
+def _outside(frame: FrameType | None) -> tuple[FrameType | None, int]:
+    """The first frame from `frame` outwards whose module is not so_middleware's, and how many were passed."""
+    passed = 0
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == _PACKAGE:
+        frame, passed = frame.f_back, passed + 1
+    return frame, passed
+
+
+def _callers_line() -> _Line | None:
+    here = inspect.currentframe()
+    frame, _ = _outside(here.f_back if here is not None else None)
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
+
+
+def warn_at_callers_line(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn at the line of the caller's code that made the call, however many layers and adapters
+    are in between: the first frame outside so_middleware, or, on a blocking call
+    (`get_response_sync`, which runs on the loop's thread), the line of that call.
+
+    Example: `warn_at_callers_line("the json_schema response format is not enforced ...")`.
+    """
+    line = _blocking_caller.get()
+    if line is None:
+        frame, passed = _outside(inspect.currentframe())
+        warnings.warn(message, category, stacklevel=passed + 1 if frame is not None else 2)
+        return
+    filename, lineno, module_globals = line
+    warnings.warn_explicit(
+        message,
+        category,
+        filename,
+        lineno,
+        module=str(module_globals.get("__name__", "<unknown>")),
+        registry=module_globals.setdefault("__warningregistry__", {}),
+        module_globals=module_globals,
+    )
+
+
 def _require_no_running_loop() -> None:
     try:
         asyncio.get_running_loop()
@@ -84,8 +133,10 @@ def run_sync(make_awaitable: Callable[[], Awaitable[T]]) -> T:
     Example: `response = run_sync(lambda: client.get_response("Hello"))`.
     """
     _require_no_running_loop()
+    line = _callers_line()
 
     async def runner() -> T:
+        _blocking_caller.set(line)  # this task's context only: its warnings name the caller's line
         return await make_awaitable()
 
     future = _portal().start_task_soon(runner)
@@ -125,6 +176,7 @@ class SyncResponseStream(Generic[TUpdate, TFinal]):
         self._stopping = False
         self._task: Future[None] | None = None  # the task that reads the stream, once iteration starts
         self._closed = False
+        self._caller = _callers_line()  # the line of the blocking call that made it, for warnings
 
     def __iter__(self) -> Iterator[TUpdate]:
         if self._task is not None or self._closed:
@@ -145,6 +197,7 @@ class SyncResponseStream(Generic[TUpdate, TFinal]):
             self.close()  # left early (break, error, Ctrl-C): stop the task, close the HTTP stream
 
     async def _pump(self) -> None:
+        _blocking_caller.set(self._caller)
         self._scope = anyio.CancelScope()
         if self._stopping:
             self._scope.cancel()

@@ -259,9 +259,18 @@ class SDKChatClient(BaseChatClient):
 
         A stream that stops early (cut connection, no event within `idle_timeout`, or no
         terminal event, named by `ending`) raises `StreamInterruptedError`; an unreadable event
-        or an error event raises `ProviderResponseError`; both carry the text received so far.
+        or an error event raises `ProviderResponseError`; both carry the text received so far,
+        and a `ProviderResponseError` keeps it as its attempt with the usage reported so far (as a
+        plain call's keeps its body), unless the event it is about kept a fuller answer first.
         """
         updates = 0
+        counted: list[ChatResponseUpdate[Any]] = []  # the updates that report usage
+
+        def kept(failure: ProviderResponseError) -> ProviderResponseError:
+            failure.partial_text, failure.updates = "".join(reader.text), updates
+            usage = ChatResponse.from_updates(counted).usage
+            return failure.with_answer(failure.partial_text, usage) if failure.partial_text or usage else failure
+
         try:
             try:
                 async for event in iterate_sdk_stream(self.is_async, stream, idle_timeout):
@@ -273,17 +282,18 @@ class SDKChatClient(BaseChatClient):
                         raise unreadable("an event of an unexpected shape", error) from error
                     if update is not None:
                         updates += 1
+                        if update.usage is not None:
+                            counted.append(update)
                         yield update
             except ProviderResponseError as error:
-                error.partial_text, error.updates = "".join(reader.text), updates
+                kept(error)
                 raise
             except Exception as error:
                 failure = reported_failure(error)
                 if failure is None and isinstance(error, UNREADABLE) and _raised_reading(error):
                     failure = unreadable("an event is not valid JSON text", error)
                 if failure is not None:
-                    failure.partial_text, failure.updates = "".join(reader.text), updates
-                    raise failure from error
+                    raise kept(failure) from error
                 if not is_stream_break(error):
                     raise
                 raise interrupted(error, "".join(reader.text), updates) from error

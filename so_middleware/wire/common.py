@@ -4,13 +4,18 @@ tool's fields, a forced tool choice, the warning for a format a server will not 
 from __future__ import annotations
 
 import base64
-import inspect
-import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
-from types import FrameType
 from typing import Any
 
-from ..core import Capabilities, ChatOptions, DataContent, ForcedTool, FunctionTool, UserError
+from ..core import (
+    Capabilities,
+    ChatOptions,
+    DataContent,
+    ForcedTool,
+    FunctionTool,
+    UserError,
+    warn_at_callers_line,
+)
 
 __all__ = [
     "chosen_model",
@@ -82,24 +87,6 @@ def warn_if_not_enforced(
         return
     else:
         reason = f"is not enforced by {capabilities.name!r} on the {protocol} route"
-    warnings.warn(
-        f"the {fmt.type} response format {reason}: the answer may not follow it; validate it (with_structured_output does)",
-        UserWarning,
-        stacklevel=_callers_level(),
+    warn_at_callers_line(
+        f"the {fmt.type} response format {reason}: the answer may not follow it; validate it (with_structured_output does)"
     )
-
-
-_PACKAGE = __name__.partition(".")[0]
-
-
-def _callers_level() -> int:
-    """The `stacklevel` of a warning raised by this module's caller that names the caller's caller
-    outside the library: the line of the caller's code that made the call, however many layers
-    and adapters are in between (the first frame whose module is not so_middleware's)."""
-    here = inspect.currentframe()
-    caller = here.f_back if here is not None else None  # the frame that calls `warnings.warn`: level 1
-    frame: FrameType | None = caller.f_back if caller is not None else None
-    level = 2
-    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == _PACKAGE:
-        frame, level = frame.f_back, level + 1
-    return level if frame is not None else 2

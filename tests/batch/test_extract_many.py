@@ -236,6 +236,18 @@ def test_the_sync_wrapper_iterates_from_plain_code(server: ExtractionServer, tmp
     assert values == [1, 2, 3, 4] and run.summary.done == 4
 
 
+def test_a_run_is_one_iterator_a_second_for_reads_on_and_starts_nothing_again(server: ExtractionServer) -> None:
+    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="test")
+    run = extract_many_sync(
+        OpenAIChatClient(sdk, "m", discover=False), [f"item {n}" for n in range(1, 5)], Row, concurrency=1
+    )
+    first = next(iter(run))
+    rest = [result.value.n for result in run if result.value is not None]
+    run_sync(sdk.close)
+    assert first.value is not None and sorted([first.value.n, *rest]) == [1, 2, 3, 4]
+    assert len(server.served) == 4 and run.summary.done == 4
+
+
 def test_a_bad_concurrency_or_type_fails_before_any_call(server: ExtractionServer) -> None:
     sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="test")
     with pytest.raises(UserError, match="concurrency"):

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SCRIPT = Path(sys.executable).parent / "so-middleware"
@@ -305,3 +306,34 @@ def test_sigterm_during_extract_stops_the_server_and_leaves_no_file(tmp_path: Pa
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_ctrl_c_while_the_package_imports_is_one_line_and_130() -> None:
+    """The console script's entry point (read from pyproject.toml, run as the installed wrapper runs
+    it) gets SIGINT while `so_middleware` is still importing: `-X importtime` reports each module as
+    its import ends, so a line for a module inside the package means the package's own import is
+    under way. A signal that lands later (the server already starting) is tried again, a few times."""
+    entry = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["so-middleware"]
+    module, function = entry.split(":")
+    wrapper = f"import sys; from {module} import {function}; sys.exit({function}())"
+    for _ in range(5):
+        process = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-c", wrapper, "chat", "hi"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        )  # fmt: skip
+        try:
+            wait_for_line(process, "so_middleware.core._exceptions", timeout=60)
+            process.send_signal(signal.SIGINT)
+            stderr = process.communicate(timeout=60)[1]
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        if "starting llama-server" not in stderr:  # it landed during start-up
+            break
+    else:
+        pytest.fail("the signal never landed while the package was importing")
+    assert "Traceback" not in stderr and process.returncode == 130, stderr
+    assert [line for line in stderr.splitlines() if line.startswith("[so-middleware]")] == [
+        "[so-middleware] interrupted"
+    ]

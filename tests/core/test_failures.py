@@ -29,7 +29,7 @@ from so_middleware import (
     failure_of,
 )
 from so_middleware.anthropic import AnthropicChatClient
-from so_middleware.core import classified, is_transient
+from so_middleware.core import classified, is_transient, retry_after_seconds
 from so_middleware.gateway._errors import to_error_response
 from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
 from so_middleware.testing import StatusError
@@ -309,3 +309,35 @@ def test_the_cli_names_a_transport_failure_by_its_kind(make_error: Callable[[], 
     from so_middleware.cli import _one_line
 
     assert _one_line(make_error(), Namespace(provider="openai", base_url=None)).startswith(line)
+
+
+NOW = 1_700_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "5, 7"}, 7.0),  # a header sent twice, joined by httpx: the largest wait
+        ({"retry-after": "7,5"}, 7.0),
+        ({"retry-after": "soon, 3"}, 3.0),  # the valid values count, the others are ignored
+        ({"retry-after": "-1, nan, 4"}, 4.0),
+        ({"retry-after": "soon, never"}, None),
+        ({"retry-after": " , "}, None),
+        ({"retry-after": "Tue, 14 Nov 2023 22:14:02 GMT"}, 42.0),  # a date's own comma
+        ({"retry-after": "Tue, 14 Nov 2023 22:14:02 GMT, Tue, 14 Nov 2023 22:14:10 GMT"}, 50.0),
+        ({"retry-after": "60, Tue, 14 Nov 2023 22:14:02 GMT"}, 60.0),
+        ({"retry-after-ms": "250, 900"}, 0.9),
+        ({"retry-after-ms": "never, soon", "retry-after": "2, 3"}, 3.0),  # none valid: the other header
+        ({"retry-after": ["5", "7"]}, 7.0),  # a mapping of lists, as a client of your own may give
+    ],
+)
+def test_retry_after_reads_every_value_of_a_repeated_header(headers: dict[str, Any], expected: float | None) -> None:
+    assert retry_after_seconds(headers, now=NOW) == expected
+
+
+@pytest.mark.parametrize("name", ["retry-after", "retry-after-ms"])
+async def test_a_429_with_its_retry_after_header_twice_asks_for_the_longer_wait(name: str) -> None:
+    headers = httpx2.Headers([(name, "5"), (name, "7")])
+    client = openai_chat(lambda request: httpx2.Response(429, json=OPENAI_RATE_LIMIT, headers=headers))
+    failure = failure_of(await failed_call(client, False))
+    assert failure.retry_after == (7.0 if name == "retry-after" else 0.007)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import anyio
@@ -55,6 +56,28 @@ async def test_second_iteration_raises() -> None:
     with pytest.raises(StreamConsumedError, match="consumed once"):
         async for _ in stream:
             pass
+
+
+async def test_its_iterator_is_one_iterator_read_on_by_anext_and_async_for() -> None:
+    stream = make(Source(["a", "b", "c"]))
+    iterator = aiter(stream)
+    assert aiter(iterator) is iterator
+    first = await anext(iterator)
+    rest = [update.text async for update in iterator]
+    assert [first.text, *rest] == ["a", "b", "c"]
+    assert (await stream.get_final_response()).text == "abc"
+    with pytest.raises(StreamConsumedError, match="consumed once"):
+        async for _ in stream:
+            pass
+
+
+async def test_its_iterator_closes_the_stream() -> None:
+    source = Source(["a", "b", "c"])
+    stream = make(source)
+    async with contextlib.aclosing(aiter(stream)) as iterator:
+        assert (await anext(iterator)).text == "a"
+    assert stream.is_complete and source.closed
+    assert (await stream.get_final_response()).text == "a"
 
 
 async def test_final_response_consumes_the_rest() -> None:

@@ -183,3 +183,13 @@ def test_the_embedded_model_answers_auto_with_a_call_or_a_message(
         assert all(c.name in ("get_weather", "get_time") and isinstance(json.loads(c.arguments), dict) for c in calls)
     else:
         assert [item.type for item in response.output] == ["message"]
+
+
+def test_a_tool_whose_definitions_are_no_object_is_a_400_naming_it(
+    llama_like: tuple[FakeChatBackend, AppServer],
+) -> None:
+    backend, server = llama_like
+    tool = {**WEATHER, "parameters": {**WEATHER["parameters"], "$defs": ["not", "an", "object"]}}
+    with pytest.raises(openai.BadRequestError, match="tool 'get_weather' must be an object") as caught:
+        sdk(server).responses.create(model="m", input=QUESTION, tools=[tool, TIME], tool_choice="required")
+    assert caught.value.status_code == 400 and backend.bodies == []

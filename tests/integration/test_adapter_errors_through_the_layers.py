@@ -31,10 +31,14 @@ from adapter_wire import (
 from pydantic import BaseModel
 
 from so_middleware import (
+    ContentFilterError,
     FinishReason,
+    IncompleteOutputError,
     ModelBehaviorError,
     ProviderResponseError,
+    RefusalError,
     StreamInterruptedError,
+    UsageDetails,
     with_retries,
     with_structured_output,
 )
@@ -233,3 +237,71 @@ async def test_a_lone_surrogate_in_an_answer_is_an_invalid_attempt_not_a_crash(a
     reask = json.loads(seen[1].content)
     assert "Ada \ufffd" in json.dumps(reask, ensure_ascii=False)
     str(caught.value).encode()  # the message is valid text
+
+
+# ------------------------------------------------------------ every typed end keeps its usage
+
+USED = {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}
+USED_R = {"input_tokens": 5, "output_tokens": 9, "total_tokens": 14}
+CUT = '{"name": "A'
+
+
+def chat_end(finish: str, refusal: bool = False) -> tuple[dict[str, Any], bytes]:
+    said: dict[str, Any] = {"refusal": "No."} if refusal else {"content": CUT}
+    plain = {"index": 0, "message": {"role": "assistant", "content": None, **said}, "finish_reason": finish}
+    usage_chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o", "choices": [],
+                   "usage": USED}  # fmt: skip
+    stream = sse(chunk({"role": "assistant", **said}), chunk({}, finish), usage_chunk, "[DONE]")
+    return {**completion(plain), "usage": USED}, stream
+
+
+def responses_end(status: str, reason: str | None = None, refusal: bool = False) -> tuple[dict[str, Any], bytes]:
+    part = {"type": "refusal", "refusal": "No."} if refusal else {"type": "output_text", "text": CUT, "annotations": []}
+    output = [{**RESPONSE["output"][0], "content": [part]}]  # type: ignore[index]
+    answer: dict[str, Any] = {**RESPONSE, "status": status, "output": output, "usage": USED_R}
+    if reason:
+        answer["incomplete_details"] = {"reason": reason}
+    if status == "failed":
+        answer["error"] = {"code": "server_error", "message": "x"}
+    kind = "refusal" if refusal else "output_text"
+    piece = {"type": f"response.{kind}.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+             "delta": "No." if refusal else CUT, "sequence_number": 1}  # fmt: skip
+    event = {"completed": "response.completed", "incomplete": "response.incomplete", "failed": "response.failed"}
+    return answer, sse(CREATED, piece, {"type": event[status], "sequence_number": 2, "response": answer})
+
+
+def messages_end(stop: str) -> tuple[dict[str, Any], bytes]:
+    answer = {**MESSAGE, "content": [{"type": "text", "text": CUT}], "stop_reason": stop,
+              "usage": {"input_tokens": 5, "output_tokens": 9}}  # fmt: skip
+    stream = sse(START, BLOCK, anthropic_text(CUT), {"type": "content_block_stop", "index": 0},
+                 {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                  "usage": {"output_tokens": 9}}, {"type": "message_stop"})  # fmt: skip
+    return answer, stream
+
+
+TYPED_ENDS = {
+    "chat-length": ("chat", chat_end("length"), IncompleteOutputError),
+    "chat-content-filter": ("chat", chat_end("content_filter"), ContentFilterError),
+    "chat-refusal": ("chat", chat_end("stop", refusal=True), RefusalError),
+    "responses-incomplete": ("responses", responses_end("incomplete", "max_output_tokens"), IncompleteOutputError),
+    "responses-content-filter": ("responses", responses_end("incomplete", "content_filter"), ContentFilterError),
+    "responses-refusal": ("responses", responses_end("completed", refusal=True), RefusalError),
+    "responses-failed": ("responses", responses_end("failed"), ProviderResponseError),
+    "messages-max-tokens": ("messages", messages_end("max_tokens"), IncompleteOutputError),
+    "messages-refusal": ("messages", messages_end("refusal"), RefusalError),
+}
+
+
+@STREAM
+@pytest.mark.parametrize("end", list(TYPED_ENDS))
+async def test_every_typed_end_keeps_its_usage_through_structured_output(end: str, streaming: bool) -> None:
+    """Each typed end of each protocol, plain and streamed (documented bodies and SSE events through
+    `httpx2.MockTransport`), raises its typed error with the answer's usage on it and its attempt."""
+    adapter, (plain, stream), expected = TYPED_ENDS[end]
+    handler = stream_of(stream) if streaming else (lambda request: httpx2.Response(200, json=plain))
+    client = with_structured_output(make(adapter, handler))
+    with pytest.raises(expected) as caught:
+        await call(client, streaming, output_type=Person)
+    error: Any = caught.value
+    assert error.usage == UsageDetails(5, 9, 14)
+    assert [attempt.usage for attempt in error.attempts] == [UsageDetails(5, 9, 14)]

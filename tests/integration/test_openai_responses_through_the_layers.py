@@ -74,3 +74,31 @@ async def test_the_unenforced_format_warning_names_the_callers_line_through_any_
         here = sys._getframe().f_lineno
         await client.get_response("x", options=options)  # the line the warning names: the next one
     assert (caught[0].filename, caught[0].lineno) == (__file__, here + 1)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("layers", [0, 2])
+def test_the_unenforced_format_warning_of_a_blocking_call_names_the_callers_line(stream: bool, layers: int) -> None:
+    """`get_response_sync` runs the call on the library's loop thread: the warning still names the
+    line of the blocking call, plain and streamed, through the layers."""
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        if not json.loads(request.content).get("stream"):
+            return httpx2.Response(200, json=RESPONSE)
+        completed = {"type": "response.completed", "sequence_number": 2, "response": RESPONSE}
+        return httpx2.Response(200, content=sse(delta('{"a": 1}'), completed),
+                               headers={"content-type": "text/event-stream"})  # fmt: skip
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    sdk = openai.AsyncOpenAI(api_key="x", base_url="http://mock/v1", http_client=http, max_retries=0)
+    ignored = LLAMA_SERVER_RESPONSES.replace(native_json_schema=False, json_object=False)
+    client: Any = OpenAIResponsesClient(sdk, "m", capabilities=ignored)
+    for layer in [with_retries, with_telemetry][:layers]:
+        client = layer(client)
+    options = {"response_format": ResponseFormat.json_schema({"type": "object", "properties": {}})}
+    with pytest.warns(UserWarning, match="not enforced") as caught:
+        here = sys._getframe().f_lineno
+        response = client.get_response_sync("x", options=options, stream=stream)  # the line the warning names
+        text = "".join(u.text for u in response) if stream else response.text
+    assert text == '{"a": 1}'
+    assert (caught[0].filename, caught[0].lineno) == (__file__, here + 1)

@@ -184,6 +184,44 @@ async def test_an_error_event_without_retries_carries_the_partial_text_and_the_c
     assert "your prompt was" not in str(caught.value)
 
 
+@STREAM
+async def test_a_failed_response_keeps_its_usage_as_its_attempt_plain_and_streaming(streaming: bool) -> None:
+    """The streamed `response.failed` carries the response and its usage: kept as the plain call keeps them."""
+    failed = {**RESPONSE, "status": "failed", "error": {"code": "server_error", "message": "x"},
+              "usage": {"input_tokens": 5, "output_tokens": 9, "total_tokens": 14}}  # fmt: skip
+    text = {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+            "delta": "Hel", "sequence_number": 1}  # fmt: skip
+    handler = stream_of(sse(CREATED, text, {"type": "response.failed", "sequence_number": 2, "response": failed}))
+    client = make("responses", handler if streaming else (lambda request: httpx2.Response(200, json=failed)))
+    with pytest.raises(ProviderResponseError) as caught:
+        await call(client, streaming)
+    error = caught.value
+    assert error.usage == UsageDetails(5, 9, 14) and [a.usage for a in error.attempts] == [UsageDetails(5, 9, 14)]
+    assert error.attempts[0].text == ("Hel" if streaming else error.raw_text) and error.attempts[0].error is error
+
+
+ERROR_AFTER_USAGE = {
+    "chat": sse(chunk({"role": "assistant", "content": "Hel"}),
+                {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o", "choices": [],
+                 "usage": {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}},
+                {"error": {"message": "boom", "type": "server_error", "code": "server_error"}}),
+    "messages": sse(START, BLOCK, anthropic_text("Hel"), anthropic_error("overloaded_error")),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("adapter", "usage"), [("chat", UsageDetails(5, 9, 14)), ("messages", UsageDetails(5, None, 5))]
+)
+async def test_an_error_event_keeps_the_text_and_the_usage_received_before_it(
+    adapter: str, usage: UsageDetails
+) -> None:
+    """An error inside a stream, after updates that reported usage: the text and that usage are its attempt."""
+    with pytest.raises(ProviderResponseError) as caught:
+        await call(make(adapter, stream_of(ERROR_AFTER_USAGE[adapter])), True)
+    error = caught.value
+    assert [(a.text, a.usage) for a in error.attempts] == [("Hel", usage)] and error.usage == usage
+
+
 async def test_a_stream_that_never_sends_choice_0_ends_without_a_finish_reason() -> None:
     only_choice_1 = sse(chunk({"role": "assistant", "content": "X"}, index=1), chunk({}, "stop", index=1), "[DONE]")
     with pytest.raises(StreamInterruptedError, match="ended without a finish reason") as caught:
@@ -237,3 +275,10 @@ async def test_a_huge_unusable_body_is_kept_up_to_64_kib() -> None:
 
 
 # ------------------------------------------------------------ lone surrogates in an answer
+
+
+async def test_an_error_event_before_anything_came_keeps_no_empty_attempt() -> None:
+    first = sse({"error": {"message": "boom", "type": "server_error", "code": "server_error"}})
+    with pytest.raises(ProviderResponseError) as caught:
+        await call(make("chat", stream_of(first)), True)
+    assert caught.value.attempts == [] and caught.value.usage is None

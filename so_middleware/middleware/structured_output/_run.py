@@ -222,11 +222,13 @@ class StructuredRun:
 
     def _record_broken(self, plan: AttemptRequest, received: list[ChatResponseUpdate[Any]], error: Exception) -> None:
         """A call that failed after the server answered is an attempt too: the text and usage a
-        stream received so far, or the unusable answer a `ProviderResponseError` kept."""
+        stream received so far (the usage the error kept when it has some: a failure event reports
+        it, no update does), or the unusable answer a `ProviderResponseError` kept."""
         kept = error.attempts[-1] if isinstance(error, ProviderResponseError) and error.attempts else None
         if received:
             response = ChatResponse.from_updates(received)
-            text, usage, finish = plan.strategy.answer(plan, response).text, response.usage, response.finish_reason
+            usage = kept.usage if kept is not None and kept.usage is not None else response.usage
+            text, finish = plan.strategy.answer(plan, response).text, response.finish_reason
         elif kept is not None:
             text, usage, finish = kept.text, kept.usage, None
         else:

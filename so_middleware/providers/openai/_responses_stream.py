@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...core import (
+    MAX_RAW_TEXT,
     ChatResponseUpdate,
     Content,
     FunctionCallContent,
@@ -13,8 +16,10 @@ from ...core import (
     ReasoningContent,
     RefusalContent,
     TextContent,
+    UsageDetails,
 )
 from ...wire.responses import Event
+from .._bridge import kept_body
 from .._prefill import EchoFilter
 from ._responses_wire import finish_reason, reported_failure, usage_from
 
@@ -87,7 +92,9 @@ class StreamReader:
                 raw_representation=event,
             )
         elif kind in (Event.FAILED, Event.CANCELLED):
-            raise reported_failure(event.response) or ProviderResponseError("the response failed", reported=True)
+            failure = reported_failure(event.response) or ProviderResponseError("the response failed", reported=True)
+            # paid for, as a plain call's failed response is: the text so far (else the response) and its usage
+            raise failure.with_answer("".join(self.text) or _body(event.response), _usage(event.response))
         elif kind == Event.ERROR:
             code = getattr(event, "code", None)
             code = code if isinstance(code, str) else None
@@ -104,3 +111,20 @@ class StreamReader:
             return None
         self.text.extend(c.text for c in contents if isinstance(c, TextContent))
         return ChatResponseUpdate(contents, role="assistant", raw_representation=event)
+
+
+def _body(response: Any) -> str:
+    """A failed response as the JSON it came as (a response of a type the SDK does not know is a dict)."""
+    return json.dumps(response, default=str)[:MAX_RAW_TEXT] if isinstance(response, Mapping) else kept_body(response)
+
+
+def _usage(response: Any) -> UsageDetails | None:
+    usage = response.get("usage") if isinstance(response, Mapping) else getattr(response, "usage", None)
+    if not isinstance(usage, Mapping):
+        return usage_from(usage)
+
+    def count(name: str) -> int | None:
+        value = usage.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return UsageDetails(count("input_tokens"), count("output_tokens"), count("total_tokens"))

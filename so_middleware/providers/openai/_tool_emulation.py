@@ -45,7 +45,6 @@ from ...core import (
     ProviderResponseError,
     ResponseFormat,
     TextContent,
-    UsageDetails,
     UserError,
 )
 from ._tool_schema import ANSWER, call_schema, offered_tools
@@ -54,7 +53,10 @@ __all__ = ["ToolEmulation", "call_schema", "offered_tools"]
 
 # The grammar writes the properties in the schema's order: the name comes first, so a cut answer
 # still says which tool it was calling.
-_CUT_CALL = re.compile(r'\s*\{\s*"name"\s*:\s*"(?P<name>[^"\\]*)"\s*(?:,\s*"arguments"\s*:\s*(?P<arguments>.*))?', re.S)
+# The name is a whole JSON string, escapes and all (a tool's name may hold a quote or a backslash).
+_CUT_CALL = re.compile(
+    r'\s*\{\s*"name"\s*:\s*(?P<name>"(?:[^"\\]|\\.)*")\s*(?:,\s*"arguments"\s*:\s*(?P<arguments>.*))?', re.S
+)
 _CUT_ANSWER = re.compile(rf'\s*\{{\s*"{ANSWER}"\s*:\s*(?P<content>.*)', re.S)
 
 
@@ -77,6 +79,10 @@ class ToolEmulation:
         tools = offered_tools(options.tools)
         choice = options.tool_choice
         limit = f"the backend ({capabilities.name}) ignores function tools, and they are emulated"
+        names = [tool.name for tool in tools]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:  # an emulated call says which tool by its name alone
+            raise UserError(f"{limit}: a call names its tool, so two tools cannot both be named {twice[0]!r}")
         answers = choice is None or choice == "auto"
         answer = _answer_schema(options.response_format, limit) if answers else None
         if not answers and options.response_format is not None and options.response_format.type != "text":
@@ -110,7 +116,11 @@ class ToolEmulation:
             return response
         message = response.messages[-1] if response.messages else ChatMessage("assistant")
         kept = [c for c in message.contents if not isinstance(c, TextContent)]
-        answer, finish = self._answer(message.text, response.finish_reason, response.usage)
+        try:
+            answer, finish = self._answer(message.text, response.finish_reason)
+        except ProviderResponseError as error:
+            error.with_answer(message.text, response.usage)
+            raise
         response.messages[-1:] = [
             ChatMessage("assistant", [*kept, *answer], raw_representation=message.raw_representation)
         ]
@@ -122,30 +132,40 @@ class ToolEmulation:
     ) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
         """The backend's stream with its JSON text held back and sent as one tool call when it ends."""
         text: list[str] = []
+        failed: ProviderResponseError | None = None  # an answer that is no call, raised once its usage is in
+        counted: list[ChatResponseUpdate[Any]] = []
         try:
             async for update in updates:
+                if update.usage is not None:
+                    counted.append(update)
+                if failed is not None:
+                    continue
                 if self.tools:
                     text.extend(c.text for c in update.contents if isinstance(c, TextContent))
                     update.contents = [c for c in update.contents if not isinstance(c, TextContent)]
                     if update.finish_reason is not None:
-                        answer, update.finish_reason = self._answer("".join(text), update.finish_reason)
+                        try:
+                            answer, update.finish_reason = self._answer("".join(text), update.finish_reason)
+                        except ProviderResponseError as error:
+                            failed = error
+                            continue
                         update.contents.extend(answer)
                         update.role = "assistant"
                     elif not update.contents and update.usage is None and text:
                         continue  # a piece of the JSON held back: nothing to say yet
                 yield update
+            if failed is not None:  # the stream's usage, which comes after its finish, is kept too
+                raise failed.with_answer("".join(text), ChatResponse.from_updates(counted).usage)
         finally:
             if isinstance(updates, AsyncGenerator):  # closing this stream closes the backend's at once
                 await updates.aclose()
 
-    def _answer(
-        self, text: str, finish: FinishReason | None, usage: UsageDetails | None = None
-    ) -> tuple[list[Content], FinishReason | None]:
+    def _answer(self, text: str, finish: FinishReason | None) -> tuple[list[Content], FinishReason | None]:
         """The call or the answer `text` stands for, and the finish reason that goes with it.
 
         An answer cut by the token limit is the call or the answer as far as it came (as a
         backend's own would be), or its text when not even which one came; any other answer
-        that is neither raises `ProviderResponseError` keeping it (it was paid for)."""
+        that is neither raises `ProviderResponseError` (its caller keeps the answer on it: it was paid for)."""
         call_id = f"call_{uuid.uuid4().hex[:24]}"
         try:
             value = json.loads(text)
@@ -162,7 +182,7 @@ class ToolEmulation:
         raise ProviderResponseError(
             f"the backend's answer to an emulated tool call is not a call of {expected}"
             f" (finish reason {finish.value if finish else 'none'})"
-        ).with_answer(text, usage)
+        )
 
 
 def _answer_schema(response_format: ResponseFormat | None, limit: str) -> dict[str, Any]:
@@ -185,8 +205,9 @@ def _text(content: Any) -> list[Content]:
 def _cut(text: str, call_id: str, answers: bool) -> list[Content]:
     """A call or an answer cut by the token limit, as far as it came; its text when neither shows."""
     call = _CUT_CALL.match(text)
-    if call is not None:
-        return [FunctionCallContent(call_id, call["name"], call["arguments"] or "")]
+    name = _string(call["name"]) if call is not None else None
+    if call is not None and name is not None:
+        return [FunctionCallContent(call_id, name, call["arguments"] or "")]
     answer = _CUT_ANSWER.match(text) if answers else None
     if answer is None:
         return [TextContent(text)] if text else []
@@ -194,6 +215,15 @@ def _cut(text: str, call_id: str, answers: bool) -> list[Content]:
     if content.startswith('"'):  # a string as far as it came, unescaped
         content = jiter.from_json(content.encode(), partial_mode="trailing-strings")
     return _text(content)
+
+
+def _string(literal: str) -> str | None:
+    """A JSON string literal's value; None when it is no valid one (a bad escape)."""
+    try:
+        value = json.loads(literal)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _as_text(message: ChatMessage) -> ChatMessage:

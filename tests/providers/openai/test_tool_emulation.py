@@ -9,12 +9,16 @@ format: only a mock shows, byte for byte, what the grammar-bound backend would b
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncGenerator
 from typing import Any
+from urllib.parse import quote
 
 import jsonschema_rs
 import pytest
 from emulation_backend import WEATHER, Answer, Backend, get
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from so_middleware import (
@@ -226,6 +230,32 @@ def test_an_answer_cut_by_the_token_limit_is_the_call_as_far_as_it_came() -> Non
     assert (cut_early.text, cut_early.finish_reason) == ('{\n  "na', FinishReason.LENGTH)
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ['say "hi"', "back\\slash", "tab\tand \u00e9", "answer"])
+@pytest.mark.parametrize("choice", ["required", "auto"])
+async def test_a_cut_call_of_a_tool_whose_name_needs_escaping_is_still_its_call(name: str, choice: str) -> None:
+    """The grammar writes the name as a JSON string: its escapes are read, plain and streamed."""
+    tool = FunctionTool(name, {"type": "object", "properties": {"city": {"type": "string"}}})
+    made = ToolEmulation.of(ChatOptions.coerce({"tools": [tool, TIME], "tool_choice": choice}), LLAMA_SERVER_CHAT)
+    assert made is not None
+    text = '{"name": ' + json.dumps(name) + ', "arguments": {"city": "Os'
+    plain = made.response(ChatResponse(ChatMessage("assistant", text), finish_reason=FinishReason.LENGTH))
+
+    async def backend() -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+        yield ChatResponseUpdate([TextContent(text[:7])], role="assistant")
+        yield ChatResponseUpdate([TextContent(text[7:])], role="assistant")
+        yield ChatResponseUpdate([], finish_reason=FinishReason.LENGTH)
+
+    streamed = [u async for u in made.updates(backend())]
+    for contents, finish in [
+        (plain.messages[-1].contents, plain.finish_reason),
+        ([c for u in streamed for c in u.contents], next(u.finish_reason for u in streamed if u.finish_reason)),
+    ]:
+        [call] = contents
+        assert isinstance(call, FunctionCallContent)
+        assert (call.name, call.arguments, finish) == (name, '{"city": "Os', FinishReason.LENGTH)
+
+
 def test_an_answer_that_is_no_call_is_a_provider_error_keeping_it() -> None:
     with pytest.raises(ProviderResponseError, match="not a call of get_weather, get_time") as caught:
         answered("Sunny in Oslo.", FinishReason.STOP)
@@ -311,6 +341,18 @@ async def test_the_adapter_lets_the_model_decide_with_auto(stream: bool, text: s
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_answer_that_is_no_call_keeps_its_text_and_usage_plain_and_streamed(stream: bool) -> None:
+    """The stream's usage comes after its finish: the error waits for it."""
+    backend = Backend("Sunny in Oslo.")
+    with pytest.raises(ProviderResponseError, match="not a call of get_weather") as caught:
+        await get(backend.client(), stream, "Weather?", options={"tools": [WEATHER], "tool_choice": "required"})
+    error = caught.value
+    assert [(a.text, a.usage) for a in error.attempts] == [("Sunny in Oslo.", UsageDetails(3, 5, 8))]
+    assert error.usage == UsageDetails(3, 5, 8)
+
+
+@pytest.mark.anyio
 async def test_closing_the_stream_early_closes_the_backend_stream() -> None:
     closed: list[bool] = []
 
@@ -347,3 +389,100 @@ def test_definitions_move_to_the_root_where_the_refs_point(tools: list[type[Base
     assert not jsonschema_rs.validator_for(schema).is_valid({**call, "arguments": {"home": {}, "previous": []}})
     options = schema.get("anyOf", [schema])
     assert all("$defs" not in option["properties"]["arguments"] for option in options)
+
+
+# ------------------------------------------------------------------------------- hoisted names
+
+
+def test_two_tools_whose_prefixed_definitions_would_share_a_name_keep_their_own() -> None:
+    """Tool `a`'s `b__c` and tool `a__b`'s `c` both read `a__b__c` once prefixed; a tool named
+    `answer` has the answer's prefix: each `$ref` still reaches its own variant's definition."""
+
+    def tool(name: str, key: str, value: int) -> FunctionTool:
+        return FunctionTool(name, {"type": "object", "properties": {"x": {"$ref": f"#/$defs/{key}"}},
+                                   "required": ["x"], "$defs": {key: {"const": value}}})  # fmt: skip
+
+    answer = {"$ref": "#/$defs/c", "$defs": {"c": {"const": 4}}}
+    schema = call_schema([tool("a", "b__c", 1), tool("a__b", "c", 2), tool("answer", "c", 3)], answer=answer)
+    assert len(schema["$defs"]) == 4
+    validator = jsonschema_rs.validator_for(schema)
+    for name, value in [("a", 1), ("a__b", 2), ("answer", 3)]:
+        assert validator.is_valid({"name": name, "arguments": {"x": value}})
+        assert not validator.is_valid({"name": name, "arguments": {"x": 5 - value if value != 2 else 1}})
+    assert validator.is_valid({"answer": 4}) and not validator.is_valid({"answer": 3})
+
+
+_KEYS = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    tools=st.dictionaries(_KEYS, st.lists(_KEYS, unique=True, max_size=4), min_size=1, max_size=4),
+    answer_keys=st.one_of(st.none(), st.lists(_KEYS, unique=True, max_size=3)),
+)
+def test_hoisted_definition_names_are_unique_and_each_ref_reaches_its_own(
+    tools: dict[str, list[str]], answer_keys: list[str] | None
+) -> None:
+    """Any tool names and `$defs` keys: every definition lands under a name of its own, and each
+    `$ref` (written as JSON Pointer escapes it) resolves to its own variant's definition."""
+
+    def parameters(owner: str, keys: list[str]) -> dict[str, Any]:
+        refs = {
+            f"p{i}": {"$ref": "#/$defs/" + quote(k.replace("~", "~0").replace("/", "~1"))} for i, k in enumerate(keys)
+        }
+        return {"type": "object", "properties": refs, "$defs": {k: {"const": [owner, k]} for k in keys}}
+
+    offered = [FunctionTool(name, parameters(name, keys)) for name, keys in tools.items()]
+    answer = None if answer_keys is None else parameters("\0answer", answer_keys)
+    schema = call_schema(offered, answer=answer)
+    total = sum(map(len, tools.values())) + len(answer_keys or [])
+    assert len(schema.get("$defs", {})) == total
+    variants = schema.get("anyOf", [schema])
+    owners = [(name, v["properties"]["arguments"]) for name, v in zip(tools, variants, strict=False)]
+    if answer is not None:
+        owners.append(("\0answer", variants[-1]["properties"]["answer"]))
+    for owner, arguments in owners:
+        for i, key in enumerate(tools.get(owner, answer_keys or [])):
+            ref = arguments["properties"][f"p{i}"]["$ref"]
+            assert ref.startswith("#/$defs/") and schema["$defs"][ref[len("#/$defs/") :]] == {"const": [owner, key]}
+
+
+@pytest.mark.parametrize("key", ["$defs", "definitions"])
+@pytest.mark.parametrize("bad", [[{"type": "string"}], "Address", 3])
+def test_definitions_that_are_no_object_are_a_user_error_naming_the_tool(key: str, bad: Any) -> None:
+    tool = FunctionTool("get_weather", {"type": "object", key: bad})
+    with pytest.raises(UserError, match=f"the {re.escape(repr(key))} of tool 'get_weather' must be an object"):
+        call_schema([tool, TIME])
+
+
+def test_a_ref_naming_no_definition_is_a_user_error_naming_the_tool() -> None:
+    tool = FunctionTool("get_weather", {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}})
+    with pytest.raises(UserError, match="'#/\\$defs/Missing' of tool 'get_weather' names no definition"):
+        call_schema([tool])
+
+
+def test_a_ref_to_the_root_of_a_tools_parameters_points_at_its_arguments() -> None:
+    node = {
+        "type": "object",
+        "properties": {"next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}},
+        "required": ["next"],
+    }
+    schema = call_schema([FunctionTool("walk", node), TIME])
+    validator = jsonschema_rs.validator_for(schema)
+    assert validator.is_valid({"name": "walk", "arguments": {"next": {"next": None}}})
+    assert not validator.is_valid({"name": "walk", "arguments": {"next": {"next": 3}}})
+
+
+def test_two_tools_of_one_name_cannot_be_told_apart_and_are_refused() -> None:
+    other = FunctionTool("get_weather", {"type": "object", "properties": {"zip": {"type": "string"}}})
+    with pytest.raises(UserError, match="two tools cannot both be named 'get_weather'"):
+        ToolEmulation.of(ChatOptions.coerce({"tools": [WEATHER, TIME, other]}), LLAMA_SERVER_CHAT)
+
+
+def test_a_property_named_ref_is_a_schema_whose_own_refs_move_too() -> None:
+    parameters = {"type": "object", "properties": {"$ref": {"$ref": "#/$defs/City"}}, "required": ["$ref"],
+                  "$defs": {"City": {"type": "string", "maxLength": 3}}}  # fmt: skip
+    schema = call_schema([FunctionTool("odd", parameters), TIME])
+    validator = jsonschema_rs.validator_for(schema)
+    assert validator.is_valid({"name": "odd", "arguments": {"$ref": "Oslo"[:3]}})
+    assert not validator.is_valid({"name": "odd", "arguments": {"$ref": "Oslo"}})
