@@ -199,8 +199,9 @@ _ELSEWHERE = {
 def _unknown_option(key: object) -> str:
     """The message for an unknown option: the closest known name, or where that setting lives."""
     known = sorted(_FIELDS | {FEATURES_KEY})
-    if key in _ELSEWHERE:
-        hint = f"{_ELSEWHERE[key]}. "
+    elsewhere = _ELSEWHERE.get(key) if isinstance(key, str) else None
+    if elsewhere is not None:
+        hint = f"{elsewhere}. "
     else:
         close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)
         hint = f"did you mean {close[0]!r}? " if close else ""
