@@ -15,7 +15,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# compat: a plain path in a .pth file, which mypy and pyright follow from any folder (the default
+	# editable mode is an import hook they cannot see: every so_middleware value would be unresolved)
+	$(BIN)/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	# llama-server (llama-server alone, for any CPU, one compiler per core) and the model file
 	$(BIN)/so-middleware setup-local --quiet
 	touch $(STAMP)

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ async def probe() -> None:
     assert_type((await ChatAgent(client).run("hi", output_type=Person)).value, Pet)  # wrong: agent
     chained = chain(FakeChatClient("x"), with_structured_output)
     assert_type((await chained.get_response("hi", output_type=Person)).value, Pet)  # wrong: chain
+    made_with = with_structured_output(FakeChatClient("x"), Person)
+    assert_type((await made_with.get_response("hi")).value, Pet)  # wrong: creation
     reveal_type((await client.get_response("hi", output_type=Person | None)).value)  # reveal: union
     reveal_type((await client.get_response("hi", output_type=Annotated[int, "x"])).value)  # reveal: annotated
     reveal_type((await client.get_response("hi", output_type=Literal["a", "b"])).value)  # reveal: literal
@@ -65,7 +68,7 @@ async def probe() -> None:
     reveal_type(response.parse(Person | None))  # reveal: parse-union
 """
 
-WRONG = ["layer", "any", "sync", "agent", "chain"]
+WRONG = ["layer", "any", "sync", "agent", "chain", "creation"]
 
 # What each checker infers where `output_type` is not a plain class. Both give Any for unions,
 # Annotated and Literal; they differ on an abstract class (mypy refuses it for `type[T]`) and on
@@ -191,3 +194,53 @@ def test_make_test_runs_both_type_checkers_before_pytest() -> None:
     ]
     assert order == sorted(order), steps
     assert (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text().strip().endswith("make test")
+
+
+USER_CODE = """\
+from pydantic import BaseModel
+from so_middleware import with_structured_output
+from so_middleware.testing import FakeChatClient
+
+
+class Person(BaseModel):
+    name: str
+
+
+async def main() -> None:
+    client = with_structured_output(FakeChatClient("x"))
+    response = await client.get_response("hi", output_type=Person)
+    response.value.nmae  # the misspelling a checker that resolves so_middleware finds
+"""
+
+
+@pytest.mark.timeout(900)
+def test_after_make_setup_mypy_resolves_so_middleware_from_the_users_own_folder(tmp_path: Path) -> None:
+    """`make setup`'s editable install, repeated (without dependencies) in a new environment: mypy run
+    from a folder outside the clone, on a file with a misspelled attribute of a typed value, finds it."""
+    makefile = (ROOT / "Makefile").read_text()
+    [install] = [line for line in makefile.splitlines() if "pip install" in line and "-e '.[test]'" in line]
+    settings = install.split("-e '.[test]'", 1)[1].split()  # what the Makefile adds after the package
+    environment = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(environment)], check=True, timeout=300)
+    python = str(environment / "bin" / "python")
+    # the dependencies (pydantic, ...) from this environment, as a path line: no import hook in it
+    [site] = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.split()  # fmt: skip
+    (Path(site) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT), *settings],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "app.py").write_text(USER_CODE)
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--python-executable", python, "app.py"],
+        capture_output=True, text=True, cwd=folder, env=env, timeout=600,
+    )  # fmt: skip
+    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
+    assert errors == ['app.py:13: error: "Person" has no attribute "nmae"  [attr-defined]'], checked.stdout

@@ -19,7 +19,7 @@ from ._cli import server_client as server_client
 from ._engines import BatchJobError, extract_batch
 from ._inputs import InputSource, Item, read_inputs
 from ._results import ItemResult, ResultLog, ResultsWriteError
-from ._run import BatchRun, extract_many, extract_many_sync
+from ._run import BatchRun, ServerUnreachableError, extract_many, extract_many_sync
 from ._setup import build_client
 from ._summary import BatchSummary, price_of
 
@@ -32,6 +32,7 @@ __all__ = [
     "ItemResult",
     "ResultLog",
     "ResultsWriteError",
+    "ServerUnreachableError",
     "build_client",
     "extract_batch",
     "extract_many",

@@ -90,7 +90,16 @@ def run_batch(args: argparse.Namespace, output_type: Any) -> int:
     # Everything that can be checked is, before the embedded server starts: the inputs (every item,
     # ids unique, the fields there) and the output (writable, not locked by another run).
     items = list(checked_inputs(args.input, id_field=args.id_field, text_field=args.text_field))
+    existed = output.exists()
     ResultLog(output).close()
+    try:
+        return _run_batch(args, output_type, items, output)
+    finally:  # a run that ended before its first result leaves no empty file of its own behind
+        if not existed and output.exists() and output.stat().st_size == 0:
+            output.unlink()
+
+
+def _run_batch(args: argparse.Namespace, output_type: Any, items: list[Any], output: Path) -> int:
     with _client(args) as client:
         common: dict[str, Any] = {
             "output": output,

@@ -15,10 +15,11 @@ line that cannot be read a 502 for its item alone (`_batch_results`), the other 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -26,7 +27,8 @@ from typing import Any, TypeVar
 import anyio
 from typing_extensions import Unpack
 
-from .. import ChatClient, SOMiddlewareError, StructuredOutputChatClient, UserError, as_chat_client
+from .. import ChatClient, SOMiddlewareError, StructuredOutputChatClient, UserError, as_chat_client, failure_of
+from ..core import redact_url
 from ..middleware.structured_output import OutputSettings, SettingsKeywords
 from ._batch_results import Answer, BatchAnswers, anthropic_line, openai_line
 from ._inputs import InputSource
@@ -76,6 +78,22 @@ class _Holding:
         return httpx2.Response(status, content=content, headers=headers, request=request)
 
 
+@contextlib.contextmanager
+def _no_batch_api(sdk: Any, request: str) -> Iterator[None]:
+    """A server that does not know the batch endpoints (a local or self-hosted one) said so in
+    `BatchJobError`, not as a bare 404 of an endpoint the caller never named."""
+    try:
+        yield
+    except Exception as error:
+        status = failure_of(error).status
+        if status not in (404, 405, 501):
+            raise
+        raise BatchJobError(
+            f"the server at {redact_url(str(sdk.base_url))} has no batch API ({request} answered {status}): "
+            "use the direct engine there (extract_many; --engine direct on the command line)"
+        ) from error
+
+
 async def _openai_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: float) -> BatchAnswers:
     base_path = sdk.base_url.path.rstrip("/")
     lines = []
@@ -83,8 +101,12 @@ async def _openai_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: floa
         url = "/v1" + request.path.removeprefix(base_path)
         lines.append({"custom_id": key, "method": "POST", "url": url, "body": request.body})
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    uploaded = await sdk.files.create(file=("so_middleware_batch.jsonl", data, "application/jsonl"), purpose="batch")
-    batch = await sdk.batches.create(input_file_id=uploaded.id, endpoint=lines[0]["url"], completion_window="24h")
+    with _no_batch_api(sdk, "POST /v1/files"):
+        uploaded = await sdk.files.create(
+            file=("so_middleware_batch.jsonl", data, "application/jsonl"), purpose="batch"
+        )
+    with _no_batch_api(sdk, "POST /v1/batches"):
+        batch = await sdk.batches.create(input_file_id=uploaded.id, endpoint=lines[0]["url"], completion_window="24h")
     while batch.status not in ("completed", "failed", "expired", "cancelled"):
         await anyio.sleep(poll_interval)
         batch = await sdk.batches.retrieve(batch.id)
@@ -100,7 +122,8 @@ async def _openai_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: floa
 
 async def _anthropic_batch(sdk: Any, held: Mapping[str, _Held], poll_interval: float) -> BatchAnswers:
     requests = [{"custom_id": key, "params": request.body} for key, request in held.items()]
-    batch = await sdk.messages.batches.create(requests=requests)
+    with _no_batch_api(sdk, "POST /v1/messages/batches"):
+        batch = await sdk.messages.batches.create(requests=requests)
     while batch.processing_status != "ended":
         await anyio.sleep(poll_interval)
         batch = await sdk.messages.batches.retrieve(batch.id)

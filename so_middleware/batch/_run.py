@@ -16,7 +16,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 from typing_extensions import Unpack
 
-from .. import ChatClient, StructuredOutput, UsageDetails, UserError, run_sync
+from .. import ChatClient, SOMiddlewareError, StructuredOutput, UsageDetails, UserError, failure_of, run_sync
 from ..middleware.structured_output import OutputSettings, SettingsKeywords
 from ._inputs import InputSource, Item
 from ._results import ItemResult, ResultLog, ResultsWriteError
@@ -26,9 +26,31 @@ from ._summary import BatchSummary, hosted_provider, price_of
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["BatchRun", "BatchSummary", "extract_many", "extract_many_sync"]
+__all__ = ["BatchRun", "BatchSummary", "ServerUnreachableError", "extract_many", "extract_many_sync"]
 
 T = TypeVar("T")
+
+# Items in a row that could not reach the server before a run stops: a wrong address or a server
+# that is down fails every item the same way, and each would be written as one more failure.
+UNREACHABLE_AFTER = 10
+
+
+class ServerUnreachableError(SOMiddlewareError, ConnectionError):
+    """A batch run stopped because item after item could not connect to the server.
+
+    `error` is the last item's connection error (it names the address). The failed items are in
+    the output; fix the address (or start the server), then run again with `retry_failed=True`
+    (`--retry-failed`) to run them too.
+    """
+
+    def __init__(self, failures: int, error: BaseException) -> None:
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        super().__init__(
+            f"stopped after {failures} items in a row could not connect ({type(error).__name__}: {first_line}): "
+            "check the address and that the server runs, then run again with retry_failed=True (--retry-failed)"
+        )
+        self.failures = failures
+        self.error = error
 
 
 class BatchRun(Generic[T]):
@@ -36,8 +58,10 @@ class BatchRun(Generic[T]):
 
     `summary` is complete once iteration has ended. Cancellation (Ctrl-C) or `aclose()` stops the
     items in flight; every result already written stays in the output file. A bad input found as
-    the run goes (in a generator) or an output that cannot be written (`ResultsWriteError`) stops
-    the run from starting items: the items in flight end and come first, then the error is raised.
+    the run goes (in a generator), an output that cannot be written (`ResultsWriteError`) or ten
+    items in a row that could not connect to the server (`ServerUnreachableError`: a wrong address
+    fails every item) stops the run from starting items: the items in flight end and come first,
+    then the error is raised.
     To leave a loop early,
     use `async with` (a bare `break` leaves the run going until it is garbage-collected):
 
@@ -69,6 +93,7 @@ class BatchRun(Generic[T]):
         self._sync_results: Iterator[ItemResult[T]] | None = None
         self.inputs_exhausted = False
         self._stopped_by: Exception | None = None  # what stopped the run early, raised at its end
+        self._unreachable = 0  # items in a row, in completion order, that could not connect
 
     def stopped(self) -> bool:
         """Whether the run stopped starting items early (a bad input read as it went, an output
@@ -188,6 +213,7 @@ class BatchRun(Generic[T]):
                     if not isinstance(self._stopped_by, ResultsWriteError):
                         self._stopped_by = error
                     self._stopped_by.unwritten.append(item.id)
+            self._note_connection(result.error)
             summary = self.summary
             if result.ok:
                 summary.done += 1
@@ -199,6 +225,15 @@ class BatchRun(Generic[T]):
             self.in_flight -= 1
             self._started.pop(item.id, None)
             slots.release()
+
+    def _note_connection(self, error: BaseException | None) -> None:
+        """Stop starting items once `UNREACHABLE_AFTER` in a row failed to connect."""
+        if error is None or failure_of(error).kind != "connection":
+            self._unreachable = 0
+            return
+        self._unreachable += 1
+        if self._unreachable >= UNREACHABLE_AFTER and self._stopped_by is None:
+            self._stopped_by = ServerUnreachableError(self._unreachable, error)
 
     def __iter__(self) -> Iterator[ItemResult[T]]:
         # One iterator per run, as `__aiter__` has: a second `for` goes on where the first left off

@@ -14,16 +14,17 @@ Every failure is one line on stderr (the cause and what to do) and a non-zero ex
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import importlib.util
 import re
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
 from .. import __version__
 from ..batch import add_batch_arguments
-from ..core import LocalServerError, OutputError, UserError, failure_of
+from ..core import LocalServerError, OutputError, UserError, failure_of, redact
 from ._commands import (
     _KEYS,
     _ROUTES,
@@ -41,6 +42,8 @@ __all__ = ["main"]
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors on one line (the usage is one `--help` away)."""
 
+    commands: Mapping[str, argparse.ArgumentParser] = {}  # the top parser's: each command's own parser
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
@@ -57,7 +60,7 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     parser = _Parser(prog="so-middleware", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"so-middleware {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -71,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
         help="threads of the embedded llama-server (default: $SO_MIDDLEWARE_THREADS, else half the CPUs, at most 4)",
     )  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
+    parser.commands = commands.choices
 
     serve = commands.add_parser(
         "serve", parents=[common, embedded], help="run the embedded local model server until Ctrl-C"
@@ -135,7 +139,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+def _refuse_unknown(parser: _Parser, args: argparse.Namespace, unknown: list[str]) -> NoReturn:
+    """argparse's "unrecognized arguments" with the command's closest flag for a misspelled one
+    (argparse suggests none before Python 3.14, and never for an unknown flag)."""
+    command = parser.commands.get(args.command, parser)
+    flags = sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", command.format_help())))
+    hints = []
+    for given in unknown:
+        name = given.split("=", 1)[0]
+        close = difflib.get_close_matches(name, flags, n=1, cutoff=0.7) if name.startswith("-") else []
+        if close:
+            hints.append(f"{name}: did you mean {close[0]}?")
+    command.error(f"unrecognized arguments: {' '.join(unknown)}" + ("; " + "; ".join(hints) if hints else ""))
 
 
 def _one_line(error: BaseException, args: argparse.Namespace | None) -> str:
@@ -168,7 +183,7 @@ def _one_line(error: BaseException, args: argparse.Namespace | None) -> str:
         message = f"{type(error).__name__}: {message}"
     if isinstance(error, OutputError) and error.attempts:
         message += f" [{len(error.attempts)} attempt(s); --debug shows their text]"
-    return _USERINFO.sub(r"\1***@", message)
+    return redact(message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,7 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args: argparse.Namespace | None = None
     try:  # Ctrl-C while the parser is built or the arguments are read is an interruption too
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            _refuse_unknown(parser, args, unknown)
         _stop_on_signals()
         return int(args.run(args))
     except KeyboardInterrupt:

@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
 from ..batch import run_batch, server_client
 from ..core import UserError, redact_url, run_interruptibly
@@ -135,6 +135,11 @@ async def _run_extract(client: Any, text: str, output_type: Any, stream: bool, m
     return await responses.get_final_response()
 
 
+def _type_name(output_type: Any) -> str:
+    """`Person`, or `list[people.Person]` for a generic alias (whose `__name__` is only `list`)."""
+    return str(output_type) if get_origin(output_type) else getattr(output_type, "__name__", str(output_type))
+
+
 def _json(value: Any) -> str:
     from pydantic import TypeAdapter
 
@@ -188,7 +193,7 @@ def _extract(args: argparse.Namespace) -> int:
     usage = response.usage
     strategies = ",".join(str(a.strategy) for a in response.attempts)
     _progress(
-        f"valid {getattr(output_type, '__name__', str(output_type))} after {len(response.attempts)} attempt(s) "
+        f"valid {_type_name(output_type)} after {len(response.attempts)} attempt(s) "
         f"[{strategies}]; tokens in={usage and usage.input_tokens} out={usage and usage.output_tokens}; "
         f"{time.perf_counter() - started:.1f}s"
     )

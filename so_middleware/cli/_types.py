@@ -14,10 +14,18 @@ from ..core import UserError
 
 
 def _load_type(spec: str) -> Any:
-    """`package.module:Name` or `path/to/file.py:Name` (a dotted name after the colon is followed).
+    """`package.module:Name` or `path/to/file.py:Name` (a dotted name after the colon is followed),
+    or either inside `list[...]` for a list of them.
 
     The current directory is on the import path, as for `python -m`, so `mymod:Person` finds
     `./mymod.py`."""
+    spec = spec.strip()
+    if spec.startswith("list[") and spec.endswith("]"):
+        return list[_load_type(spec[len("list[") : -1])]  # type: ignore[misc]
+    if spec.startswith(("list[", "List[")) or spec.endswith("]"):
+        raise UserError(
+            f"--type: a list of a type is written list[MODULE:TYPE] (e.g. list[mymod:Person]), got {spec!r}"
+        )
     module_part, _, attribute = spec.rpartition(":")
     if not module_part or not attribute:
         raise UserError(f"--type must look like MODULE:TYPE or FILE.py:TYPE, got {spec!r}")

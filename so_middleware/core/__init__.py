@@ -30,6 +30,7 @@ from ._contents import (
 )
 from ._continuation import ContinuationToken
 from ._deadline import call_deadline, seconds_left
+from ._default_typed import DefaultTyped
 from ._delegating import DelegatingChatClient, LayerCall, chain
 from ._exceptions import (
     MAX_RAW_TEXT,
@@ -106,6 +107,7 @@ __all__ = [
     "ContentFilterError",
     "ContinuationToken",
     "DeadlineExceededError",
+    "DefaultTyped",
     "DataContent",
     "DelegatingChatClient",
     "FailureKind",

@@ -56,9 +56,12 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
     """Pass-through layer: subclasses override `respond` (a plain call), `stream` (a streamed
     one), or both, and nothing else they don't change.
 
-    State of a layer must be stored as `self._self_<name>` (anything else lands on the inner
-    client). Layers are found with `get_service(kind)`, not `isinstance`, which sees through the
-    proxy to the innermost client.
+    State of a layer is stored as `self._self_<name>`. Setting any other name that is not an
+    attribute of the layer's class (`self.calls = 0`, `client.model = "x"`) raises
+    `AttributeError`: through wrapt it would land, silently, on the wrapped client. To change
+    the wrapped client, set it there: `client.get_service(OpenAIChatClient).model = "x"`.
+    Reading passes through as before (`client.model`). Layers are found with `get_service(kind)`,
+    not `isinstance`, which sees through the proxy to the innermost client.
 
     Example:
         class PrintingChatClient(DelegatingChatClient):
@@ -69,6 +72,21 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
 
     def __init__(self, inner: ChatClient | Any) -> None:
         super().__init__(as_chat_client(inner))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # wrapt writes any other name onto the wrapped client: a layer's state would be shared
+        # with (and clobber) the client's own, and a caller's write would skip the layers unseen.
+        if not name.startswith(("_self_", "__")) and not hasattr(type(self), name):
+            innermost = self.__wrapped__
+            while issubclass(type(innermost), DelegatingChatClient):  # type(): isinstance sees through
+                innermost = innermost.__wrapped__
+            inner = type(innermost).__name__
+            raise AttributeError(
+                f"cannot set {name!r} on the layer {type(self).__name__}: a layer keeps its own state in "
+                f"self._self_{name}, and a wrapped client's attribute is set on that client "
+                f"(client.get_service({inner}).{name} = ...)"
+            )
+        super().__setattr__(name, value)
 
     @property
     def inner_client(self) -> ChatClient:

@@ -14,6 +14,7 @@ through `extra_body`, merged into the request body as given.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -114,10 +115,7 @@ class ChatOptions:
             if key == FEATURES_KEY:
                 continue
             if key not in known:
-                raise UserError(
-                    f"unknown option {key!r}; known options are {', '.join(sorted(known | {FEATURES_KEY}))}. "
-                    "Provider-specific request fields go in extra_body={...}"
-                )
+                raise UserError(_unknown_option(key))
             values[key] = value
         given_props = values.pop("additional_properties", None)
         if given_props is not None and not isinstance(given_props, Mapping):
@@ -187,6 +185,30 @@ class ChatOptions:
 
 OptionsInput = ChatOptions | Mapping[str, Any] | None
 _FIELDS = frozenset(f.name for f in dataclasses.fields(ChatOptions))
+
+
+# Names people reach for that are not options here: where the bound they mean is set instead.
+_ELSEWHERE = {
+    "timeout": "a request's timeout is the SDK client's (AsyncOpenAI(timeout=...)); a whole call's bound is "
+    "with_retries(client, deadline=...); a stream's wait for each event is the option 'idle_timeout'",
+    "max_retries": "retries of a call are with_retries(client, max_attempts=...); the SDK's own, the option "
+    "'sdk_max_retries'",
+}
+
+
+def _unknown_option(key: object) -> str:
+    """The message for an unknown option: the closest known name, or where that setting lives."""
+    known = sorted(_FIELDS | {FEATURES_KEY})
+    elsewhere = _ELSEWHERE.get(key) if isinstance(key, str) else None
+    if elsewhere is not None:
+        hint = f"{elsewhere}. "
+    else:
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+    return (
+        f"unknown option {key!r}; {hint}known options are {', '.join(known)}. "
+        "Provider-specific request fields go in extra_body={...}"
+    )
 
 
 def find_feature(options: OptionsInput, kind: type[F]) -> F | None:

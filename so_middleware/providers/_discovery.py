@@ -15,12 +15,15 @@ client (its auth, proxies and transport), bounded by one short timeout:
 
 What is found is cached per server root for the life of the process (a failed probe too: it is
 never retried per call), and one probe runs however many first calls arrive at once. Hosted
-APIs are never probed.
+APIs are never probed. A probe's 404 is the expected answer of every other kind of server: the
+HTTP client's own log lines for the probes (httpx's "HTTP Request: GET .../props 404") are
+lowered to DEBUG, so an application logging at INFO sees none of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -122,6 +125,34 @@ def _version(body: Mapping[str, Any]) -> str | None:
     return version if isinstance(version, str) and version else None
 
 
+# Set while a probe runs: the probe's tasks inherit it, other requests never see it.
+_probing: contextvars.ContextVar[bool] = contextvars.ContextVar("so_middleware_probing", default=False)
+_HTTP_LOGGERS = ("httpx", "httpx2")  # the SDKs' HTTP clients log each request at INFO
+
+
+class _ProbeRecordsAtDebug(logging.Filter):
+    """A probe's request log line at DEBUG (kept only where DEBUG is on): a 404 from a server of
+    another kind is no error of the application's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _probing.get() or record.levelno <= logging.DEBUG:
+            return True
+        if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+            return False
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return True
+
+
+_PROBE_FILTER = _ProbeRecordsAtDebug()
+
+
+def _quiet_probe_logs() -> None:
+    for name in _HTTP_LOGGERS:
+        http_logger = logging.getLogger(name)
+        if _PROBE_FILTER not in http_logger.filters:
+            http_logger.addFilter(_PROBE_FILTER)
+
+
 class _Cache:
     """Servers identified so far (by root), and the probes under way, per event loop."""
 
@@ -182,10 +213,15 @@ async def _probe(root: str, fetch: Fetch, timeout: float) -> ServerInfo:
         if body is not None:
             answers[path] = body
 
-    with anyio.move_on_after(timeout):
-        async with anyio.create_task_group() as group:
-            for path in PROBES:
-                group.start_soon(ask, path)
+    _quiet_probe_logs()
+    marked = _probing.set(True)
+    try:
+        with anyio.move_on_after(timeout):
+            async with anyio.create_task_group() as group:
+                for path in PROBES:
+                    group.start_soon(ask, path)
+    finally:
+        _probing.reset(marked)
     info = classify(answers)
     logger.debug("identified %s at %s (version %s)", info.kind, root, info.version or "unknown")
     return info

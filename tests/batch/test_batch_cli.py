@@ -13,6 +13,7 @@ import os
 import pty
 import random
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -222,6 +223,20 @@ def test_an_engine_of_another_provider_is_refused_before_any_call(tmp_path: Path
         result = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=environment(), timeout=60)
     assert result.returncode == 1 and "--engine anthropic-batch needs that provider's hosted API" in result.stderr
     assert server.served == []
+    assert not (tmp_path / "out.jsonl").exists()  # no empty results file left behind
+
+
+@pytest.mark.local_server
+def test_a_batch_engine_on_a_server_without_a_batch_api_says_so_and_leaves_no_file(tmp_path: Path) -> None:
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_inputs(inputs, 2)
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+    args = command(inputs, output, "--engine", "openai-batch", "--poll-interval", "0.1")
+    result = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=240)
+    assert result.returncode == 1 and "using the embedded local model" in result.stderr, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert "has no batch API (POST /v1/files answered 404): use the direct engine there" in line
+    assert "--engine direct" in line and not output.exists()
 
 
 def test_with_a_key_set_the_hosted_api_is_used_and_retry_failed_runs_failures_again(tmp_path: Path) -> None:
@@ -317,3 +332,19 @@ def test_a_missing_input_or_a_locked_output_fails_before_the_embedded_server_sta
         held.close()
     assert locked.returncode == 1 and str(output) in locked.stderr, locked.stderr
     assert "starting llama-server" not in locked.stderr
+
+
+def test_a_mistyped_base_url_stops_the_run_with_one_line_naming_it(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    inputs, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_inputs(inputs, 500)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    args = command(inputs, output, "--concurrency", "8", base_url=base_url)
+    result = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=environment(), timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert "stopped after 10 items in a row could not connect" in line and f"cannot reach {base_url}" in line
+    assert "--retry-failed" in line
+    assert 10 <= len(records(output)) < 10 + 8  # not a failure written for each of the 500

@@ -374,6 +374,33 @@ async def test_a_request_that_is_not_a_model_call_is_not_held_for_a_batch() -> N
     assert response.status_code == 404 and holding.held == {}
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_server_without_a_batch_api_is_named_as_such(provider: str) -> None:
+    """A local server knows no batch endpoints: llama-server answers `POST /v1/files` with its
+    documented 404 body (`{"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}`)."""
+    asked: list[str] = []
+
+    def server(request: httpx2.Request) -> httpx2.Response:
+        asked.append(f"{request.method} {request.url.path}")
+        body = {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}
+        return httpx2.Response(404, json=body)
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
+    adapter: Any
+    if provider == "openai":
+        sdk: Any = openai.AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:8080/v1", http_client=http)
+        adapter, request = OpenAIChatClient(sdk, "m", discover=False), "POST /v1/files"
+    else:
+        sdk = anthropic.AsyncAnthropic(api_key="k", base_url="http://127.0.0.1:8080", http_client=http)
+        adapter, request = AnthropicChatClient(sdk, "m", discover=False), "POST /v1/messages/batches"
+    run = extract_batch(adapter, ["item 1", "item 2"], Row, poll_interval=0)
+    with pytest.raises(BatchJobError) as failed:
+        [result async for result in run]
+    assert "the server at http://127.0.0.1:8080" in str(failed.value)
+    assert f"has no batch API ({request} answered 404): use the direct engine there" in str(failed.value)
+    assert asked == [request]
+
+
 def test_the_engines_need_an_async_provider_adapter() -> None:
     from so_middleware.testing import FakeChatClient
 

@@ -4,6 +4,7 @@ the summary. Against `ExtractionServer`, a real HTTP server on loopback, through
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator
 from decimal import Decimal
 from pathlib import Path
@@ -15,7 +16,16 @@ import pytest
 from extraction_server import ExtractionServer, Row
 
 from so_middleware import ModelBehaviorError, UsageDetails, UserError, run_sync
-from so_middleware.batch import Item, ItemResult, ResultLog, extract_many, extract_many_sync, price_of, read_inputs
+from so_middleware.batch import (
+    Item,
+    ItemResult,
+    ResultLog,
+    ServerUnreachableError,
+    extract_many,
+    extract_many_sync,
+    price_of,
+    read_inputs,
+)
 from so_middleware.batch._summary import hosted_provider
 from so_middleware.local import LocalModelServer, chat_client
 from so_middleware.openai import OpenAIChatClient
@@ -269,6 +279,36 @@ async def test_an_item_rate_limited_on_every_retry_ends_as_the_sdks_error(tmp_pa
         "status_code": 429,
         "message": result.to_record(Row)["error"]["message"],
     }
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_server_that_cannot_be_reached_stops_the_run_naming_its_address(tmp_path: Path) -> None:
+    base_url = f"http://127.0.0.1:{closed_port()}/v1"
+    output = tmp_path / "out.jsonl"
+    async with openai.AsyncOpenAI(base_url=base_url, api_key="test") as sdk:
+        run = extract_many(
+            OpenAIChatClient(sdk, "m", discover=False),
+            [f"item {n}" for n in range(200)],
+            Row,
+            output=output,
+            concurrency=4,
+            max_attempts=1,
+        )
+        results: list[ItemResult[Row]] = []
+        with pytest.raises(ServerUnreachableError) as stopped:
+            async for result in run:
+                results.append(result)
+    assert stopped.value.failures == 10 and isinstance(stopped.value, ConnectionError)
+    assert f"could not connect (APIConnectionError: Connection error: cannot reach {base_url}" in str(stopped.value)
+    assert "--retry-failed" in str(stopped.value)
+    assert 10 <= len(results) < 10 + 4  # the items in flight end; none starts after the tenth
+    assert len(lines_of(output)) == len(results) and run.summary.failed == {"APIConnectionError": len(results)}
 
 
 def test_the_layers_are_added_unless_the_client_has_them() -> None:

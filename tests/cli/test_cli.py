@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import get_args, get_origin
 
 import pytest
 import tomllib
@@ -92,6 +93,25 @@ def test_type_from_a_module_in_the_current_directory(tmp_path: Path) -> None:
     assert set(json.loads(result.stdout)) == {"name"}
 
 
+def test_type_in_list_brackets_asks_for_a_list_of_it() -> None:
+    from so_middleware.cli._types import _load_type
+
+    loaded = _load_type("list[examples/people.py:Person]")
+    assert get_origin(loaded) is list and get_args(loaded)[0].__name__ == "Person"
+    assert _load_type(" list[list[examples.people:Review]] ") == list[list[_load_type("examples.people:Review")]]
+
+
+def test_extract_a_list_on_the_local_model() -> None:
+    text = "Ada Lovelace is 36. Alan Turing is 41."
+    result = cli("extract", "--type", "list[examples/people.py:Person]", "--text", text)
+    if result.returncode == 0:  # a typed value: a list of people
+        people = json.loads(result.stdout)
+        assert isinstance(people, list) and all(set(person) == {"name", "age"} for person in people)
+        assert "valid list[people.Person] after" in result.stderr
+    else:  # or a typed end, in one line: what the model wrote did not validate
+        assert "attempt(s); --debug shows their text]" in assert_one_line_failure(result, "Error: ")
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -100,6 +120,9 @@ def test_type_from_a_module_in_the_current_directory(tmp_path: Path) -> None:
         ("examples/people.py:Nope", "no attribute 'Nope'"),
         ("nomod:Person", "cannot import 'nomod' (No module named 'nomod'); run from the directory that holds it"),
         ("builtins:print", "--type builtins:print: Output type '<built-in function print>' is a function"),
+        ("List[examples/people.py:Person", "a list of a type is written list[MODULE:TYPE] (e.g. list[mymod:Person])"),
+        ("set[examples/people.py:Person]", "a list of a type is written list[MODULE:TYPE]"),
+        ("list[examples/people.py:Nope]", "no attribute 'Nope'"),
     ],
 )
 def test_bad_type_is_named_before_the_server_starts(spec: str, message: str) -> None:
@@ -136,9 +159,14 @@ def test_open_dict_type_gets_no_python_advice() -> None:
          "--model gpt-9-nope: --local was given", 1),
         (["extract", "--text", "x"], "the following arguments are required: --type", 2),
         (["frobnicate"], "invalid choice: 'frobnicate'", 2),
+        (["extract", "--type", "examples/people.py:Person", "--input", "in.jsonl", "--concurency", "4"],
+         "so-middleware extract: error: unrecognized arguments: --concurency 4; --concurency: did you mean "
+         "--concurrency? (see so-middleware extract --help)", 2),
+        (["serve", "--prot=8080"], "unrecognized arguments: --prot=8080; --prot: did you mean --port?", 2),
+        (["serve", "--colour"], "so-middleware serve: error: unrecognized arguments: --colour (see", 2),
     ],
     ids=["missing-file", "port-too-big", "port-negative", "threads-zero", "model-without-key", "model-with-local",
-         "no-type", "unknown-command"],
+         "no-type", "unknown-command", "misspelled-flag", "misspelled-flag-with-value", "unknown-flag"],
 )  # fmt: skip
 def test_failures_are_one_line_before_any_server_starts(args: list[str], message: str, code: int) -> None:
     result = cli(*args)

@@ -91,6 +91,24 @@ def test_unknown_option_names_key_and_passthrough() -> None:
         ChatOptions.coerce({"frequency_penality": 1})
 
 
+def test_a_misspelled_option_names_the_closest_one() -> None:
+    with pytest.raises(UserError, match=r"unknown option 'max_token'; did you mean 'max_tokens'\?"):
+        ChatOptions.coerce({"max_token": 10})
+    with pytest.raises(UserError) as far:
+        ChatOptions.coerce({"colour": 1})
+    assert "did you mean" not in str(far.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "pointers"),
+    [("timeout", ("AsyncOpenAI(timeout=...)", "deadline=", "idle_timeout")), ("max_retries", ("max_attempts",))],
+)
+def test_an_option_that_lives_elsewhere_says_where(key: str, pointers: tuple[str, ...]) -> None:
+    with pytest.raises(UserError) as caught:
+        ChatOptions.coerce({key: 5})
+    assert all(pointer in str(caught.value) for pointer in pointers)
+
+
 def test_options_are_never_mutated() -> None:
     raw = {"model": "m", "features": [Marker()]}
     options = ChatOptions.coerce(raw)

@@ -112,6 +112,27 @@ async def test_sync_entry_point_inside_event_loop_raises() -> None:
         CountingChatClient(FakeChatClient("x")).get_response_sync("x")
 
 
+def test_a_bare_attribute_set_in_a_layer_fails_loudly_and_names_the_way() -> None:
+    class Counting(DelegatingChatClient):
+        def __init__(self, inner: Any) -> None:
+            super().__init__(inner)
+            self.calls = 0  # FakeChatClient has `calls`: wrapt would overwrite the client's list
+
+    fake = FakeChatClient("x")
+    with pytest.raises(AttributeError) as refused:
+        Counting(fake)
+    assert "self._self_calls" in str(refused.value) and isinstance(fake.calls, list)
+
+
+def test_a_wrapped_clients_attribute_is_set_on_that_client_and_read_through_the_layers() -> None:
+    fake = FakeChatClient("x")
+    stack = CountingChatClient(RenamingChatClient(fake))
+    with pytest.raises(AttributeError, match=r"client.get_service\(FakeChatClient\).model = \.\.\."):
+        stack.model = "other"
+    stack.get_service(FakeChatClient).model = "other"  # type: ignore[union-attr]
+    assert stack.model == "other" and fake.model == "other"
+
+
 # ------------------------------------------------------------------ proxy contract
 
 
@@ -138,8 +159,12 @@ async def test_proxy_contract(layer_class: type[DelegatingChatClient]) -> None:
     layer = layer_class(fake)
     response = await layer.get_response("hi")
     assert isinstance(response, ChatResponse)
-    # state stays on the proxy, not on the wrapped client
+    # state stays on the proxy, not on the wrapped client; any other name is refused, not written through
     assert set(vars(fake)) == before
+    for name in ("calls", "brand_new"):  # one the wrapped client has, one it has not
+        with pytest.raises(AttributeError, match=rf"cannot set '{name}' on the layer {layer_class.__name__}"):
+            setattr(layer, name, 0)
+    assert set(vars(fake)) == before and fake.calls != 0
     assert all(name.startswith(("_self_", "__")) for name in layer.__self_dict__)
     # type, isinstance, protocol
     assert type(layer) is layer_class

@@ -30,8 +30,10 @@ def _definitions(name: str) -> Counter[str]:
 
 
 def test_get_response_is_declared_once_on_the_protocol() -> None:
-    assert _definitions("get_response") == {"core/_protocol.py": 5}  # four overloads and the implementation
-    assert _definitions("get_response_sync") == {"core/_protocol.py": 5}
+    # four overloads and the implementation; `DefaultTyped` (types only, no implementation) adds
+    # the overloads of a client made with an output type, whose calls without one answer it
+    assert _definitions("get_response") == {"core/_protocol.py": 5, "core/_default_typed.py": 7}
+    assert _definitions("get_response_sync") == {"core/_protocol.py": 5, "core/_default_typed.py": 7}
 
 
 def test_the_agents_run_is_declared_once_on_the_protocol() -> None:
@@ -96,8 +98,8 @@ def test_the_settings_keywords_are_spelled_as_parameters_once() -> None:
             elif isinstance(node, ast.AnnAssign) and ast.unparse(node.target) in ("max_retries", "mode"):
                 spelled[f"{path.relative_to(PACKAGE)}: {ast.unparse(node.target)}"] += 1
     assert spelled == {
-        "with_structured_output(mode)": 1,
-        "with_structured_output(max_retries)": 1,
+        "with_structured_output(mode)": 3,  # two overloads (with a creation-time type or not) and the function
+        "with_structured_output(max_retries)": 3,
         "strategies_for(mode)": 1,  # a run's one setting the strategies read, not the settings
         "middleware/structured_output/_settings.py: mode": 2,  # OutputSettings and SettingsKeywords
         "middleware/structured_output/_settings.py: max_retries": 2,

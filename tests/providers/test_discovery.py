@@ -299,3 +299,31 @@ async def test_a_gateway_is_recognised_on_the_responses_route() -> None:
 
 
 # -------------------------------------------------------------------- the real llama-server
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_probe_404s_log_at_debug_and_the_calls_own_request_at_info(
+    caplog: pytest.LogCaptureFixture, stream: bool
+) -> None:
+    backend = Backend()  # every probe answers 404, as a server of no known kind does
+    client = OpenAIChatClient(backend.sdk(), "m")
+    with caplog.at_level(logging.INFO):
+        if stream:
+            assert "".join([u.text async for u in client.get_response("hi", stream=True)]) == "hello"
+        else:
+            assert (await client.get_response("hi")).text
+    http_lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "httpx2"]
+    assert backend.probe_count == 6
+    assert [line for level, line in http_lines if level >= logging.INFO and "404" in line] == []
+    assert any("POST" in line and level == logging.INFO for level, line in http_lines)  # other requests unchanged
+
+
+@pytest.mark.anyio
+async def test_probe_requests_stay_visible_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    backend = Backend()
+    client = OpenAIChatClient(backend.sdk(), "m")
+    with caplog.at_level(logging.DEBUG):
+        await client.discover_capabilities()
+    probe_lines = [r for r in caplog.records if r.name == "httpx2" and "GET" in r.getMessage()]
+    assert len(probe_lines) == 6 and all(r.levelno == logging.DEBUG for r in probe_lines)

@@ -3,7 +3,8 @@
 
 `output_type=Person` carries `Person` to `.value` through every entry point: each layer's
 `get_response` (awaited, streamed, blocking), `chain(...)`, `ChatAgent.run`/`run_sync`,
-`StructuredOutput[T].response` and `.parse(T)`. Without `output_type`, or with a type form that is
+`StructuredOutput[T].response` and `.parse(T)`; a type given at creation,
+`with_structured_output(client, Person)`, carries it to calls without `output_type`. Without `output_type`, or with a type form that is
 not a class (`Person | None`, `Annotated[...]`), the value stays `Any`.
 """
 
@@ -22,6 +23,7 @@ from so_middleware import (
     DelegatingChatClient,
     ResponseStream,
     StructuredOutput,
+    StructuredOutputChatClient,
     chain,
     with_cache,
     with_fallback,
@@ -83,6 +85,26 @@ async def every_layer() -> None:
     assert_type((await chained.get_response("hi", output_type=Person)).value, Person)
     chained_stream = chained.get_response("hi", stream=True, output_type=Person)
     assert_type((await chained_stream.get_final_response()).value, Person)
+
+
+async def creation_time_type() -> None:
+    """`with_structured_output(client, Person)`: calls without `output_type` answer a `Person`."""
+    client = with_structured_output(FakeChatClient("x"), Person, max_retries=1)
+    assert_type(client, StructuredOutputChatClient[Person])
+    assert_type((await client.get_response("hi")).value, Person)
+    assert_type((await client.get_response("hi", output_type=Row)).value, Row)  # a run's own type wins
+    assert_type((await client.get_response("hi", stream=True).get_final_response()).value, Person)
+    async for update in client.get_response("hi", stream=True):
+        assert_type(update.partial_value, Optional[Person])
+    assert_type(client.get_response_sync("hi").value, Person)
+    assert_type(client.get_response_sync("hi", stream=True).get_final_response().value, Person)
+    assert_type(with_structured_output(FakeChatClient("x"), list[Person]), StructuredOutputChatClient[list[Person]])
+    untyped = with_structured_output(FakeChatClient("x"))
+    assert_type(untyped, StructuredOutputChatClient[Any])
+    assert_type((await untyped.get_response("hi")).value, Any)
+    schema_only = with_structured_output(FakeChatClient("x"), schema={"type": "object"})
+    assert_type((await schema_only.get_response("hi")).value, Any)
+    assert_type((await with_structured_output(FakeChatClient("x"), Person | None).get_response("hi")).value, Any)
 
 
 async def other_types() -> None:

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any
+from typing import Any, overload
+
+from typing_extensions import TypeVar
 
 from ...core import (
     Capabilities,
@@ -33,6 +35,7 @@ from ...core import (
     ChatOptions,
     ChatResponse,
     ChatStream,
+    DefaultTyped,
     DelegatingChatClient,
     MessageInput,
     OptionsInput,
@@ -58,8 +61,16 @@ __all__ = [
 ]
 
 
-class StructuredOutputChatClient(DelegatingChatClient):
+T = TypeVar("T")
+D = TypeVar("D", default=Any)  # the type given at creation; Any for a client made without one
+
+
+class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
     """The layer that turns a `StructuredOutput` feature into a validated, typed response.
+
+    Made with a type (`with_structured_output(client, Person)`), it is a
+    `StructuredOutputChatClient[Person]`: a call without `output_type` gives a `ChatResponse[Person]`
+    to a type checker too.
 
     `settings` (an `OutputSettings`: name, description, strict, mode, max_retries) apply to runs
     that give only `output_type=`; `default` is the creation-time feature used when a run asks for
@@ -152,6 +163,21 @@ class StructuredOutputChatClient(DelegatingChatClient):
         return default.copy_for_run() if default is not None else None
 
 
+@overload
+def with_structured_output(
+    client: ChatClient | Any,
+    output_type: type[T],
+    *,
+    schema: None = None,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool | None = None,
+    mode: Mode = "auto",
+    max_retries: int = 2,
+    strategies: Sequence[Strategy] | None = None,
+    **adapter_options: Any,
+) -> StructuredOutputChatClient[T]: ...
+@overload
 def with_structured_output(
     client: ChatClient | Any,
     output_type: Any = None,
@@ -164,11 +190,26 @@ def with_structured_output(
     max_retries: int = 2,
     strategies: Sequence[Strategy] | None = None,
     **adapter_options: Any,
-) -> StructuredOutputChatClient:
+) -> StructuredOutputChatClient[Any]: ...
+def with_structured_output(
+    client: ChatClient | Any,
+    output_type: Any = None,
+    *,
+    schema: dict[str, Any] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool | None = None,
+    mode: Mode = "auto",
+    max_retries: int = 2,
+    strategies: Sequence[Strategy] | None = None,
+    **adapter_options: Any,
+) -> StructuredOutputChatClient[Any]:
     """Wrap `client` (a ChatClient, or a raw `OpenAI`/`AsyncOpenAI`/`Anthropic`/`AsyncAnthropic`)
     with the structured-output layer.
 
-    `output_type` (or `schema`) sets a creation-time default; `name`, `description`, `strict`,
+    `output_type` (or `schema`) sets a creation-time default (a class given here types the
+    client: `StructuredOutputChatClient[Person]`, whose `.value` is a `Person` without
+    `output_type=` in the call); `name`, `description`, `strict`,
     `mode` and `max_retries` (the fields of `OutputSettings`, same defaults) are defaults for
     every run. `strategies` is this client's list of strategies (`DEFAULT_STRATEGIES` if not
     given). For a raw SDK client, `model=...` (and for OpenAI `api="responses"`) choose the adapter.
