@@ -1,8 +1,8 @@
 """Codex CLI (`@openai/codex` from package-lock.json), unmodified: `codex exec` with a model provider whose
 `wire_api` is "responses" and whose base_url is the gateway, over the scripted backend. The backend calls
 Codex's `exec_command` function tool (after some reasoning; twice in one reply for parallel calls) or its
-`apply_patch` custom tool; Codex runs the commands or applies the patch and sends the result back through
-the gateway, and the backend closes the turn."""
+`apply_patch` custom tool, or every tool Codex offers at once (its goal tools among them); Codex runs
+them and sends the results back through the gateway, and the backend closes the turn."""
 
 from __future__ import annotations
 
@@ -58,12 +58,12 @@ PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n"
 
 
 def _codex_exec(
-    base_url: str, home: Path, work: Path, prompt: str, catalog: dict[str, Any] | None = None
+    base_url: str, home: Path, work: Path, prompt: str, catalog: dict[str, Any] | None = None, more_config: str = ""
 ) -> tuple[list[dict[str, Any]], str]:
-    """`codex exec --json PROMPT` in WORK with HOME as its home, and CATALOG as its model catalog when
-    given; returns (its JSON events, stderr)."""
+    """`codex exec --json PROMPT` in WORK with HOME as its home, CATALOG as its model catalog when
+    given and MORE_CONFIG (tables) after the config above; returns (its JSON events, stderr)."""
     codex = node_modules() / "@openai" / "codex" / "bin" / "codex.js"
-    config = CONFIG.format(base_url=base_url)
+    config = CONFIG.format(base_url=base_url) + more_config
     if catalog is not None:  # a top-level key: before the first table
         (home / "models.json").write_text(json.dumps(catalog))
         config = f"model_catalog_json = {json.dumps(str(home / 'models.json'))}\n{config}"
@@ -253,7 +253,22 @@ def test_codex_exec_runs_each_of_its_built_in_tools_through_the_gateway(scripted
     assert [m["role"] for m in rest] == ["tool"] * len(CODEX_TOOLS) + ["user"]
     assert [m["tool_call_id"] for m in rest[:-1]] == [c["id"] for c in call["tool_calls"]]
     assert rest[-1]["content"] == "agent.goal_objective: Write first.txt and hello.txt"
+    assert "max_output_tokens" not in first_request  # Codex bounds no answer: the backend's default does
     installation = first_request["client_metadata"]["x-codex-installation-id"]
-    sent = json.dumps([backend.bodies, backend.headers])
-    assert installation not in sent
+    assert installation in gateway.app.headers[0]["x-codex-turn-metadata"]  # Codex sends it in a header too
+    assert installation not in json.dumps([backend.bodies, backend.headers])
     assert all("client_metadata" not in body for body in backend.bodies)
+    codex_headers = {"session-id", "thread-id", "originator", "x-client-request-id"}
+    codex_headers |= {name for name in gateway.app.headers[0] if name.startswith("x-codex-")}
+    assert codex_headers <= set(gateway.app.headers[0]) and not codex_headers & set(backend.headers[0])
+
+
+def test_codex_with_goals_off_offers_no_goal_tools(scripted: Any, tmp_path: Path) -> None:
+    """`[features] goals = false`, as docs/how-to/gateway.md gives it: Codex offers none of its goal tools."""
+    backend, gateway = scripted
+    home, work = _dirs(tmp_path)
+    events, _ = _codex_exec(gateway.base_url, home, work, "Say hi", more_config="\n[features]\ngoals = false\n")
+    assert [m["text"] for m in _completed(events, "agent_message")] == [backend.text]
+    (request,) = gateway.app.requests
+    offered = [t["name"] for t in request["tools"]]
+    assert "exec_command" in offered and not [name for name in offered if name.endswith("_goal")]
