@@ -9,6 +9,7 @@ them, and the listing form of `GET /v1/responses/{id}/input_items`.
 | `HostedFileContent`       | an `input_file` part with `file_id`                             |
 | `FunctionCallContent`     | `function_call` (or `custom_tool_call`: arguments `{"input": text}`) |
 | `FunctionResultContent`   | `function_call_output` (or `custom_tool_call_output`)           |
+| user text (read only)     | an output with a `name` and no `call_id`, answering no call     |
 | `ReasoningContent`        | `reasoning`: read from output; sent nowhere (it needs server ids) |
 """
 
@@ -152,10 +153,9 @@ def _is_output(item: dict[str, Any]) -> bool:
 
 def _answered_call(output: dict[str, Any], unanswered: dict[str, tuple[Any, Any]]) -> str | None:
     """The id of the one unanswered call of the output's name (and namespace, when it has one)."""
-    key = (output.get("name"), output.get("namespace"))
-    matches = [call_id for call_id, (name, namespace) in unanswered.items()
-               if (name, namespace if key[1] is not None else None) == key]  # fmt: skip
-    return matches[0] if len(matches) == 1 and key[0] is not None else None
+    name, namespace = output.get("name"), output.get("namespace")
+    matches = [call_id for call_id, call in unanswered.items() if call[0] == name and namespace in (None, call[1])]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _only_calls(message: ChatMessage) -> bool:
