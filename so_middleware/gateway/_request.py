@@ -9,7 +9,7 @@ difference); every key, unknown ones included, keeps its value and its order, an
 Fields the Responses API has and Chat Completions lacks are used by the gateway itself (`store`,
 `background`, `previous_response_id`, `metadata`, ...). Fields the Responses API does not know
 are forwarded into the backend's request body unchanged (the passthrough philosophy): vLLM's
-`top_k` or llama.cpp's `min_p` reach the backend.
+`top_k` or llama.cpp's `min_p` reach the backend; a client's `client_metadata` (about itself) does not.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ _GATEWAY_FIELDS = {
     "parallel_tool_calls", "metadata", "user", "reasoning", "text", "stream", "store", "background",
     "previous_response_id", "include", "truncation", "service_tier", "stream_options", "prompt_cache_key",
     "safety_identifier", "top_logprobs", "max_tool_calls", "conversation", "prompt",
+    # What a client says about itself, not to the model: Codex CLI's installation, session and thread
+    # ids. Like `metadata`, it stays at the gateway; a backend may be a third party's. (`user` is the
+    # API's field for the provider, and goes on.)
+    "client_metadata",
 }  # fmt: skip
 
 

@@ -9,6 +9,7 @@ them, and the listing form of `GET /v1/responses/{id}/input_items`.
 | `HostedFileContent`       | an `input_file` part with `file_id`                             |
 | `FunctionCallContent`     | `function_call` (or `custom_tool_call`: arguments `{"input": text}`) |
 | `FunctionResultContent`   | `function_call_output` (or `custom_tool_call_output`)           |
+| user text (read only)     | an output with a `name` and no `call_id`, answering no call     |
 | `ReasoningContent`        | `reasoning`: read from output; sent nowhere (it needs server ids) |
 """
 
@@ -113,18 +114,48 @@ def _part_to_wire(content: Content) -> dict[str, Any]:
 
 def items_to_messages(items: list[dict[str, Any]]) -> list[ChatMessage]:
     """The chat messages for a list of input and output items. Calls that follow an assistant
-    message join it: parallel calls are one assistant turn on Chat Completions."""
+    message join it: parallel calls are one assistant turn on Chat Completions. An output with no
+    `call_id` answers the one unanswered call of its name, else becomes a user message placed
+    after the results of the calls still open (see `_uncalled_output`)."""
     messages: list[ChatMessage] = []
+    unanswered: dict[str, tuple[Any, Any]] = {}  # call_id -> (name, namespace), of the last assistant turn
+    held: list[ChatMessage] = []  # uncalled outputs, waiting for the results of the calls still open
     for item in items:
+        if _is_output(item) and item.get("call_id") is None:
+            item = {**item, "call_id": _answered_call(item, unanswered)}
         message = item_to_message(item, "input")
         if message is None:
             continue
         last = messages[-1] if messages else None
         if last is not None and last.role == "assistant" and _only_calls(message):
             messages[-1] = ChatMessage("assistant", [*last.contents, *message.contents])
+        elif _is_output(item) and item["call_id"] is None and unanswered:
+            held.append(message)  # a user message between a call and its result breaks the turn
         else:
+            if message.role != "tool":  # a new turn: the calls left open are answered by nothing later
+                unanswered.clear()
+                messages.extend(held)
+                held.clear()
             messages.append(message)
-    return messages
+        if item.get("type") in ("function_call", "custom_tool_call"):
+            unanswered[item["call_id"]] = (item["name"], item.get("namespace"))
+        elif _is_output(item):
+            unanswered.pop(item["call_id"], None)
+        if held and not unanswered:
+            messages.extend(held)
+            held.clear()
+    return messages + held
+
+
+def _is_output(item: dict[str, Any]) -> bool:
+    return item.get("type") in ("function_call_output", "custom_tool_call_output")
+
+
+def _answered_call(output: dict[str, Any], unanswered: dict[str, tuple[Any, Any]]) -> str | None:
+    """The id of the one unanswered call of the output's name (and namespace, when it has one)."""
+    name, namespace = output.get("name"), output.get("namespace")
+    matches = [call_id for call_id, call in unanswered.items() if call[0] == name and namespace in (None, call[1])]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _only_calls(message: ChatMessage) -> bool:
@@ -157,12 +188,31 @@ def item_to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
         return ChatMessage("assistant", [FunctionCallContent(call_id, name, json.dumps({"input": text}))])
     if kind in ("function_call_output", "custom_tool_call_output"):
         call_id, output = item.get("call_id"), item.get("output")
+        if call_id is None and isinstance(item.get("name"), str) and output is not None:
+            return _uncalled_output(item, where)
         if not isinstance(call_id, str) or output is None:
             raise WireError(f"{where} needs a string call_id and an output", f"{where}.call_id")
         return ChatMessage("tool", [FunctionResultContent(call_id, output)])
     if kind == "reasoning":
         return None
     raise WireError(f"{where}.type {kind!r} cannot be served by a Chat Completions backend", f"{where}.type")
+
+
+def _uncalled_output(item: dict[str, Any], where: str) -> ChatMessage:
+    """An output item with a `name` and no `call_id`, as Codex CLI sends its goal's objective
+    (`{"type": "function_call_output", "name": "goal_objective", "namespace": "agent", "output": ...}`)
+    after the result of its `create_goal` call. The Open Responses spec requires `call_id` of an
+    output and lets an implementor extend a schema with fields of its own; a Chat Completions tool
+    message must answer a call of the assistant message before it, so an output that answers none
+    is read as what it is, text from the client for the model: a user message, its name first."""
+    label = ".".join(str(item[key]) for key in ("namespace", "name") if isinstance(item.get(key), str))
+    output = item["output"]
+    if isinstance(output, str):
+        return ChatMessage("user", f"{label}: {output}")
+    if not isinstance(output, list):
+        raise WireError(f"{where}.output must be a string or a list of content parts", f"{where}.output")
+    parts = [_part(p, f"{where}.output[{i}]") for i, p in enumerate(output)]
+    return ChatMessage("user", [TextContent(f"{label}:"), *parts])
 
 
 def _part(part: Any, where: str) -> TextContent | DataContent | HostedFileContent:

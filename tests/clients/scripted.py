@@ -3,7 +3,8 @@ clients (not a model) are under test. Its replies follow the documented Chat Com
 (a `chat.completion` body, or `chat.completion.chunk` SSE ending with a usage chunk and `[DONE]`).
 
 The rule, per request:
-- the conversation ends with a tool result: answer `final` (the structured answer) — the round trip closed;
+- a tool result follows the last assistant message: answer `final` (the structured answer) — the round
+  trip closed (a client may add a message of its own after the results, as Codex CLI does);
 - tools are offered and some of `calls` name them: make those calls, all in one reply (parallel calls);
 - otherwise: `final` when a JSON answer is asked for (`response_format`), else `text`.
 """
@@ -35,6 +36,7 @@ class ScriptedChatBackend:
     text: str = "It is 21 degrees in Paris."
     reasoning: str | None = None  # sent first as `reasoning_content` (llama.cpp, vLLM) in every reply
     bodies: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)  # of each request, beside its body
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"]),
@@ -50,8 +52,9 @@ class ScriptedChatBackend:
 
     def reply(self, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
         """(text, tool calls) of the rule above."""
-        messages = body.get("messages") or [{}]
-        if messages[-1].get("role") == "tool":
+        roles = [m.get("role") for m in body.get("messages") or []]
+        after_last_answer = roles[len(roles) - roles[::-1].index("assistant") :] if "assistant" in roles else []
+        if "tool" in after_last_answer:
             return self.final, []
         offered = [t.get("function", {}).get("name") for t in body.get("tools") or [] if t.get("type") == "function"]
         calls = [{"id": f"call_{len(self.bodies)}_{index}", "type": "function",
@@ -64,6 +67,7 @@ class ScriptedChatBackend:
     async def chat(self, request: Request) -> Response:
         body = json.loads(await request.body())
         self.bodies.append(body)
+        self.headers.append(dict(request.headers))
         text, calls = self.reply(body)
         finish = "tool_calls" if calls else "stop"
         if not body.get("stream"):

@@ -23,6 +23,7 @@ class SpecTap:
     app: Any
     answers: list[tuple[str, str, bytes]] = field(default_factory=list)  # (path, content type, body)
     requests: list[dict[str, Any]] = field(default_factory=list)  # the JSON bodies POSTed, as sent
+    headers: list[dict[str, str]] = field(default_factory=list)  # of each request to those routes
 
     @property
     def state(self) -> Any:
@@ -35,6 +36,7 @@ class SpecTap:
             await self.app(scope, receive, send)
             return
         status, kind, body, sent = 0, "", bytearray(), bytearray()
+        self.headers.append({name.decode(): value.decode() for name, value in scope["headers"]})
 
         async def read() -> dict[str, Any]:
             message: dict[str, Any] = await receive()

@@ -1,8 +1,8 @@
 """Codex CLI (`@openai/codex` from package-lock.json), unmodified: `codex exec` with a model provider whose
 `wire_api` is "responses" and whose base_url is the gateway, over the scripted backend. The backend calls
 Codex's `exec_command` function tool (after some reasoning; twice in one reply for parallel calls) or its
-`apply_patch` custom tool; Codex runs the commands or applies the patch and sends the result back through
-the gateway, and the backend closes the turn."""
+`apply_patch` custom tool, or every tool Codex offers at once (its goal tools among them); Codex runs
+them and sends the results back through the gateway, and the backend closes the turn."""
 
 from __future__ import annotations
 
@@ -58,12 +58,12 @@ PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\n"
 
 
 def _codex_exec(
-    base_url: str, home: Path, work: Path, prompt: str, catalog: dict[str, Any] | None = None
+    base_url: str, home: Path, work: Path, prompt: str, catalog: dict[str, Any] | None = None, more_config: str = ""
 ) -> tuple[list[dict[str, Any]], str]:
-    """`codex exec --json PROMPT` in WORK with HOME as its home, and CATALOG as its model catalog when
-    given; returns (its JSON events, stderr)."""
+    """`codex exec --json PROMPT` in WORK with HOME as its home, CATALOG as its model catalog when
+    given and MORE_CONFIG (tables) after the config above; returns (its JSON events, stderr)."""
     codex = node_modules() / "@openai" / "codex" / "bin" / "codex.js"
-    config = CONFIG.format(base_url=base_url)
+    config = CONFIG.format(base_url=base_url) + more_config
     if catalog is not None:  # a top-level key: before the first table
         (home / "models.json").write_text(json.dumps(catalog))
         config = f"model_catalog_json = {json.dumps(str(home / 'models.json'))}\n{config}"
@@ -193,3 +193,82 @@ def test_the_tools_codex_must_switch_off_are_a_400_naming_them(scripted: Any, to
     assert reply.status_code == 400
     assert reply.json()["error"]["param"] == "tools[1].type"
     assert backend.bodies == []
+
+
+# Every tool Codex 0.169 offers with the config above and the docs' catalog entry, as its first request
+# lists them (type, name): each is called below. Codex adds or drops tools between versions; a change
+# here is a new version to check through the gateway.
+CODEX_TOOLS = [
+    ("function", "exec_command"), ("function", "write_stdin"), ("function", "request_user_input"),
+    ("custom", "apply_patch"), ("function", "view_image"), ("function", "get_goal"), ("function", "create_goal"),
+    ("function", "update_goal"),
+]  # fmt: skip
+
+# A 1x1 PNG, for `view_image`
+PIXEL = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d4944415478da63fccfc0f01f0005050200" "5fc8f1d20000000049454e44ae426082"
+)  # fmt: skip
+
+
+def _arguments(work: Path) -> dict[str, dict[str, Any]]:
+    question = {"header": "Go", "id": "go", "question": "Go on?",
+                "options": [{"label": "Yes", "description": "go on"}, {"label": "No", "description": "stop"}]}  # fmt: skip
+    return {
+        "create_goal": {"objective": "Write first.txt and hello.txt"},
+        "get_goal": {},
+        "exec_command": json.loads(_command("first")[1]),
+        "write_stdin": {"session_id": 1, "chars": ""},  # no such session: Codex answers with an error text
+        "request_user_input": {"questions": [question]},  # not in `codex exec`: an error text too
+        "view_image": {"path": str(work / "pixel.png")},
+        "apply_patch": {"input": PATCH},
+        "update_goal": {"status": "complete"},
+    }
+
+
+def test_codex_exec_runs_each_of_its_built_in_tools_through_the_gateway(scripted: Any, tmp_path: Path) -> None:
+    """Codex with the docs' config and catalog entry, its goals on (the default): the backend calls every
+    tool Codex offers in one reply, `create_goal` among them. After the calls' results Codex sends its
+    goal's objective as a `function_call_output` with a `name` and a `namespace` but no `call_id`; the
+    gateway reads it as a user message after the results, and Codex completes its turn. Codex's
+    `client_metadata` (its installation, session and thread ids) reaches the backend neither in a body
+    nor in a header."""
+    backend, gateway = scripted
+    home, work = _dirs(tmp_path)
+    (work / "pixel.png").write_bytes(PIXEL)
+    arguments = _arguments(work)
+    backend.calls, backend.final = [(name, json.dumps(arguments[name])) for _, name in CODEX_TOOLS], "All done."
+    events, _ = _codex_exec(gateway.base_url, home, work, "Write the files", catalog=_docs_catalog())
+    first_request, second_request = gateway.app.requests
+    assert [(t["type"], t["name"]) for t in first_request["tools"]] == CODEX_TOOLS
+    assert (work / "first.txt").read_text() == "first\n" and (work / "hello.txt").read_text() == "hello\n"
+    assert [m["text"] for m in _completed(events, "agent_message")] == ["All done."]
+    assert events[-1]["type"] == "turn.completed"
+    uncalled = [item for item in second_request["input"] if item.get("type") == "function_call_output"
+                and "call_id" not in item]  # fmt: skip
+    assert [(i["namespace"], i["name"], i["output"]) for i in uncalled] == [
+        ("agent", "goal_objective", "Write first.txt and hello.txt")]  # fmt: skip
+    call, *rest = backend.bodies[1]["messages"][-len(CODEX_TOOLS) - 2 :]
+    assert [c["function"]["name"] for c in call["tool_calls"]] == [name for _, name in CODEX_TOOLS]
+    assert [m["role"] for m in rest] == ["tool"] * len(CODEX_TOOLS) + ["user"]
+    assert [m["tool_call_id"] for m in rest[:-1]] == [c["id"] for c in call["tool_calls"]]
+    assert rest[-1]["content"] == "agent.goal_objective: Write first.txt and hello.txt"
+    assert "max_output_tokens" not in first_request  # Codex bounds no answer: the backend's default does
+    installation = first_request["client_metadata"]["x-codex-installation-id"]
+    assert installation in gateway.app.headers[0]["x-codex-turn-metadata"]  # Codex sends it in a header too
+    assert installation not in json.dumps([backend.bodies, backend.headers])
+    assert all("client_metadata" not in body for body in backend.bodies)
+    codex_headers = {"session-id", "thread-id", "originator", "x-client-request-id"}
+    codex_headers |= {name for name in gateway.app.headers[0] if name.startswith("x-codex-")}
+    assert codex_headers <= set(gateway.app.headers[0]) and not codex_headers & set(backend.headers[0])
+
+
+def test_codex_with_goals_off_offers_no_goal_tools(scripted: Any, tmp_path: Path) -> None:
+    """`[features] goals = false`, as docs/how-to/gateway.md gives it: Codex offers none of its goal tools."""
+    backend, gateway = scripted
+    home, work = _dirs(tmp_path)
+    events, _ = _codex_exec(gateway.base_url, home, work, "Say hi", more_config="\n[features]\ngoals = false\n")
+    assert [m["text"] for m in _completed(events, "agent_message")] == [backend.text]
+    (request,) = gateway.app.requests
+    offered = [t["name"] for t in request["tools"]]
+    assert "exec_command" in offered and not [name for name in offered if name.endswith("_goal")]
