@@ -42,6 +42,9 @@ RESULTS = Path(__file__).parent / "results" / "loop_rescue.json"
 class _NoWatch:
     """The stream's loop watch, switched off (the `off` configuration)."""
 
+    def __init__(self, *args: Any) -> None:
+        pass
+
     def add(self, delta: str) -> None:
         return None
 

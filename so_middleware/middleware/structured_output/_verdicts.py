@@ -16,7 +16,7 @@ from ...core import (
     UsageDetails,
 )
 from ..strategies import Answer, Strategy, Target
-from ._loops import MIN_CUT_SPAN, Loop, loop_in
+from ._loops import Loop, Nesting, loop_in
 from ._resample import loop_error
 
 __all__ = ["Ignored", "Invalid", "Looped", "Stopped", "Valid", "Verdict", "brief", "cut_off", "outcome_of", "used_up"]
@@ -86,17 +86,19 @@ def cut_off(strategy: Strategy, target: Target, answer: Answer, sent: Sequence[t
         except ModelBehaviorError as error:
             if not any(isinstance(e, dict) and e.get("type") == "cut_off" for e in error.errors):
                 return Invalid(answer, error)
-    loop = loop_in(answer.text, min_span=MIN_CUT_SPAN)
+    loop = loop_in(answer.text)
     if loop is not None:  # a loop, not a long answer: another sampling may end it
         return Looped(answer, loop_error(loop, sent), loop)
     unfinished = "" if strategy.cut_off_is_final else " before it held a complete JSON value"
-    return Stopped(
-        answer,
-        IncompleteOutputError(
-            f"the answer was cut off at the token limit after {len(answer.text)} characters{unfinished}; "
-            "raise max_tokens"
-        ),
-    )
+    cut = f"the answer was cut off at the token limit after {len(answer.text)} characters{unfinished}"
+    growing = None if target.schema.is_plain_text() or strategy.name == "text" else Nesting(answer.text).growing()
+    message = f"{cut}; raise max_tokens"
+    if growing is not None:  # more tokens would only let a runaway list run further: a bound ends it
+        message = (
+            f"{growing} when {cut}: bound it with max_length on the field"
+            " (Annotated[list[T], Field(max_length=...)], which a grammar enforces) or raise max_tokens"
+        )
+    return Stopped(answer, IncompleteOutputError(message))
 
 
 def used_up(max_tokens: int | None, usage: UsageDetails | None) -> bool:
