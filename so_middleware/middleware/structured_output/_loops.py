@@ -10,10 +10,9 @@ p)`: at least `MIN_CUT_SPAN` characters and `MIN_REPEATS` more copies of the uni
 So 64 spaces, or one 40-character list item written six times in a row, is a loop; a long answer
 with varied content, or a list whose items differ (even by one digit each), is not.
 
-A stream is read to its end (or to its limit), except on a backend whose profile says it loops
-(`Capabilities.prone_to_loops`, a small local model): there `LoopWatch` closes a stream whose tail
-repeats once the tokens left cannot close its JSON document, so the server's last tokens are not
-waited for.
+A stream is read to its end (or to its limit). On a backend whose profile says it loops
+(`Capabilities.prone_to_loops`, a small local model), `LoopWatch` closes a stream whose tail repeats
+once no token is left to close its JSON document.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ MAX_PERIOD = 120  # the longest repeated unit looked for, in characters
 MIN_CUT_SPAN = 64  # the fewest repeated characters that make a loop (after the unit's first copy)
 MIN_REPEATS = 5  # ... and the fewest copies of the unit after its first
 _KEY_CHARS = 80  # the most characters of a string kept as a possible key (keys are short; values may not be)
-_MAX_CLOSING = 64  # a stream's document is parsed only this close to its limit (none is nested deeper)
 
 
 @dataclass(frozen=True)
@@ -120,9 +118,11 @@ class Nesting:
 
 
 class LoopWatch:
-    """Watches a streamed answer on a backend prone to loops: `add` returns the loop to stop at
-    once the tokens left (`budget` less the pieces received, each at least one token) cannot close
-    its document and its tail repeats. With no `budget` (None), it never stops a stream."""
+    """Watches a streamed answer on a backend prone to loops: `add` returns the loop to stop at once
+    the pieces received (each at least one token) reach `budget` while the tail repeats and the JSON
+    document is still open. No token is left to close it then (a single token may close it, `"]}`,
+    so no earlier point is certain), and a server that streams past the limit is not waited for.
+    With no `budget` (None), it never stops a stream."""
 
     def __init__(self, budget: int | None, prefill: str = "") -> None:
         self._budget = budget
@@ -136,9 +136,8 @@ class LoopWatch:
             return None
         self._text += delta
         self._received += 1
-        left = self._budget - self._received
-        if left > _MAX_CLOSING:
-            return None  # the document may still close: read on (and skip the parsing)
+        if self._received < self._budget:
+            return None  # tokens are left: the document may still close
         nesting = self._nesting = self._nesting or Nesting(self._text[: -len(delta)])  # parsed from here on
         nesting.feed(delta)
-        return loop_in(self._text) if left < nesting.closers else None
+        return loop_in(self._text) if nesting.closers else None

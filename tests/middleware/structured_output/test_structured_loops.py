@@ -105,7 +105,7 @@ PRONE = LOOPS.replace(prone_to_loops=True)
 ENDLESS = '{"name": "A' + "la" * 4000  # a server that would go on past the limit
 
 
-async def test_a_looping_stream_on_a_backend_prone_to_loops_is_closed_before_its_limit() -> None:
+async def test_a_looping_stream_on_a_backend_prone_to_loops_is_closed_at_its_limit() -> None:
     fake = FakeChatClient([Reply(ENDLESS, chunk_size=8), VALID], capabilities=PRONE)
     stream = with_structured_output(fake).get_response(
         "Ada, 36", output_type=Person, options={"max_tokens": 100}, stream=True
@@ -115,7 +115,7 @@ async def test_a_looping_stream_on_a_backend_prone_to_loops_is_closed_before_its
     assert response.value == Person(name="Ada", age=36)
     assert fake.closed_streams == 2
     looped = response.attempts[0]
-    assert 98 * 8 <= len(looped.text) < 100 * 8  # closed with fewer tokens left than it takes to close it
+    assert len(looped.text) == 100 * 8  # closed with no token left to close it: not waited for past its limit
     assert looped.finish_reason == FinishReason.LENGTH and looped.usage is None and attempts[-1] == 1
 
 
@@ -331,6 +331,24 @@ async def test_a_complete_repeated_phrase_in_plain_text_is_the_value(profile: An
     fake = FakeChatClient(PHRASE, capabilities=profile)
     response = await get(with_structured_output(fake), stream, "x", output_type=str, options={"max_tokens": 2000})
     assert response.value == PHRASE and len(fake.calls) == 1
+
+
+ROWS = document(Table(rows=[Row(sku="A-100", qty=1)] * 12))
+PIECES = -(-len(ROWS) // 4)  # the fake streams 4 characters a piece, a token each
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("finish", [FinishReason.STOP, FinishReason.LENGTH])
+@pytest.mark.parametrize("profile", [LOOPS, PRONE], ids=["hosted", "prone"])
+async def test_a_valid_repetitive_answer_that_uses_every_token_is_the_value(
+    profile: Any, finish: FinishReason, stream: bool
+) -> None:
+    """Its last allowed token closed it: the server may say `length` (no token left for the end)."""
+    reply = Reply(ROWS, finish_reason=finish, usage=UsageDetails(10, PIECES, PIECES + 10))
+    fake = FakeChatClient(reply, capabilities=profile)
+    options = {"max_tokens": PIECES}
+    response = await get(with_structured_output(fake), stream, "x", output_type=Table, options=options)
+    assert response.value == Table(rows=[Row(sku="A-100", qty=1)] * 12) and len(fake.calls) == 1
 
 
 # ---------------------------------------------------------------- a list that keeps growing
