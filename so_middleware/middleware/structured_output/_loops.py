@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MAX_PERIOD", "MIN_CUT_SPAN", "MIN_REPEATS", "Loop", "LoopWatch", "Nesting", "loop_in"]
+__all__ = ["BOUND_IT", "MAX_PERIOD", "MIN_CUT_SPAN", "MIN_REPEATS", "Loop", "LoopWatch", "Nesting", "loop_in"]
 
-MAX_PERIOD = 120  # the longest repeated unit looked for, in characters
+MAX_PERIOD = 400  # the longest repeated unit looked for, in characters (a table row may be long)
 MIN_CUT_SPAN = 64  # the fewest repeated characters that make a loop (after the unit's first copy)
 MIN_REPEATS = 5  # ... and the fewest copies of the unit after its first
+BOUND_IT = "bound it with max_length on the field (Annotated[list[T], Field(max_length=...)], which a grammar enforces)"
 _KEY_CHARS = 80  # the most characters of a string kept as a possible key (keys are short; values may not be)
 
 

@@ -17,7 +17,7 @@ from ...core import (
     UsageDetails,
 )
 from ..strategies import Answer, Strategy, Target
-from ._loops import Loop, Nesting, loop_in
+from ._loops import BOUND_IT, Loop, Nesting, loop_in
 from ._resample import loop_error
 
 __all__ = ["Ignored", "Invalid", "Looped", "Stopped", "Valid", "Verdict", "brief", "cut_off", "outcome_of", "used_up"]
@@ -91,18 +91,13 @@ def cut_off(strategy: Strategy, target: Target, answer: Answer, sent: Sequence[t
     elif not plain:  # closed by its last allowed token: complete, whatever the finish reason says
         with contextlib.suppress(ModelBehaviorError):
             return Valid(answer, target.schema.validate_json(answer.text))
+    growing = None if plain else Nesting(answer.text).growing()  # more tokens would only let it run on
     loop = loop_in(answer.text)
     if loop is not None:  # a loop, not a long answer: another sampling may end it
-        return Looped(answer, loop_error(loop, sent), loop)
+        return Looped(answer, loop_error(loop, sent, growing), loop)
     unfinished = "" if strategy.cut_off_is_final else " before it held a complete JSON value"
     cut = f"the answer was cut off at the token limit after {len(answer.text)} characters{unfinished}"
-    growing = None if plain else Nesting(answer.text).growing()
-    message = f"{cut}; raise max_tokens"
-    if growing is not None:  # more tokens would only let a runaway list run further: a bound ends it
-        message = (
-            f"{growing} when {cut}: bound it with max_length on the field"
-            " (Annotated[list[T], Field(max_length=...)], which a grammar enforces) or raise max_tokens"
-        )
+    message = f"{cut}; raise max_tokens" if growing is None else f"{growing} when {cut}: {BOUND_IT} or raise max_tokens"
     return Stopped(answer, IncompleteOutputError(message))
 
 

@@ -25,7 +25,7 @@ from so_middleware import (
     UsageDetails,
 )
 from so_middleware.middleware.structured_output import with_structured_output
-from so_middleware.middleware.structured_output._loops import MIN_CUT_SPAN, loop_in
+from so_middleware.middleware.structured_output._loops import BOUND_IT, MIN_CUT_SPAN, loop_in
 from so_middleware.providers.anthropic._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES
 from so_middleware.providers.openai._profiles import (
     LLAMA_SERVER_CHAT,
@@ -67,6 +67,7 @@ async def get(client: Any, stream: bool, *args: Any, **kwargs: Any) -> ChatRespo
         ('{"tags": [' + '"x", ' * 60, '"x", '),
         ("Once upon a time. " + "la" * 120, "la"),
         ('{"items": [' + '{"name": "Widget", "price": 3}, ' * 8, '{"name": "Widget", "price": 3}, '),
+        ('{"rows": [' + f'{{"note": "{"long row " * 16}"}}, ' * 7, f'{{"note": "{"long row " * 16}"}}, '),  # 160
     ],
 )
 def test_a_periodic_tail_is_a_loop(text: str, unit: str) -> None:
@@ -382,6 +383,16 @@ async def test_a_list_growing_until_the_limit_is_named_with_its_bound(
     assert message.startswith(f"{growing} when the answer was cut off at the token limit after {len(text)} characters")
     assert "Field(max_length=...)" in message and "raise max_tokens" in message
     assert len(fake.calls) == 1 and caught.value.raw_texts == [text]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_list_looping_until_the_limit_is_named_with_its_bound(stream: bool) -> None:
+    fake = FakeChatClient(cut('{"tags": [' + '"a", ' * 60), capabilities=NO_FIELDS)
+    with pytest.raises(IncompleteOutputError) as caught:
+        await get(with_structured_output(fake), stream, "x", output_type=Values)
+    message = str(caught.value)
+    assert message.startswith("the answer looped: ") and "until the token limit cut it off" in message
+    assert message.endswith("; the list 'tags' was still growing at 60 items: " + BOUND_IT)
 
 
 async def test_a_long_string_cut_off_in_a_short_list_is_not_a_growing_list() -> None:
