@@ -6,8 +6,8 @@ profile has loop-breaking fields (Chat Completions, Responses, Messages) with th
 plain and streamed, in two configurations of the same layer:
 
 - `on`: the route's llama-server profile as shipped (`so_middleware.local.chat_client`): an answer
-  cut off in a loop is stopped (a stream is closed there) and re-asked once with the profile's
-  loop-breaking fields (`loop_breaking`);
+  cut off in a loop (a stream: one that used its budget with its tail repeating and its document
+  open) is re-asked once with the profile's loop-breaking fields (`loop_breaking`);
 - `off`: the same profile with `loop_breaking=()` and no loop watch on the stream: a loop ends
   the run at once, as a cut-off did before.
 
@@ -42,6 +42,9 @@ RESULTS = Path(__file__).parent / "results" / "loop_rescue.json"
 class _NoWatch:
     """The stream's loop watch, switched off (the `off` configuration)."""
 
+    def __init__(self, *args: Any) -> None:
+        pass
+
     def add(self, delta: str) -> None:
         return None
 
@@ -72,6 +75,8 @@ async def _one(client: Any, task: Task, stream: bool, route: str) -> dict[str, A
         "exact": exact,
         "error": error,
         "looped": any("looped" in str(a.error or "") for a in attempts),
+        # what a looped attempt cost where its usage is unknown (a stream closed before its end)
+        "looped_chars": sum(len(a.text) for a in attempts if "looped" in str(a.error or "")),
         "attempts": len(attempts),
         "tokens": sum((a.usage.total_tokens or 0) for a in attempts if a.usage is not None),
         "seconds": seconds,
@@ -82,10 +87,10 @@ def _sdk(server: Any, route: str) -> Any:
     if route == "anthropic":
         import anthropic
 
-        return anthropic.AsyncAnthropic(base_url=server.root_url, api_key="local", max_retries=0, timeout=300)
+        return anthropic.AsyncAnthropic(base_url=server.root_url, api_key="local", max_retries=2, timeout=300)
     import openai
 
-    return openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
+    return openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=2, timeout=300)
 
 
 def _client(server: Any, sdk: Any, route: str, *, on: bool) -> Any:
@@ -149,6 +154,8 @@ def _compare(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> dict[str, A
         "looped_off": [b["task"] for b in off if b["looped"]],
         "rescued": rescued,
         "rescue_rate": len(rescued) / (sum(b["looped"] for b in off) or 1),
+        "looped_chars_on": sum(a["looped_chars"] for a in on),
+        "seconds_looped_tasks_on": sum(a["seconds"] for a in on if a["looped"]),
         "no_rescue_needed_tasks": len(calm),
         "tokens_per_task_on": sum(a["tokens"] for a, _ in calm) / n,
         "tokens_per_task_off": sum(b["tokens"] for _, b in calm) / n,

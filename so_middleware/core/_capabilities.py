@@ -37,6 +37,9 @@ class Capabilities:
     # answer loops (or repeats the previous one word for word) is re-asked once with them. Empty:
     # the engine has none known, and a loop ends the run (`IncompleteOutputError`).
     loop_breaking: tuple[tuple[str, Any], ...] = ()
+    # The model behind it loops often (a small local model): a streamed answer whose tail repeats
+    # is closed once the tokens left cannot close its document, not waited for to the limit.
+    prone_to_loops: bool = False
 
     def replace(self, **changes: Any) -> Capabilities:
         """A copy with some flags changed."""

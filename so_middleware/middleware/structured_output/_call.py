@@ -1,7 +1,8 @@
 """One streamed model call of a structured-output run; retried alone under a retry layer's scope.
 
-A stream whose answer loops (`_loops`) is closed there and then: the rest would be paid for and
-thrown away. Its response is what arrived, marked cut off (`length`); its usage is unknown.
+On a backend prone to loops, a stream whose answer loops with too few tokens left to close it
+(`_loops.LoopWatch`) is closed there and then: the rest would be waited for and thrown away. Its
+response is what arrived, marked cut off (`length`); its usage is unknown.
 """
 
 from __future__ import annotations
@@ -39,7 +40,11 @@ class Call:
         """The call's updates, streamed; then its response is `response`."""
         plan = self.plan
         call: Callable[..., Any] = functools.partial(self.inner.get_response, plan.messages, options=plan.options)
-        reader, watch = PartialReader(self.target.schema, plan, self.attempt), LoopWatch()
+        reader = PartialReader(self.target.schema, plan, self.attempt)
+        caps = self.target.capabilities
+        watch = LoopWatch(
+            (plan.options.max_tokens or caps.default_max_tokens) if caps.prone_to_loops else None, plan.prefill
+        )
         inner = self._stream = self.retries.stream(call) if self.retries else call(stream=True)
         async with inner:  # leaving it closes the stream, a looping one too
             async for update in inner:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core import Attempt, ChatOptions, IncompleteOutputError, ModelBehaviorError
-from ._loops import Loop
+from ._loops import BOUND_IT, Loop
 
 __all__ = ["loop_error", "repeated", "repeated_error", "resampled"]
 
@@ -44,9 +44,9 @@ def repeated_error(error: ModelBehaviorError, count: int) -> ModelBehaviorError:
     )
 
 
-def loop_error(loop: Loop, sent: Sequence[tuple[str, Any]] | None) -> IncompleteOutputError:
-    """The error of an answer cut off in `loop`; `sent`: the loop-breaking fields it was asked with."""
+def loop_error(loop: Loop, sent: Sequence[tuple[str, Any]] | None, growing: str | None = None) -> IncompleteOutputError:
+    """The error of an answer cut off in `loop`; `sent`: the loop-breaking fields it was asked with;
+    `growing`: the list it kept growing, if it was one ("the list 'tags' was still growing at 57 items")."""
     again = f" even when sampled with {dict(sent)}" if sent else ""
-    return IncompleteOutputError(
-        f"the answer looped{again}: {loop.describe()} (stopped there, the rest not paid for when streamed)"
-    )
+    bound = f"; {growing}: {BOUND_IT}" if growing else ""
+    return IncompleteOutputError(f"the answer looped{again}: {loop.describe()} until the token limit cut it off{bound}")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from ...core import (
     UsageDetails,
 )
 from ..strategies import Answer, Strategy, Target
-from ._loops import MIN_CUT_SPAN, Loop, loop_in
+from ._loops import BOUND_IT, Loop, Nesting, loop_in
 from ._resample import loop_error
 
 __all__ = ["Ignored", "Invalid", "Looped", "Stopped", "Valid", "Verdict", "brief", "cut_off", "outcome_of", "used_up"]
@@ -78,25 +79,26 @@ def outcome_of(error: OutputError) -> str:
 def cut_off(strategy: Strategy, target: Target, answer: Answer, sent: Sequence[tuple[str, Any]]) -> Verdict:
     """A cut-off answer (`sent`: the loop-breaking fields it was asked with). Constrained output
     (native, tool) and plain text were on their way: the token limit is the problem, unless the
-    answer loops. Unconstrained output often holds a complete JSON value followed by rambling:
+    answer loops, or its document is whole (its last allowed token closed it). Unconstrained output often holds a complete JSON value followed by rambling:
     that value counts (and when it is invalid, a re-ask with its errors may fix it: it fitted)."""
+    plain = target.schema.is_plain_text() or strategy.name == "text"
     if not strategy.cut_off_is_final:
         try:
             return Valid(answer, target.schema.validate_complete_json(answer.text))
         except ModelBehaviorError as error:
             if not any(isinstance(e, dict) and e.get("type") == "cut_off" for e in error.errors):
                 return Invalid(answer, error)
-    loop = loop_in(answer.text, min_span=MIN_CUT_SPAN)
+    elif not plain:  # closed by its last allowed token: complete, whatever the finish reason says
+        with contextlib.suppress(ModelBehaviorError):
+            return Valid(answer, target.schema.validate_json(answer.text))
+    growing = None if plain else Nesting(answer.text).growing()  # more tokens would only let it run on
+    loop = loop_in(answer.text)
     if loop is not None:  # a loop, not a long answer: another sampling may end it
-        return Looped(answer, loop_error(loop, sent), loop)
+        return Looped(answer, loop_error(loop, sent, growing), loop)
     unfinished = "" if strategy.cut_off_is_final else " before it held a complete JSON value"
-    return Stopped(
-        answer,
-        IncompleteOutputError(
-            f"the answer was cut off at the token limit after {len(answer.text)} characters{unfinished}; "
-            "raise max_tokens"
-        ),
-    )
+    cut = f"the answer was cut off at the token limit after {len(answer.text)} characters{unfinished}"
+    message = f"{cut}; raise max_tokens" if growing is None else f"{growing} when {cut}: {BOUND_IT} or raise max_tokens"
+    return Stopped(answer, IncompleteOutputError(message))
 
 
 def used_up(max_tokens: int | None, usage: UsageDetails | None) -> bool:

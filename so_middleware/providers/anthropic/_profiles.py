@@ -82,6 +82,7 @@ LLAMA_SERVER_MESSAGES = Capabilities(
     prefill_echoed=True,
     schema_profile="json-schema",
     loop_breaking=(("temperature", 0.8),),
+    prone_to_loops=True,
 )
 
 # Another server speaking the protocol: prefill is the one thing every implementation keeps.

@@ -71,6 +71,7 @@ LLAMA_SERVER_CHAT = Capabilities(
     # both loops; llama.cpp's DRY sampler does nothing to a JSON loop with its default sequence
     # breakers (`"`, `:`, newline split every repeat), and with none it rescued one of two.
     loop_breaking=(("frequency_penalty", 0.5),),
+    prone_to_loops=True,  # the small models it serves loop (two of the bench's tasks, at temperature 0)
 )
 LLAMA_SERVER = LLAMA_SERVER_CHAT
 

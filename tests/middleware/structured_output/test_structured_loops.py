@@ -1,23 +1,37 @@
-"""Loops under grammar: an answer that repeats itself is stopped (a stream is closed there) and
-re-asked once with the engine's loop-breaking sampling; a re-ask that repeats the answer before
-it is sampled otherwise or ends the run. Scripted backends: both sides asserted."""
+"""Loops under grammar: an answer cut off at its limit while repeating itself (on a backend prone to
+loops, a stream about to be) is re-asked once with the engine's loop-breaking sampling; a complete,
+valid answer is never a loop, however repetitive; a re-ask that repeats the answer before it is
+sampled otherwise or ends the run. Scripted backends: both sides asserted."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from so_middleware import ChatResponse, FinishReason, IncompleteOutputError, ModelBehaviorError, UsageDetails
+from so_middleware import (
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    FinishReason,
+    FunctionCallContent,
+    IncompleteOutputError,
+    ModelBehaviorError,
+    UsageDetails,
+)
 from so_middleware.middleware.structured_output import with_structured_output
-from so_middleware.middleware.structured_output._loops import MIN_CUT_SPAN, MIN_SPAN, loop_in
-from so_middleware.providers.anthropic._profiles import LLAMA_SERVER_MESSAGES
+from so_middleware.middleware.structured_output._loops import BOUND_IT, MIN_CUT_SPAN, loop_in
+from so_middleware.providers.anthropic._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES
 from so_middleware.providers.openai._profiles import (
     LLAMA_SERVER_CHAT,
     LLAMA_SERVER_RESPONSES,
     OPENAI_API,
+    OPENAI_API_RESPONSES,
     OPENAI_COMPATIBLE,
 )
 from so_middleware.testing import FakeChatClient, Reply
@@ -53,6 +67,7 @@ async def get(client: Any, stream: bool, *args: Any, **kwargs: Any) -> ChatRespo
         ('{"tags": [' + '"x", ' * 60, '"x", '),
         ("Once upon a time. " + "la" * 120, "la"),
         ('{"items": [' + '{"name": "Widget", "price": 3}, ' * 8, '{"name": "Widget", "price": 3}, '),
+        ('{"rows": [' + f'{{"note": "{"long row " * 16}"}}, ' * 7, f'{{"note": "{"long row " * 16}"}}, '),  # 160
     ],
 )
 def test_a_periodic_tail_is_a_loop(text: str, unit: str) -> None:
@@ -64,7 +79,7 @@ def test_a_periodic_tail_is_a_loop(text: str, unit: str) -> None:
     "text",
     [
         "",
-        " " * (MIN_SPAN - 10),  # too short to tell from indentation
+        " " * (MIN_CUT_SPAN - 10),  # too short to tell from indentation
         '{"ids": [' + ", ".join(str(n) for n in range(200)) + "",  # a long list whose items differ
         "The quick brown fox jumps over the lazy dog. " * 3 + "Then it slept for a long while, " * 2,
         VARIED,  # long, varied
@@ -87,15 +102,33 @@ async def test_a_looping_answer_is_reasked_once_with_the_loop_breaking_fields(st
     assert response.attempts[0].text.startswith('{"name": "Alala')
 
 
-async def test_a_looping_stream_is_closed_there_not_paid_to_the_end() -> None:
-    fake = FakeChatClient([cut(LOOPING), VALID], capabilities=LOOPS)
-    stream = with_structured_output(fake).get_response("Ada, 36", output_type=Person, stream=True)
+PRONE = LOOPS.replace(prone_to_loops=True)
+ENDLESS = '{"name": "A' + "la" * 4000  # a server that would go on past the limit
+
+
+async def test_a_looping_stream_on_a_backend_prone_to_loops_is_closed_at_its_limit() -> None:
+    fake = FakeChatClient([Reply(ENDLESS, chunk_size=8), VALID], capabilities=PRONE)
+    stream = with_structured_output(fake).get_response(
+        "Ada, 36", output_type=Person, options={"max_tokens": 100}, stream=True
+    )
     attempts = [update.attempt async for update in stream]
     response = await stream.get_final_response()
+    assert response.value == Person(name="Ada", age=36)
     assert fake.closed_streams == 2
-    kept = response.attempts[0].text
-    assert MIN_SPAN < len(kept) < len(LOOPING) / 2  # the rest was never read
-    assert response.attempts[0].finish_reason == FinishReason.LENGTH and attempts[-1] == 1
+    looped = response.attempts[0]
+    assert len(looped.text) == 100 * 8  # closed with no token left to close it: not waited for past its limit
+    assert looped.finish_reason == FinishReason.LENGTH and looped.usage is None and attempts[-1] == 1
+
+
+@pytest.mark.parametrize("profile", [LOOPS, PRONE], ids=["hosted", "prone"])
+async def test_a_looping_stream_is_read_to_its_limit_without_a_budget_or_on_a_hosted_model(profile: Any) -> None:
+    """No limit known, or a backend not prone to loops: the loop is judged where the server cut it."""
+    fake = FakeChatClient([cut(LOOPING), VALID], capabilities=profile)
+    stream = with_structured_output(fake).get_response("Ada, 36", output_type=Person, stream=True)
+    response = await stream.get_final_response()
+    assert response.value == Person(name="Ada", age=36)
+    assert response.attempts[0].text == LOOPING and response.attempts[0].usage is not None
+    assert "looped" in str(response.attempts[0].error)
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -185,17 +218,185 @@ async def test_a_loop_the_server_reports_as_completed_at_the_token_limit_is_a_lo
     assert isinstance(response.attempts[0].error, IncompleteOutputError)
 
 
-DENSE = '{"name": "Eva", "phone": "000-123-4567' + ", 12345" * 20  # a cut-off loop shorter than MIN_SPAN
+DENSE = '{"name": "Eva", "phone": "000-123-4567' + ", 12345" * 20  # a short loop that fills a small limit
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_a_dense_loop_in_a_cut_off_answer_is_a_loop_though_shorter_than_a_streams_threshold(
+async def test_a_dense_loop_in_a_cut_off_answer_is_a_loop(
     stream: bool,
 ) -> None:
-    assert loop_in(DENSE) is None  # a stream still in progress is not stopped for so little
-    assert loop_in(DENSE, min_span=MIN_CUT_SPAN) is not None  # a cut-off answer is judged by its tail
+    assert loop_in(DENSE) is not None and len(DENSE) < 200  # a cut-off answer is judged by its tail
     fake = FakeChatClient([cut(DENSE), VALID], capabilities=LOOPS)
     response = await get(with_structured_output(fake), stream, "Ada, 36", output_type=Person)
     assert response.value == Person(name="Ada", age=36)
     assert fake.calls[1].options.extra_body == {"dry_multiplier": 0.8}
     assert "looped" in str(response.attempts[0].error)
+
+
+# ---------------------------------------------------------------- real data repeats
+
+
+class Note(BaseModel):
+    text: str
+
+
+class Row(BaseModel):
+    sku: str
+    qty: int
+
+
+class Table(BaseModel):
+    rows: list[Row]
+
+
+class Values(BaseModel):
+    values: list[str]
+
+
+class Blob(BaseModel):
+    name: str
+    data: str
+
+
+class Padded(BaseModel):
+    name: str
+    age: int
+
+
+def document(value: BaseModel) -> str:
+    return value.model_dump_json().replace('":', '": ').replace(',"', ', "')  # spaced as models write it
+
+
+REPETITIVE: list[tuple[str, Any, Any, str]] = [
+    (kind, type(value), value, document(value))
+    for kind, value in [
+        ("lorem", Note(text="lorem ipsum dolor sit amet " * 60)),
+        ("identical-rows", Table(rows=[Row(sku="A-100", qty=1)] * 12)),
+        ("padded-field", Padded(name="Ada" + " " * 300, age=36)),
+        ("separator-line", Note(text="Totals\n" + "-" * 240 + "\nSum: 12")),
+        ("base64-zeros", Blob(name="zeros.bin", data="AAAA" * 80 + "AA==")),
+        ("not-available", Values(values=["N/A"] * 60)),
+    ]
+]
+PHRASE = "Thank you for your patience. " * 12  # plain text
+LOOP_BREAKING = [OPENAI_API, OPENAI_COMPATIBLE, LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, LLAMA_SERVER_MESSAGES]
+NO_LOOP_BREAKING = [OPENAI_API_RESPONSES, ANTHROPIC_API, ANTHROPIC_COMPATIBLE, NO_FIELDS]
+PROFILES = pytest.mark.parametrize("profile", LOOP_BREAKING + NO_LOOP_BREAKING, ids=lambda p: p.name)
+
+
+class StreamedToolCalls(FakeChatClient):
+    """Streams a tool call's arguments in 4-character pieces (the first naming the tool), as a
+    Chat Completions stream delivers them."""
+
+    async def _stream(
+        self, messages: list[ChatMessage], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        async for update in super()._stream(messages, options):
+            for call in [c for c in update.contents if isinstance(c, FunctionCallContent)]:
+                for start in range(0, len(call.arguments), 4):
+                    piece = FunctionCallContent(
+                        call.call_id, "" if start else call.name, call.arguments[start : start + 4]
+                    )
+                    yield ChatResponseUpdate([piece], role="assistant")
+            rest = [c for c in update.contents if not isinstance(c, FunctionCallContent)]
+            yield dataclasses.replace(update, contents=rest)
+
+
+def answered(text: str) -> Any:
+    """The reply as the strategy asks for it: a call of the offered tool, or text."""
+
+    def reply(messages: list[Any], options: Any) -> Reply:
+        return Reply(tool_calls=[(options.tools[-1].name, text)]) if options.tools else Reply(text)
+
+    return reply
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@PROFILES
+@pytest.mark.parametrize(("kind", "output_type", "value", "text"), REPETITIVE, ids=[r[0] for r in REPETITIVE])
+async def test_a_complete_valid_repetitive_answer_is_the_value_never_a_loop(
+    kind: str, output_type: Any, value: Any, text: str, profile: Any, stream: bool
+) -> None:
+    assert loop_in(text[:-20]) is not None  # cut off before its end, it would be a loop
+    fake = StreamedToolCalls(answered(text), capabilities=profile)
+    options = {"max_tokens": 2000}  # well inside: the fake streams 4 characters a piece
+    response = await get(with_structured_output(fake), stream, "x", output_type=output_type, options=options)
+    assert response.value == value
+    assert len(fake.calls) == 1 and fake.closed_streams == stream
+    assert response.attempts[0].text == text
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@PROFILES
+async def test_a_complete_repeated_phrase_in_plain_text_is_the_value(profile: Any, stream: bool) -> None:
+    fake = FakeChatClient(PHRASE, capabilities=profile)
+    response = await get(with_structured_output(fake), stream, "x", output_type=str, options={"max_tokens": 2000})
+    assert response.value == PHRASE and len(fake.calls) == 1
+
+
+ROWS = document(Table(rows=[Row(sku="A-100", qty=1)] * 12))
+PIECES = -(-len(ROWS) // 4)  # the fake streams 4 characters a piece, a token each
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("finish", [FinishReason.STOP, FinishReason.LENGTH])
+@pytest.mark.parametrize("profile", [LOOPS, PRONE], ids=["hosted", "prone"])
+async def test_a_valid_repetitive_answer_that_uses_every_token_is_the_value(
+    profile: Any, finish: FinishReason, stream: bool
+) -> None:
+    """Its last allowed token closed it: the server may say `length` (no token left for the end)."""
+    reply = Reply(ROWS, finish_reason=finish, usage=UsageDetails(10, PIECES, PIECES + 10))
+    fake = FakeChatClient(reply, capabilities=profile)
+    options = {"max_tokens": PIECES}
+    response = await get(with_structured_output(fake), stream, "x", output_type=Table, options=options)
+    assert response.value == Table(rows=[Row(sku="A-100", qty=1)] * 12) and len(fake.calls) == 1
+
+
+# ---------------------------------------------------------------- a list that keeps growing
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("output_type", "text", "growing"),
+    [
+        (list[int], "[" + ", ".join(str(n) for n in range(57)), "the list was still growing at 57 items"),
+        (
+            Values,
+            '{"values": [' + ", ".join(f'"v{n}"' for n in range(40)),
+            "the list 'values' was still growing at 40 items",
+        ),
+        (
+            Table,
+            '{"rows": [' + ", ".join(f'{{"sku": "S{n}", "qty": {n}}}' for n in range(30)) + ', {"sku": "S3',
+            "the list 'rows' was still growing at 31 items",
+        ),
+    ],
+    ids=["top-level", "list-field", "list-of-objects"],
+)
+async def test_a_list_growing_until_the_limit_is_named_with_its_bound(
+    output_type: Any, text: str, growing: str, stream: bool
+) -> None:
+    fake = FakeChatClient(cut(text), capabilities=LOOPS)
+    with pytest.raises(IncompleteOutputError) as caught:
+        await get(with_structured_output(fake), stream, "x", output_type=output_type)
+    message = str(caught.value)
+    assert message.startswith(f"{growing} when the answer was cut off at the token limit after {len(text)} characters")
+    assert "Field(max_length=...)" in message and "raise max_tokens" in message
+    assert len(fake.calls) == 1 and caught.value.raw_texts == [text]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_list_looping_until_the_limit_is_named_with_its_bound(stream: bool) -> None:
+    fake = FakeChatClient(cut('{"tags": [' + '"a", ' * 60), capabilities=NO_FIELDS)
+    with pytest.raises(IncompleteOutputError) as caught:
+        await get(with_structured_output(fake), stream, "x", output_type=Values)
+    message = str(caught.value)
+    assert message.startswith("the answer looped: ") and "until the token limit cut it off" in message
+    assert message.endswith("; the list 'tags' was still growing at 60 items: " + BOUND_IT)
+
+
+async def test_a_long_string_cut_off_in_a_short_list_is_not_a_growing_list() -> None:
+    text = '{"values": ["' + VARIED
+    fake = FakeChatClient(cut(text), capabilities=LOOPS)
+    with pytest.raises(IncompleteOutputError, match=r"characters; raise max_tokens$"):
+        await with_structured_output(fake).get_response("x", output_type=Values)
