@@ -11,6 +11,7 @@ Example:
 """
 
 from ..core import install_text_reader
+from ._loops import BOUND_IT, Loop, LoopWatch, Nesting, loop_in
 from ._opening import opening
 from ._output_schema import OutputSchema
 from ._parse import parse_text
@@ -21,11 +22,16 @@ from ._shape import shape_hint
 install_text_reader(parse_text)  # `ChatResponse.parse` reads text through the core's port
 
 __all__ = [
+    "BOUND_IT",
+    "Loop",
+    "LoopWatch",
+    "Nesting",
     "CompletedItem",
     "OutputSchema",
     "PartialParser",
     "SchemaProfile",
     "TextPartialParser",
+    "loop_in",
     "opening",
     "parse_text",
     "shape_hint",

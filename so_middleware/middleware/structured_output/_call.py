@@ -12,9 +12,9 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from ...core import ChatClient, ChatResponse, ChatResponseUpdate, FinishReason
+from ...schema import LoopWatch
 from ..retries import RetryScope
 from ..strategies import AttemptRequest, Target
-from ._loops import LoopWatch
 from ._partial import PartialReader
 
 __all__ = ["Call"]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core import Attempt, ChatOptions, IncompleteOutputError, ModelBehaviorError
-from ._loops import BOUND_IT, Loop
+from ...schema import BOUND_IT, Loop
 
 __all__ = ["loop_error", "repeated", "repeated_error", "resampled"]
 

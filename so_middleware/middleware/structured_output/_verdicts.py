@@ -16,8 +16,8 @@ from ...core import (
     RefusalError,
     UsageDetails,
 )
+from ...schema import BOUND_IT, Loop, Nesting, loop_in
 from ..strategies import Answer, Strategy, Target
-from ._loops import BOUND_IT, Loop, Nesting, loop_in
 from ._resample import loop_error
 
 __all__ = ["Ignored", "Invalid", "Looped", "Stopped", "Valid", "Verdict", "brief", "cut_off", "outcome_of", "used_up"]

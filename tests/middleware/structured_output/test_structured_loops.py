@@ -25,7 +25,6 @@ from so_middleware import (
     UsageDetails,
 )
 from so_middleware.middleware.structured_output import with_structured_output
-from so_middleware.middleware.structured_output._loops import BOUND_IT, MIN_CUT_SPAN, loop_in
 from so_middleware.providers.anthropic._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES
 from so_middleware.providers.openai._profiles import (
     LLAMA_SERVER_CHAT,
@@ -34,6 +33,7 @@ from so_middleware.providers.openai._profiles import (
     OPENAI_API_RESPONSES,
     OPENAI_COMPATIBLE,
 )
+from so_middleware.schema._loops import BOUND_IT, MIN_CUT_SPAN, loop_in
 from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio
