@@ -25,6 +25,7 @@ from psycopg_pool import AsyncConnectionPool
 from ..wire.responses import TERMINAL_EVENTS, Event
 from ._runs import TERMINAL
 from ._shared import CancelHandler
+from ._store import StoreError
 
 __all__ = ["CHANNEL", "EVENTS_TABLE", "PostgresRuns"]
 
@@ -70,6 +71,13 @@ class PostgresRuns:
     async def append(self, response_id: str, events: list[dict[str, Any]]) -> None:
         """Insert the events, unless the response was deleted; the NOTIFY goes out when they are committed."""
         rows = [(response_id, event["sequence_number"], Json(event)) for event in events]
+        try:
+            await self._append(response_id, rows)
+        except psycopg.Error as error:  # the run fails for a reason a client may read; the database's, logged
+            _log.warning("sharing the events of %s failed: %s: %s", response_id, type(error).__name__, error)
+            raise StoreError(f"the response store could not save its events ({type(error).__name__})") from None
+
+    async def _append(self, response_id: str, rows: list[tuple[str, int, Json]]) -> None:
         async with self._pool.connection() as conn, conn.cursor() as cursor:
             # the response's row, locked until the commit: a delete elsewhere (an UPDATE of that row, then
             # a DELETE of its events) either came first and is seen here, or waits and removes these too

@@ -107,6 +107,8 @@ class PostgresStore:
 
     async def find_item(self, item_id: str, owner: str | None = None) -> dict[str, Any] | None:
         """The stored item with this id, or None."""
+        if "\x00" in item_id:  # PostgreSQL text cannot hold a NUL: no stored item has this id
+            return None
         mine = "NOT deleted" if owner is None else "NOT deleted AND (owner = %(owner)s OR owner IS NULL)"
         query = (f"SELECT item FROM so_middleware_responses, json_array_elements(response -> 'output') AS item "
                  f"WHERE {mine} AND item ->> 'id' = %(id)s UNION ALL SELECT item FROM so_middleware_responses, "

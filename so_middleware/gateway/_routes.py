@@ -102,11 +102,11 @@ class Gateway:
                 return event_stream(None, _named(request, self.shared.follow(response_id, after)))
             raise BadRequest(f"Response '{response_id}' has no event stream on this gateway.", "stream", 404)
         if run is not None and self.shared is None:
-            return JSONAnswer(run.response)
+            return JSONAnswer(run.polled)
         stored = await self.store.get(response_id, owner)  # shared: deleted elsewhere a moment ago is gone
         if stored is None:
             return _not_found(response_id)
-        return JSONAnswer(run.response if run is not None else stored.response)
+        return JSONAnswer(run.polled if run is not None else stored.response)
 
     async def delete(self, request: Request) -> Response:
         """`DELETE /v1/responses/{id}`."""

@@ -70,6 +70,14 @@ class ResponseRun:
         """The response object as it stands."""
         return self.writer.response
 
+    @property
+    def polled(self) -> dict[str, Any]:
+        """The response as a poll sees it: an end whose event is not published yet (its save is under
+        way, and may be refused) is not told yet, the run is still `in_progress`."""
+        if self.response["status"] in TERMINAL and self.published < len(self.writer.events) and not self.finished:
+            return {**self.response, "status": "in_progress"}
+        return self.response
+
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """Call the backend and yield the events; backend errors before the first event propagate."""
         updates = self._updates()

@@ -37,9 +37,15 @@ SQLITE_TRIGGER = f"""CREATE TEMP TRIGGER refuse_marked BEFORE INSERT ON response
     BEGIN SELECT RAISE(ABORT, 'trigger refused INSERT INTO responses: {MARKER}'); END"""
 PG_TRIGGER = f"""CREATE OR REPLACE FUNCTION refuse_marked() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN IF NEW.response::text LIKE '%{MARKER}%' OR NEW.input_items::text LIKE '%{MARKER}%' THEN
+        PERFORM pg_sleep(0.5);  -- a slow refusal: a poll meanwhile must not be told the run completed
         RAISE EXCEPTION 'trigger refused UPDATE so_middleware_responses: {MARKER}'; END IF; RETURN NEW; END $$;
     CREATE TRIGGER refuse_marked BEFORE INSERT OR UPDATE ON so_middleware_responses
         FOR EACH ROW EXECUTE FUNCTION refuse_marked()"""
+
+PG_EVENTS_TRIGGER = f"""CREATE OR REPLACE FUNCTION refuse_marked_event() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.event::text LIKE '%{MARKER}%' THEN
+        RAISE EXCEPTION 'trigger refused INSERT INTO so_middleware_events: {MARKER}'; END IF; RETURN NEW; END $$;
+    CREATE TRIGGER refuse_marked BEFORE INSERT ON so_middleware_events FOR EACH ROW EXECUTE FUNCTION refuse_marked_event()"""
 
 
 class RefusingSQLite(SQLiteStore):
@@ -212,3 +218,42 @@ def test_a_background_run_of_a_killed_gateway_ends_failed_when_a_new_one_opens_t
         client.close()
     assert failed.status == "failed" and failed.error is not None
     assert failed.error.message == "the gateway stopped before this response finished"
+
+
+def test_an_item_reference_whose_id_holds_a_nul_is_not_found_on_every_store(
+    fake_gateway: Any, any_store: ResponseStore
+) -> None:
+    """PostgreSQL text cannot hold a NUL: asked for such an id, the database refused the query (a 500)."""
+    _, gateway = fake_gateway(store=getattr(any_store, "url", None) or getattr(any_store, "path", None))
+    reply = httpx2.post(f"{gateway.base_url}/responses", timeout=30,
+                        json={"model": "m", "input": [{"type": "item_reference", "id": "msg_\u0000x"}]})  # fmt: skip
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["message"].startswith("Item with id 'msg_\x00x' not found")
+    assert reply.json()["error"]["param"] == "input[0].id"
+
+
+def test_a_background_run_whose_events_the_database_refuses_ends_failed_without_sql(
+    postgres_url: str, fake_gateway: Any
+) -> None:
+    import psycopg
+
+    backend, gateway = fake_gateway(store=postgres_url)
+    client = sdk(gateway)
+    client.responses.create(model="m", input="warm up")  # the tables exist
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(PG_EVENTS_TRIGGER)
+    try:
+        backend.text = f"the answer holds {MARKER}"
+        started = client.responses.create(model="m", input="hi", background=True)
+        deadline = time.monotonic() + 60
+        while (polled := client.responses.retrieve(started.id)).status in ("queued", "in_progress"):
+            assert time.monotonic() < deadline, "the run did not end"
+            time.sleep(0.05)
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("DROP TRIGGER refuse_marked ON so_middleware_events")
+    assert polled.status == "failed" and polled.error is not None
+    assert polled.error.message == (
+        "The response could not be stored: the response store could not save its events (RaiseException)"
+    )
+    client.close()
