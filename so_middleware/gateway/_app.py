@@ -62,7 +62,7 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
     sdk, chain = backend_client(config)
     if store is None:
         store = open_store(config.store, lease=config.run_lease, max_responses=config.memory_store_size,
-                           max_age=config.memory_store_age)  # fmt: skip
+                           max_age=config.memory_store_age, max_per_key=config.memory_store_per_key)  # fmt: skip
     gateway = Gateway(config, sdk, chain, store)
 
     @contextlib.asynccontextmanager

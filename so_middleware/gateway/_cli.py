@@ -24,7 +24,7 @@ from typing import Any
 from so_middleware import UserError
 from so_middleware.core import redact_url
 
-from ._store import MEMORY_MAX_AGE, MEMORY_MAX_RESPONSES
+from ._store import MEMORY_MAX_AGE, MEMORY_MAX_PER_KEY, MEMORY_MAX_RESPONSES
 
 __all__ = ["main"]
 
@@ -49,6 +49,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="a SQLite file or a postgresql:// URL (default: SQLite in memory)")
     p.add_argument("--memory-store-size", type=_positive(int), default=MEMORY_MAX_RESPONSES,
                    help="without --store: the newest responses kept in memory (default: %(default)s)")  # fmt: skip
+    p.add_argument("--memory-store-per-key", type=_positive(int), default=MEMORY_MAX_PER_KEY,
+                   help="without --store: the newest responses of one client key kept (default: %(default)s)")  # fmt: skip
     p.add_argument("--memory-store-age", type=_positive(float), default=MEMORY_MAX_AGE,
                    help="without --store: seconds a response is kept after its last write (default: %(default)s)")  # fmt: skip
     p.add_argument("--model", help="the model for requests that name none")
@@ -137,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                body_timeout=args.body_timeout, max_background_runs=args.max_background_runs,
                                max_queued_runs=args.max_queued_runs, run_lease=args.run_lease,
                                memory_store_size=args.memory_store_size,
-                               memory_store_age=args.memory_store_age)  # fmt: skip
+                               memory_store_age=args.memory_store_age,
+                               memory_store_per_key=args.memory_store_per_key)  # fmt: skip
     except UserError as error:
         options.error(str(error))
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from so_middleware import UserError
 
-from ._store import MEMORY_MAX_AGE, MEMORY_MAX_RESPONSES, check_store_path
+from ._store import MEMORY_MAX_AGE, MEMORY_MAX_PER_KEY, MEMORY_MAX_RESPONSES, check_store_path
 
 __all__ = ["GatewayConfig"]
 
@@ -28,6 +28,7 @@ class GatewayConfig:
     store: str | None = None  # a SQLite file, a postgresql:// URL, or None (SQLite in memory)
     memory_store_size: int = MEMORY_MAX_RESPONSES  # the in-memory store keeps this many newest responses
     memory_store_age: float = MEMORY_MAX_AGE  # ... for this many seconds after their last write
+    memory_store_per_key: int = MEMORY_MAX_PER_KEY  # ... and at most this many of one client key's
     max_body_bytes: int = 16 * 1024 * 1024
     default_model: str | None = None  # used when a request names no model
     validate: bool = False  # re-ask a backend that ignores json_schema (beyond seed 004)
@@ -54,12 +55,13 @@ class GatewayConfig:
             if key != key.strip():  # HTTP strips a header's surrounding spaces: this key could never match
                 raise UserError(f"API key {number} of {len(self.api_keys)} starts or ends with whitespace")
         for name in ("max_body_bytes", "max_connections", "max_attempts", "header_timeout", "body_timeout",
-                     "max_background_runs", "run_lease", "memory_store_size", "memory_store_age"):  # fmt: skip
+                     "max_background_runs", "run_lease", "memory_store_size", "memory_store_age", "memory_store_per_key"):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise UserError(f"{name} must be a positive number, got {value!r}")
-        if not isinstance(self.memory_store_size, int):  # a count of responses
-            raise UserError(f"memory_store_size must be a whole number, got {self.memory_store_size!r}")
+        for name in ("memory_store_size", "memory_store_per_key"):  # counts of responses
+            if not isinstance(getattr(self, name), int):
+                raise UserError(f"{name} must be a whole number, got {getattr(self, name)!r}")
         queued = self.max_queued_runs
         if isinstance(queued, bool) or not isinstance(queued, int) or queued < 0:  # 0: no run waits, a 429 at once
             raise UserError(f"max_queued_runs must be a whole number of 0 or more, got {queued!r}")

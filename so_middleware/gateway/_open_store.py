@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._store import MEMORY_MAX_AGE, MEMORY_MAX_RESPONSES, ResponseStore, SQLiteStore
+from ._store import MEMORY_MAX_AGE, MEMORY_MAX_PER_KEY, MEMORY_MAX_RESPONSES, ResponseStore, SQLiteStore
 
 __all__ = ["open_store"]
 
@@ -13,9 +13,10 @@ def open_store(
     lease: float | None = None,
     max_responses: int | None = MEMORY_MAX_RESPONSES,
     max_age: float | None = MEMORY_MAX_AGE,
+    max_per_key: int | None = MEMORY_MAX_PER_KEY,
 ) -> ResponseStore:
     """The store for a `--store` value: a `postgresql://` URL, a SQLite file path, or None (in
-    memory, bounded by `max_responses` and `max_age`; a file or a database keeps everything).
+    memory, bounded by `max_responses`, `max_per_key` and `max_age`; a file or a database keeps everything).
     `lease`: PostgreSQL only, the seconds a background run outlives its process's last heartbeat.
 
     Example: `open_store("postgresql://gateway@db/gateway")` is a `PostgresStore`.
@@ -26,4 +27,4 @@ def open_store(
         return PostgresStore(url) if lease is None else PostgresStore(url, lease=lease)
     if url:
         return SQLiteStore(url)
-    return SQLiteStore(":memory:", max_responses=max_responses, max_age=max_age)
+    return SQLiteStore(":memory:", max_responses=max_responses, max_age=max_age, max_per_key=max_per_key)

@@ -25,6 +25,7 @@ from psycopg_pool import AsyncConnectionPool
 from ..wire.responses import TERMINAL_EVENTS, Event
 from ._runs import TERMINAL
 from ._shared import CancelHandler
+from ._store import StoreError
 
 __all__ = ["CHANNEL", "EVENTS_TABLE", "PostgresRuns"]
 
@@ -68,9 +69,22 @@ class PostgresRuns:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def append(self, response_id: str, events: list[dict[str, Any]]) -> None:
-        """Insert the events; the NOTIFY goes out when they are committed."""
+        """Insert the events, unless the response was deleted; the NOTIFY goes out when they are committed."""
         rows = [(response_id, event["sequence_number"], Json(event)) for event in events]
+        try:
+            await self._append(response_id, rows)
+        except psycopg.Error as error:  # the run fails for a reason a client may read; the database's, logged
+            _log.warning("sharing the events of %s failed: %s: %s", response_id, type(error).__name__, error)
+            raise StoreError(f"the response store could not save its events ({type(error).__name__})") from None
+
+    async def _append(self, response_id: str, rows: list[tuple[str, int, Json]]) -> None:
         async with self._pool.connection() as conn, conn.cursor() as cursor:
+            # the response's row, locked until the commit: a delete elsewhere (an UPDATE of that row, then
+            # a DELETE of its events) either came first and is seen here, or waits and removes these too
+            await cursor.execute("SELECT 1 FROM so_middleware_responses WHERE id = %s AND NOT deleted FOR SHARE",
+                                 (response_id,))  # fmt: skip
+            if await cursor.fetchone() is None:
+                return
             await cursor.executemany("INSERT INTO so_middleware_events (response_id, seq, event) VALUES (%s, %s, %s) "
                                      "ON CONFLICT DO NOTHING", rows)  # fmt: skip
             await cursor.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"events {response_id}"))
@@ -208,8 +222,10 @@ class PostgresRuns:
             return
         async with self._pool.connection() as conn:
             cursor = await conn.execute(
-                "UPDATE so_middleware_responses SET lease_until = now() + make_interval(secs => %s) "
-                "WHERE id = ANY(%s) AND runner = %s AND lease_until IS NOT NULL "
+                # a deleted run (its lease cleared with its contents) is returned too, and stopped here
+                "UPDATE so_middleware_responses SET lease_until = CASE WHEN deleted THEN NULL "
+                "ELSE now() + make_interval(secs => %s) END "
+                "WHERE id = ANY(%s) AND runner = %s AND (lease_until IS NOT NULL OR deleted) "
                 "RETURNING id, cancel_requested, deleted",
                 (self.lease, live, self.node),
             )

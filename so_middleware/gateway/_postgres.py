@@ -8,18 +8,25 @@ one is running, which is how the gateway scales out behind a load balancer. Need
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
+import psycopg
 from psycopg.types.json import Json
 from psycopg_pool import AsyncConnectionPool
 
 from ._pg_runs import CHANNEL, EVENTS_TABLE, PostgresRuns
 from ._runs import TERMINAL
-from ._store import StoredResponse
+from ._store import StoredResponse, StoreError, to_json
 
 __all__ = ["DEFAULT_LEASE", "PostgresStore"]
 
+_log = logging.getLogger("so_middleware.gateway")
+_json = functools.partial(Json, dumps=to_json)  # strict, as every store writes: `inf` is refused before the database
 DEFAULT_LEASE = 10.0  # seconds a run stays `in_progress` after its process was last heard from
 # JSON keeps key order (JSONB would not); owner: the SHA-256 of the client key that made the response
 _SCHEMA = """CREATE TABLE IF NOT EXISTS so_middleware_responses (
@@ -57,7 +64,10 @@ class PostgresStore:
         if not lease > 0:
             raise ValueError(f"lease must be a positive number of seconds, got {lease!r}")
         self.url, self.lease = url, lease
-        self._pool = AsyncConnectionPool(url, min_size=1, max_size=max_connections, open=False)
+        # each connection is checked as it leaves the pool: one the server dropped (a restart, a
+        # failover) is replaced there, instead of failing the request that drew it
+        self._pool = AsyncConnectionPool(url, min_size=1, max_size=max_connections, open=False,
+                                         check=AsyncConnectionPool.check_connection)  # fmt: skip
         self.shared_runs = PostgresRuns(url, self._pool, uuid.uuid4().hex, lease)
 
     async def open(self) -> None:
@@ -78,16 +88,16 @@ class PostgresStore:
     async def put(self, response: dict[str, Any], input_items: list[dict[str, Any]], owner: str | None = None) -> None:
         """Insert or replace (an unfinished run gets a lease), unless it was deleted meanwhile."""
         lease = None if response.get("status") in TERMINAL else self.lease
-        async with self._pool.connection() as conn:
-            await conn.execute(_PUT, (response["id"], Json(response), Json(input_items), owner,
-                                      self.shared_runs.node, lease))  # fmt: skip
+        row = (response["id"], _json(response), _json(input_items), owner, self.shared_runs.node, lease)
+        async with self._connection("save") as conn:
+            await conn.execute(_PUT, row)
             if response.get("background"):  # followers and cancellers elsewhere wait on its status
                 await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"saved {response['id']}"))
 
     async def get(self, response_id: str, owner: str | None = None) -> StoredResponse | None:
         """The stored response, or None."""
         select = "SELECT response, input_items FROM so_middleware_responses WHERE "
-        async with self._pool.connection() as conn:
+        async with self._connection("read") as conn:
             if owner is None:
                 cursor = await conn.execute(select + _BY_ID, (response_id,))
             else:
@@ -97,11 +107,13 @@ class PostgresStore:
 
     async def find_item(self, item_id: str, owner: str | None = None) -> dict[str, Any] | None:
         """The stored item with this id, or None."""
+        if "\x00" in item_id:  # PostgreSQL text cannot hold a NUL: no stored item has this id
+            return None
         mine = "NOT deleted" if owner is None else "NOT deleted AND (owner = %(owner)s OR owner IS NULL)"
         query = (f"SELECT item FROM so_middleware_responses, json_array_elements(response -> 'output') AS item "
                  f"WHERE {mine} AND item ->> 'id' = %(id)s UNION ALL SELECT item FROM so_middleware_responses, "
                  f"json_array_elements(input_items) AS item WHERE {mine} AND item ->> 'id' = %(id)s LIMIT 1")  # fmt: skip
-        async with self._pool.connection() as conn:
+        async with self._connection("read") as conn:
             row = await (await conn.execute(query, {"id": item_id, "owner": owner})).fetchone()
         return dict(row[0]) if row else None
 
@@ -110,7 +122,7 @@ class PostgresStore:
         the process running it is told to stop. False when there was none."""
         delete = ("UPDATE so_middleware_responses SET deleted = true, response = '{}', input_items = '[]', "
                   "lease_until = NULL WHERE ")  # fmt: skip
-        async with self._pool.connection() as conn:
+        async with self._connection("delete") as conn:
             if owner is None:
                 cursor = await conn.execute(delete + _BY_ID, (response_id,))
             else:
@@ -120,3 +132,14 @@ class PostgresStore:
             await conn.execute("DELETE FROM so_middleware_events WHERE response_id = %s", (response_id,))
             await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"delete {response_id}"))
         return True
+
+    @contextlib.asynccontextmanager
+    async def _connection(self, doing: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection (committed when the block ends); a database error becomes a `StoreError`
+        a client may see, the database's own message (it may quote SQL) is logged."""
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as error:
+            _log.warning("the response store could not %s a response: %s: %s", doing, type(error).__name__, error)
+            raise StoreError(f"the response store could not {doing} it ({type(error).__name__})") from None

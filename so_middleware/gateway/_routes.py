@@ -19,7 +19,7 @@ from ._request import is_reference, parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, ResponseRun, Runs
 from ._shared import shared_runs
-from ._store import ResponseStore
+from ._store import ResponseStore, StoreError
 from ._telemetry import server_span
 from ._watch import event_stream, unless_disconnected
 
@@ -73,10 +73,13 @@ class Gateway:
             self.runs.admit(run)  # a 429 when the queue is full
             try:
                 await run.save()
+            except StoreError as error:  # refused (a value the store cannot hold): failed, never run
+                await run.end_unsaved(error)
             except BaseException:
                 self.runs.forget(run.response["id"])
                 raise
-            self.runs.start(run, events)
+            else:
+                self.runs.start(run, events)
             return event_stream(run, _named(request, run.follow())) if parsed.stream else JSONAnswer(run.response)
         if not parsed.stream:  # one task runs it (the span's context stays in one task); a client gone stops it
             await unless_disconnected(_drain(events), request.receive)
@@ -99,11 +102,11 @@ class Gateway:
                 return event_stream(None, _named(request, self.shared.follow(response_id, after)))
             raise BadRequest(f"Response '{response_id}' has no event stream on this gateway.", "stream", 404)
         if run is not None and self.shared is None:
-            return JSONAnswer(run.response)
+            return JSONAnswer(run.polled)
         stored = await self.store.get(response_id, owner)  # shared: deleted elsewhere a moment ago is gone
         if stored is None:
             return _not_found(response_id)
-        return JSONAnswer(run.response if run is not None else stored.response)
+        return JSONAnswer(run.polled if run is not None else stored.response)
 
     async def delete(self, request: Request) -> Response:
         """`DELETE /v1/responses/{id}`."""

@@ -19,12 +19,12 @@ from typing import Any
 from so_middleware import ChatClient, ChatMessage, ChatOptions, ChatResponseUpdate, ChatStream, StructuredOutput
 from so_middleware.core import mend_surrogates
 
-from ..wire.responses import Event
+from ..wire.responses import TERMINAL_EVENTS, Event
 from ._errors import BadRequest
 from ._output import ResponseWriter
 from ._request import GatewayRequest
 from ._shared import SharedRuns
-from ._store import ResponseStore
+from ._store import ResponseStore, StoreError
 
 __all__ = ["RETRY_AFTER", "SHUTTING_DOWN", "ResponseRun", "Runs"]
 
@@ -32,6 +32,9 @@ _log = logging.getLogger("so_middleware.gateway")
 TERMINAL = ("completed", "incomplete", "failed", "cancelled")
 RETRY_AFTER = 2  # seconds, the `retry-after` of a 429 when the background queue is full
 SHUTTING_DOWN = "the gateway shut down before this response finished"
+UNSAVED = "The response could not be stored: {}"
+# what is stored of a response the store refused: the gateway's own fields, none of the request's or model's
+_UNSAVED_FIELDS = ("id", "object", "created_at", "completed_at", "status", "background", "error", "store")
 
 
 class ResponseRun:
@@ -67,6 +70,14 @@ class ResponseRun:
         """The response object as it stands."""
         return self.writer.response
 
+    @property
+    def polled(self) -> dict[str, Any]:
+        """The response as a poll sees it: an end whose event is not published yet (its save is under
+        way, and may be refused) is not told yet, the run is still `in_progress`."""
+        if self.response["status"] in TERMINAL and self.published < len(self.writer.events) and not self.finished:
+            return {**self.response, "status": "in_progress"}
+        return self.response
+
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """Call the backend and yield the events; backend errors before the first event propagate."""
         updates = self._updates()
@@ -85,14 +96,14 @@ class ResponseRun:
                 async for update in updates:
                     for event in await self._publish(self.writer.feed(update)):
                         yield event
-            events = self.writer.finish()
+            self.writer.finish()
         except Exception as error:  # a stream broken mid-way: the response fails, the client is told
-            events = self.writer.finish(error=f"{type(error).__name__}: {error}")
+            self.writer.finish(error=_reason(error))
         finally:
             await updates.aclose()
         await self.share()  # before the status its followers elsewhere end on
-        await self.save()
-        for event in await self._publish(events):
+        await self.save_or_fail()  # refused: its end, not seen yet, becomes `failed`
+        for event in await self._publish(self.writer.events[self.published :]):
             yield event
 
     def _updates(self) -> ChatStream | AsyncGenerator[ChatResponseUpdate[Any], None]:
@@ -165,9 +176,44 @@ class ResponseRun:
             sent = pending[-1]["sequence_number"]
 
     async def save(self) -> None:
-        """Store the response as it stands (when the request asked for it)."""
+        """Store the response as it stands (when the request asked for it); a `StoreError` when refused."""
         if self.request.store or self.request.background:
             await self.store.put(self.response, self.history, self.owner)
+
+    async def save_or_fail(self) -> None:
+        """`save`; a response the store refuses ends `failed` with the reason instead (`fail_unsaved`)."""
+        try:
+            await self.save()
+        except StoreError as error:
+            await self.fail_unsaved(error)
+
+    async def fail_unsaved(self, error: StoreError) -> None:
+        """End the run `failed` because the store refused it: its terminal event, if nobody has seen it
+        yet, becomes `response.failed` with the reason, and what can be stored of it is (its id, status
+        and error, not the values refused), so a poll finds it failed too."""
+        _log.warning("response %s could not be stored: %s", self.response["id"], error)
+        events = self.writer.events
+        if events and events[-1]["type"] in TERMINAL_EVENTS and len(events) > max(self.published, self._shared_up_to):
+            events.pop()  # an end nobody was told of yet: replaced below
+        if events and events[-1]["type"] in TERMINAL_EVENTS:  # its end was seen: the status tells the rest
+            self.response.update(status="failed", error={"code": "server_error", "message": UNSAVED.format(error)})
+        else:
+            self.response.update(completed_at=None, incomplete_details=None)
+            self.writer.finish(error=UNSAVED.format(error))
+        record: dict[str, Any] = {name: self.response.get(name) for name in _UNSAVED_FIELDS}
+        record.update(output=[], metadata={})
+        try:
+            await self.store.put(record, [], self.owner)
+        except StoreError as again:  # nothing can be stored: the answer still says why
+            _log.warning("response %s could not be stored as failed either: %s", self.response["id"], again)
+
+    async def end_unsaved(self, error: StoreError) -> None:
+        """End a run the store refused before it started (`fail_unsaved`): it never calls the backend,
+        and its followers get its `response.failed`."""
+        await self.fail_unsaved(error)
+        self.published = len(self.writer.events)
+        self.finished = True
+        await self.notify()
 
     def start(self, events: AsyncIterator[dict[str, Any]], slots: asyncio.Semaphore | None = None) -> None:
         """Drain `events` (this run's, maybe wrapped in a span) in a task of its own, once one of
@@ -182,9 +228,9 @@ class ResponseRun:
         except Exception as error:  # refused before the first event
             self.error = error
             if self.request.background:  # nobody waits on the HTTP answer: the response fails
-                self.writer.finish(error=f"{type(error).__name__}: {error}")
+                self.writer.finish(error=_reason(error))
                 await self.share()
-                await self.save()
+                await self.save_or_fail()
         finally:
             self.finished = True
             await self.notify()
@@ -213,7 +259,7 @@ class ResponseRun:
         else:
             self.response["status"] = "cancelled"
             await self.stop()
-            await self.save()
+            await self.save_or_fail()
         self.finished = True
         await self.notify()
 
@@ -235,9 +281,14 @@ class ResponseRun:
         self.published = len(self.writer.events)
         await self.stop()
         await self.share()
-        await self.save()
+        await self.save_or_fail()
         self.finished = True
         await self.notify()
+
+
+def _reason(error: Exception) -> str:
+    """Why a run failed, as its response's error says it."""
+    return UNSAVED.format(error) if isinstance(error, StoreError) else f"{type(error).__name__}: {error}"
 
 
 class Runs:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import math
 import os
 import sqlite3
 import time
@@ -21,22 +23,60 @@ from so_middleware import UserError
 
 __all__ = [
     "MEMORY_MAX_AGE",
+    "MEMORY_MAX_PER_KEY",
     "MEMORY_MAX_RESPONSES",
     "ResponseStore",
     "SQLiteStore",
+    "StoreError",
     "StoredResponse",
     "check_store_path",
+    "to_json",
 ]
 
+_log = logging.getLogger("so_middleware.gateway")
 MEMORY_MAX_RESPONSES = 10_000  # the default in-memory store keeps the newest 10,000 responses
 MEMORY_MAX_AGE = 3600.0  # ... for at most an hour after their last write
+MEMORY_MAX_PER_KEY = 1_000  # ... and at most 1,000 of one client key's
 
 _T = TypeVar("_T")
 # A run still `queued`/`in_progress` in the file when it opens was left by a gateway that stopped
 # without finishing it (a crash, a kill): nothing runs it any more, so it fails instead of waiting forever.
-_FAIL_ABANDONED = """UPDATE responses SET response = json_set(response, '$.status', 'failed', '$.error',
-    json('{"code": "server_error", "message": "the gateway stopped before this response finished"}'))
+_ABANDONED = {"code": "server_error", "message": "the gateway stopped before this response finished"}
+_FAIL_ABANDONED = f"""UPDATE responses SET response = json_set(response, '$.status', 'failed', '$.error',
+    json('{json.dumps(_ABANDONED)}'))
     WHERE json_valid(response) AND json_extract(response, '$.status') IN ('queued', 'in_progress')"""
+
+
+class StoreError(Exception):
+    """The store could not save or read a response. The message says why in words a client may see
+    (a database's own message, which may quote SQL, is logged, never put here).
+
+    Example: `except StoreError as error: response["error"] = {"message": str(error), ...}`.
+    """
+
+
+def to_json(value: Any) -> str:
+    """`value` as strict JSON text, what every store writes; a number JSON has no spelling for
+    (`inf`, `nan`: `1e999` decodes to `inf`) is a `StoreError` naming where it is, so a response is
+    kept the same way, or refused the same way, whatever the store."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise StoreError(f"{_non_finite(value)} is a number JSON cannot hold (past a double's range)") from None
+
+
+def _non_finite(value: Any, where: str = "") -> str:
+    """The path of the first non-finite number in `value` (for the message only: the refusal is cheap)."""
+    pending: list[tuple[Any, str]] = [(value, where)]
+    while pending:
+        value, where = pending.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return where or "a value"
+        if isinstance(value, dict):
+            pending.extend((item, f"{where}.{key}" if where else str(key)) for key, item in value.items())
+        elif isinstance(value, (list, tuple)):
+            pending.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
+    return "a value"
 
 
 @dataclass(frozen=True)
@@ -84,10 +124,11 @@ class SQLiteStore:
     """Responses in one SQLite file (or in memory with `":memory:"`), owned by one gateway process:
     on open, runs a previous process left `queued`/`in_progress` are marked `failed`.
 
-    `max_responses` and `max_age` (seconds since its last write) bound what is kept: each write
-    drops the oldest responses past either (None: no bound). The gateway's default store, in
-    memory, is bounded (`MEMORY_MAX_RESPONSES`, `MEMORY_MAX_AGE`), so a long-running process does
-    not grow without end.
+    `max_responses`, `max_per_key` (of one owner) and `max_age` (seconds since its last write) bound
+    what is kept: each write drops the oldest responses past any (None: no bound). An owner's write
+    past `max_responses` drops that owner's own oldest first: one client key filling the store does
+    not evict another's. The gateway's default store, in memory, is bounded (`MEMORY_MAX_RESPONSES`,
+    `MEMORY_MAX_PER_KEY`, `MEMORY_MAX_AGE`), so a long-running process does not grow without end.
 
     Every statement runs on one worker thread, in the order it was asked for: a write whose caller
     was cancelled still lands before a later one (a run's final status is its last write), and
@@ -98,16 +139,21 @@ class SQLiteStore:
     """
 
     def __init__(
-        self, path: str = ":memory:", *, max_responses: int | None = None, max_age: float | None = None
+        self,
+        path: str = ":memory:",
+        *,
+        max_responses: int | None = None,
+        max_age: float | None = None,
+        max_per_key: int | None = None,
     ) -> None:
         check_store_path(path)  # here, so a wrong --store is refused before the gateway serves
-        if max_responses is not None and (isinstance(max_responses, bool) or not isinstance(max_responses, int)
-                                          or max_responses < 1):  # fmt: skip
-            raise UserError(f"max_responses must be None or a whole number >= 1, got {max_responses!r}")
+        for name, count in (("max_responses", max_responses), ("max_per_key", max_per_key)):
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+                raise UserError(f"{name} must be None or a whole number >= 1, got {count!r}")
         if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, (int, float))
                                     or not 0 < max_age < float("inf")):  # fmt: skip
             raise UserError(f"max_age must be None or a number of seconds > 0, got {max_age!r}")
-        self.path, self.max_responses, self.max_age = path, max_responses, max_age
+        self.path, self.max_responses, self.max_age, self.max_per_key = path, max_responses, max_age, max_per_key
         self._worker: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
 
@@ -130,8 +176,10 @@ class SQLiteStore:
             if "written" not in columns:  # rows stored before ages were: NULL, never too old
                 await self._run("ALTER TABLE responses ADD COLUMN written REAL")
             await self._run("CREATE INDEX IF NOT EXISTS responses_written ON responses (written)")
+            await self._run("CREATE INDEX IF NOT EXISTS responses_owner ON responses (owner)")
+            await _shielded(self._worker.submit(_repair, self._db))
             await self._run(_FAIL_ABANDONED)
-        except sqlite3.DatabaseError as error:
+        except (sqlite3.DatabaseError, StoreError) as error:
             await self.close()
             raise UserError(f"cannot use {self.path!r} as the response store: {error}") from error
 
@@ -150,18 +198,43 @@ class SQLiteStore:
         worker, db = self._worker, self._db
         if worker is None or db is None:
             raise RuntimeError("the response store is not open")
-        row = (response["id"], json.dumps(response), json.dumps(input_items), owner, time.time())
+        row = (response["id"], to_json(response), to_json(input_items), owner, time.time())
         await _shielded(worker.submit(self._write, db, row))
 
     def _write(self, db: sqlite3.Connection, row: tuple[Any, ...]) -> None:
-        # a replaced row gets a new rowid: rowid order is the order of last writes
-        cursor = db.execute(
-            "INSERT OR REPLACE INTO responses (id, response, input_items, owner, written) VALUES (?, ?, ?, ?, ?)", row
-        )
-        if self.max_responses is not None and cursor.lastrowid is not None:
-            db.execute("DELETE FROM responses WHERE rowid <= ?", (cursor.lastrowid - self.max_responses,))
-        if self.max_age is not None:
-            db.execute("DELETE FROM responses WHERE written < ?", (row[-1] - self.max_age,))
+        try:
+            db.execute("BEGIN")  # the write and its evictions land together, or neither does
+            try:
+                # a replaced row gets a new rowid: rowid order is the order of last writes
+                cursor = db.execute("INSERT OR REPLACE INTO responses (id, response, input_items, owner, written) "
+                                    "VALUES (?, ?, ?, ?, ?)", row)  # fmt: skip
+                if cursor.lastrowid is not None:
+                    self._evict(db, row[3], cursor.lastrowid)
+                if self.max_age is not None:
+                    db.execute("DELETE FROM responses WHERE written < ?", (row[-1] - self.max_age,))
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        except sqlite3.Error as error:
+            raise _refused("save", error) from None
+
+    def _evict(self, db: sqlite3.Connection, owner: str | None, written: int) -> None:
+        """Drop the oldest of `owner`'s past `max_per_key`, then, past `max_responses`, the owner's own
+        oldest first (a key filling the store pays for it itself), then the oldest of all."""
+        mine = "SELECT rowid FROM responses WHERE owner IS ? AND rowid != ? ORDER BY rowid"
+        if self.max_per_key is not None:
+            db.execute(f"DELETE FROM responses WHERE rowid IN ({mine} DESC LIMIT -1 OFFSET ?)",
+                       (owner, written, self.max_per_key - 1))  # fmt: skip
+        if self.max_responses is None:
+            return
+        over = db.execute("SELECT count(*) FROM responses").fetchone()[0] - self.max_responses
+        if over > 0:
+            evicted = db.execute(f"DELETE FROM responses WHERE rowid IN ({mine} LIMIT ?)", (owner, written, over))
+            over -= evicted.rowcount
+        if over > 0:
+            db.execute("DELETE FROM responses WHERE rowid IN (SELECT rowid FROM responses WHERE rowid != ? "
+                       "ORDER BY rowid LIMIT ?)", (written, over))  # fmt: skip
 
     async def get(self, response_id: str, owner: str | None = None) -> StoredResponse | None:
         """The stored response, or None."""
@@ -192,7 +265,43 @@ class SQLiteStore:
         worker, db = self._worker, self._db
         if worker is None or db is None:
             raise RuntimeError("the response store is not open")
-        return await _shielded(worker.submit(lambda: db.execute(sql, args).fetchall()))
+        return await _shielded(worker.submit(_fetch, db, sql, args))
+
+
+def _fetch(db: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[Any]:
+    try:
+        return db.execute(sql, args).fetchall()
+    except sqlite3.Error as error:
+        raise _refused("read", error) from None
+
+
+def _refused(doing: str, error: Exception) -> StoreError:
+    """The error a client may see; the database's own message (it may quote SQL) goes to the log."""
+    _log.warning("the response store could not %s a response: %s: %s", doing, type(error).__name__, error)
+    return StoreError(f"the response store could not {doing} it ({type(error).__name__})")
+
+
+def _repair(db: sqlite3.Connection) -> None:
+    """Rewrite as strict JSON the rows an earlier version wrote with `Infinity`/`NaN` in them (SQLite's
+    JSON functions refuse such a row: it would never be failed when abandoned, and it would break every
+    item lookup); the non-finite numbers become null, as the answers that carried them spelled them."""
+    rows = db.execute("SELECT rowid, response, input_items FROM responses "
+                      "WHERE NOT json_valid(response) OR NOT json_valid(input_items)").fetchall()  # fmt: skip
+    for rowid, response, items in rows:
+        try:
+            fixed = [to_json(json.loads(text, parse_constant=_null, parse_float=_finite)) for text in (response, items)]
+        except ValueError:  # not JSON at all: not written by this store, left as it is
+            continue
+        db.execute("UPDATE responses SET response = ?, input_items = ? WHERE rowid = ?", (*fixed, rowid))
+
+
+def _null(constant: str) -> None:
+    return None
+
+
+def _finite(text: str) -> float | None:
+    number = float(text)
+    return number if math.isfinite(number) else None
 
 
 def _where(response_id: str, owner: str | None) -> tuple[str, tuple[str, ...]]:

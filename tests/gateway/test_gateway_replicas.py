@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -223,3 +224,45 @@ def test_a_cancel_ends_a_dead_processs_run_cancelled_and_waits_a_bounded_time_fo
                 await store.close()
 
     anyio.run(scenario)
+
+
+def test_a_run_deleted_on_one_replica_while_it_streams_on_the_other_leaves_no_text_in_any_table(
+    replicas: Any, fake_backend: Any, postgres_url: str
+) -> None:
+    """A goes on writing events until it hears of the delete: here, for a while, as its listener was cut
+    just before (the delete's NOTIFY is lost; A learns of it at its next lease renewal)."""
+    import psycopg
+    from psycopg import sql
+
+    backend, _ = fake_backend
+    a, b, _ = replicas()
+    word = f"zebra{uuid.uuid4().hex}"  # the answer's text, found nowhere else in the database
+    backend.text, backend.pieces, backend.chunk_delay = f"{word} " * 400, 400, 0.02
+    closed = backend.streams_closed_early
+    with a.responses.create(model="m", input="hi", background=True, stream=True) as stream:
+        events = iter(stream)
+        response_id = next(events).response.id
+        for event in events:
+            if event.sequence_number > 40:  # well under way: A writes its events as they come
+                with psycopg.connect(postgres_url, autocommit=True) as admin:
+                    admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                  "WHERE query = 'LISTEN so_middleware_runs'")  # fmt: skip
+                b.responses.delete(response_id)
+                break
+        rest = list(events)  # and the stream on A ends
+    assert all(event.type != "response.completed" for event in rest)
+    _until(lambda: backend.streams_closed_early > closed)  # A stopped the run: its last write came and went
+    with psycopg.connect(postgres_url) as conn:
+        tables = [name for (name,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+        found = {}
+        for table in tables:
+            rows = conn.execute(sql.SQL("SELECT t::text FROM {} AS t WHERE t::text LIKE %s OR t::text LIKE %s")
+                                .format(sql.Identifier(table)), (f"%{word}%", f"%{response_id}%")).fetchall()  # fmt: skip
+            if rows:
+                found[table] = [row for (row,) in rows]
+        tombstone = conn.execute("SELECT deleted, response::text, input_items::text FROM so_middleware_responses "
+                                 "WHERE id = %s", (response_id,)).fetchall()  # fmt: skip
+    assert "so_middleware_events" in tables
+    assert list(found) == ["so_middleware_responses"] and len(found["so_middleware_responses"]) == 1, found
+    assert tombstone == [(True, "{}", "[]")]  # the id alone stays, so a late save of the run is refused
+    assert not any(word in row for rows in found.values() for row in rows)
