@@ -28,6 +28,7 @@ from so_middleware import ChatClient, SOMiddlewareError, with_retries, with_stru
 from ._backend import DirectChatClient
 from ._config import GatewayConfig
 from ._errors import BadRequest, error_response, to_error_response
+from ._logs import AccessLog
 from ._open_store import open_store
 from ._routes import Gateway
 from ._secrets import RedactingClient, owner_of, url_password
@@ -87,6 +88,7 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=_HANDLERS)
     app.add_middleware(_Guard, api_keys=tuple(config.api_keys), max_body_bytes=config.max_body_bytes,
                        body_timeout=config.body_timeout)  # fmt: skip
+    app.add_middleware(AccessLog)  # outermost: the guard's refusals are logged too
     app.state.gateway = gateway
     return app
 
