@@ -18,7 +18,7 @@ import openai
 from openai import AsyncOpenAI
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -100,9 +100,15 @@ async def _on_error(request: Request, error: Exception) -> Response:
     return response
 
 
+async def _on_hang_up(request: Request, error: Exception) -> Response:
+    """A client that hung up while sending its body: nothing was asked of the backend, nobody reads
+    the answer; the access log shows 499, not a 500 with a traceback."""
+    return Response(status_code=499)
+
+
 # Expected errors by type (answered quietly); anything else is a logged 500.
 _HANDLERS: Any = {BadRequest: _on_error, HTTPException: _on_error, openai.APIError: _on_error,
-                  SOMiddlewareError: _on_error, Exception: _on_error}  # fmt: skip
+                  SOMiddlewareError: _on_error, ClientDisconnect: _on_hang_up, Exception: _on_error}  # fmt: skip
 
 
 class _Guard:

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -77,6 +78,19 @@ def test_a_path_cannot_forge_a_line(fake_gateway: Any, caplog: pytest.LogCapture
     [record] = [r for r in caplog.records if r.name == ACCESS_LOGGER]
     assert "\n" not in record.getMessage() and record.path == "/v1/responses/x%0A200%20forged"  # type: ignore[attr-defined]
     assert record.response_id is None  # type: ignore[attr-defined]
+
+
+def test_a_client_that_hangs_up_mid_body_is_a_quiet_499(fake_gateway: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="so_middleware")
+    backend, gateway = fake_gateway()
+    with socket.create_connection((gateway.host, gateway.port), timeout=10) as raw:
+        raw.sendall(b"POST /v1/responses HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n"
+                    b'content-length: 100\r\n\r\n{"model": ')  # fmt: skip
+        _wait(lambda: len(gateway.server.server_state.tasks) == 1)  # its headers are in: the app runs
+    _wait(lambda: any(r.name == ACCESS_LOGGER for r in caplog.records))
+    assert [r.status for r in caplog.records if r.name == ACCESS_LOGGER] == [499]  # type: ignore[attr-defined]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []  # no "unexpected error"
+    assert backend.raw_bodies == []
 
 
 def test_the_json_format_is_one_object_a_line() -> None:
