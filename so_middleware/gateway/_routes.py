@@ -48,8 +48,15 @@ class Gateway:
 
     async def models(self, request: Request) -> Response:
         """`GET /v1/models`: the backend's model list, as the backend gives it."""
-        page = await self.sdk.models.list()
-        return JSONAnswer({"object": "list", "data": [model.model_dump(exclude_unset=True) for model in page.data]})
+        pages: list[Any] = []
+
+        async def fetch() -> None:
+            pages.append(await self.sdk.models.list())
+
+        if not await unless_disconnected(fetch(), request.receive):  # a client gone stops the backend call
+            return _gone()
+        data = [model.model_dump(exclude_unset=True) for model in pages[0].data]
+        return JSONAnswer({"object": "list", "data": data})
 
     async def create(self, request: Request) -> Response:
         """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""

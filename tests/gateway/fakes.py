@@ -44,6 +44,9 @@ class FakeChatBackend:
     header_delay: float = 0.0  # seconds before a streamed answer's headers (given up if the caller goes first)
     headers_abandoned: int = 0  # streamed answers whose caller hung up before their headers
     first_byte_delay: float = 0.0  # seconds between a streamed answer's headers and its first byte
+    models_delay: float = 0.0  # seconds before the model list (given up if the caller goes first)
+    models_asked: int = 0
+    models_abandoned: int = 0
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -60,6 +63,10 @@ class FakeChatBackend:
         return JSONResponse(self.props)
 
     async def models(self, request: Request) -> Response:
+        self.models_asked += 1
+        if await _left_during(request, self.models_delay):
+            self.models_abandoned += 1
+            return Response(status_code=499)
         return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model", "created": 0,
                                                          "owned_by": "tests"}]})  # fmt: skip
 

@@ -108,6 +108,15 @@ def test_a_client_that_hangs_up_before_the_backends_first_byte_stops_the_backend
     assert [r.status for r in caplog.records if r.name == ACCESS_LOGGER] == [499]  # type: ignore[attr-defined]
 
 
+def test_a_client_that_hangs_up_on_the_model_list_stops_the_backend_call(fake_gateway: Any) -> None:
+    backend, gateway = fake_gateway()
+    backend.models_delay = 120.0
+    with socket.create_connection((gateway.host, gateway.port), timeout=10) as raw:
+        raw.sendall(b"GET /v1/models HTTP/1.1\r\nhost: gw\r\n\r\n")
+        _wait(lambda: backend.models_asked == 1)
+    _wait(lambda: backend.models_abandoned == 1, 20)  # the backend saw its caller go
+
+
 def test_the_documented_defaults() -> None:
     from so_middleware.gateway import GatewayConfig
     from so_middleware.gateway._cli import parser
