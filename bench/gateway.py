@@ -99,7 +99,9 @@ def _gateway(backend_url: str) -> tuple[_Process, str]:
     from so_middleware.gateway._server import free_port
 
     port = free_port()
-    gateway = _Process("-m", "so_middleware.cli", "gateway", "--backend", backend_url, "--port", str(port))
+    gateway = _Process(
+        "-m", "so_middleware.cli", "gateway", "--backend", backend_url, "--port", str(port), "--log-level", "warning"
+    )  # no access line per request on the run's terminal
     import httpx2
 
     for _ in range(300):

@@ -221,7 +221,7 @@ def _contenders(backend: str, peers: Path | None) -> tuple[list[_Server], dict[s
     servers = [
         _Server("floor", [sys.executable, __file__, "--floor", backend, str(port := free_port())], port),
         _Server("gateway", [sys.executable, "-m", "so_middleware.cli", "gateway", "--backend", backend,
-                            "--port", str(port := free_port())], port),
+                            "--port", str(port := free_port()), "--log-level", "warning"], port),  # as the peers
     ]  # fmt: skip
     missing: dict[str, str] = {}
     if peers is None:

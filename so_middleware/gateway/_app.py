@@ -18,7 +18,7 @@ import openai
 from openai import AsyncOpenAI
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -28,6 +28,7 @@ from so_middleware import ChatClient, SOMiddlewareError, with_retries, with_stru
 from ._backend import DirectChatClient
 from ._config import GatewayConfig
 from ._errors import BadRequest, error_response, to_error_response
+from ._logs import AccessLog
 from ._open_store import open_store
 from ._routes import Gateway
 from ._secrets import RedactingClient, owner_of, url_password
@@ -87,6 +88,7 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=_HANDLERS)
     app.add_middleware(_Guard, api_keys=tuple(config.api_keys), max_body_bytes=config.max_body_bytes,
                        body_timeout=config.body_timeout)  # fmt: skip
+    app.add_middleware(AccessLog)  # outermost: the guard's refusals are logged too
     app.state.gateway = gateway
     return app
 
@@ -98,9 +100,15 @@ async def _on_error(request: Request, error: Exception) -> Response:
     return response
 
 
+async def _on_hang_up(request: Request, error: Exception) -> Response:
+    """A client that hung up while sending its body: nothing was asked of the backend, nobody reads
+    the answer; the access log shows 499, not a 500 with a traceback."""
+    return Response(status_code=499)
+
+
 # Expected errors by type (answered quietly); anything else is a logged 500.
 _HANDLERS: Any = {BadRequest: _on_error, HTTPException: _on_error, openai.APIError: _on_error,
-                  SOMiddlewareError: _on_error, Exception: _on_error}  # fmt: skip
+                  SOMiddlewareError: _on_error, ClientDisconnect: _on_hang_up, Exception: _on_error}  # fmt: skip
 
 
 class _Guard:

@@ -3,10 +3,12 @@
 so-middleware gateway                                   # embedded local model + gateway on loopback
 so-middleware gateway --backend http://127.0.0.1:8000/v1 --port 8080
 so-middleware gateway --backend URL --api-key secret --store responses.db
+so-middleware gateway --backend URL --log-format json --log-level warning
 
-Ctrl-C or SIGTERM stop the gateway gracefully (an open stream gets 3 s to finish, then ends with
-`response.failed`; background runs end `cancelled`) and then the embedded llama-server: no
-process is left behind.
+Ctrl-C or SIGTERM stop the gateway gracefully (a request in flight gets 3 s to finish, then a
+stream ends with `response.failed` and a plain request gets a 503; background runs end
+`cancelled`) and then the embedded llama-server: no process is left behind. Logs go to stderr:
+at `info`, one line per request (no key, no content).
 """
 
 from __future__ import annotations
@@ -15,15 +17,17 @@ import argparse
 import contextlib
 import dataclasses
 import gc
+import logging
+import logging.config
 import os
 import signal
-import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from so_middleware import UserError
 from so_middleware.core import redact_url
 
+from ._logs import LOG_FORMATS, LOG_LEVELS, logging_config
 from ._store import MEMORY_MAX_AGE, MEMORY_MAX_PER_KEY, MEMORY_MAX_RESPONSES
 
 __all__ = ["main"]
@@ -32,8 +36,11 @@ ENV_BACKEND_KEY = "SO_MIDDLEWARE_BACKEND_API_KEY"
 ENV_API_KEYS = "SO_MIDDLEWARE_GATEWAY_API_KEYS"  # comma-separated
 
 
+_log = logging.getLogger("so_middleware.gateway")
+
+
 def _progress(message: str) -> None:
-    print(f"[so-middleware] {message}", file=sys.stderr, flush=True)
+    _log.info(message)  # on stderr in the chosen format, as every other line there
 
 
 def parser() -> argparse.ArgumentParser:
@@ -68,6 +75,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--run-lease", type=_positive(float), default=10.0,
                    help="with a postgresql:// store: seconds after its process was last heard from that "
                         "another gateway fails a background run (default: %(default)s)")  # fmt: skip
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="info",
+                   help="info logs one line per request; warning only problems (default: %(default)s)")  # fmt: skip
+    p.add_argument("--log-format", choices=LOG_FORMATS, default="text",
+                   help="json: one JSON object a line, for a log collector (default: %(default)s)")  # fmt: skip
     p.add_argument("--validate", action="store_true",
                    help="validate json_schema output and re-ask on failure (beyond the passthrough spec)")  # fmt: skip
     return p
@@ -128,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the gateway until Ctrl-C or SIGTERM (exit 2, before anything starts, on a wrong option)."""
     options = parser()
     args = options.parse_args(argv)
+    logging.config.dictConfig(logging_config(args.log_level, args.log_format))  # uvicorn's loggers too
     from ._app import create_app
     from ._config import GatewayConfig
 
@@ -159,14 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             config = dataclasses.replace(config, backend_url=backend_url, default_model=model)
             server = uvicorn.Server(uvicorn.Config(create_app(config), host=args.host, port=args.port,
-                                                   log_level="warning", timeout_graceful_shutdown=5,
-                                                   **server_options(config)))  # fmt: skip
+                                                   log_config=None, log_level=args.log_level, access_log=False,
+                                                   timeout_graceful_shutdown=5, **server_options(config)))  # fmt: skip
             print(f"Responses API base_url: http://{args.host}:{args.port}/v1", flush=True)
             print(f"backend:                {redact_url(backend_url)}", flush=True)
             _progress("serving; press Ctrl-C to stop")
             _serve(server)
             if not server.started:
-                _progress(f"the gateway did not start on {args.host}:{args.port} (the error is above)")
+                _log.error("the gateway did not start on %s:%s (the error is above)", args.host, args.port)
                 return 1
     except KeyboardInterrupt:
         pass

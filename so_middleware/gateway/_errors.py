@@ -1,7 +1,9 @@
 """OpenAI-shaped error bodies: `{"error": {"message", "type", "param", "code"}}`.
 
 A backend error keeps its status and, when the backend sent an OpenAI-shaped body, that body
-(seed 004: "the gateway forwards the error to the client unchanged").
+(seed 004: "the gateway forwards the error to the client unchanged"). A backend answer the
+gateway cannot use is a 502 whose error keeps what the backend said in `raw_text` (key-shaped
+strings masked), so the client sees why without access to the gateway's logs.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 from starlette.exceptions import HTTPException
 
 from so_middleware import DeadlineExceededError, SOMiddlewareError, UserError, failure_of
+from so_middleware.core import MAX_RAW_TEXT
 
+from ..core import redact
 from ._json import JSONAnswer
 
 __all__ = ["BadRequest", "error_response", "to_error_response"]
@@ -49,10 +53,11 @@ def error_response(
     param: str | None = None,
     code: str | None = None,
     headers: Mapping[str, str] | None = None,
+    **extra: Any,
 ) -> JSONAnswer:
-    """An OpenAI-shaped error response."""
+    """An OpenAI-shaped error response (`extra`: more fields of the error object)."""
     kind = _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code, **extra}}
     return JSONAnswer(body, status_code=status, headers=headers)
 
 
@@ -83,5 +88,18 @@ def _own_error_response(error: SOMiddlewareError) -> JSONAnswer:
         return error_response(400, str(error))
     if isinstance(error, DeadlineExceededError):
         return error_response(504, f"The backend did not answer in time: {error}", code="backend_timeout")
-    # an answer that could not be read (HTML, a broken stream)
-    return error_response(502, f"The backend's answer could not be used: {error}", code="backend_bad_response")
+    # an answer that could not be read (HTML, a broken stream) or used (text where a call was required)
+    message = f"The backend's answer could not be used: {error}"
+    text = backend_text(error)
+    if not text:
+        return error_response(502, message, code="backend_bad_response")
+    return error_response(502, message, code="backend_bad_response", raw_text=text)
+
+
+def backend_text(error: BaseException) -> str:
+    """What the backend answered, as an error after a model call keeps it (the last attempt's
+    text, or what a broken stream delivered): at most `MAX_RAW_TEXT` characters, key-shaped
+    strings masked."""
+    attempts = getattr(error, "attempts", None)
+    text = attempts[-1].text if attempts else getattr(error, "partial_text", "")
+    return redact(text[:MAX_RAW_TEXT]) if isinstance(text, str) and text else ""

@@ -48,8 +48,15 @@ class Gateway:
 
     async def models(self, request: Request) -> Response:
         """`GET /v1/models`: the backend's model list, as the backend gives it."""
-        page = await self.sdk.models.list()
-        return JSONAnswer({"object": "list", "data": [model.model_dump(exclude_unset=True) for model in page.data]})
+        pages: list[Any] = []
+
+        async def fetch() -> None:
+            pages.append(await self.sdk.models.list())
+
+        if not await unless_disconnected(fetch(), request.receive):  # a client gone stops the backend call
+            return _gone()
+        data = [model.model_dump(exclude_unset=True) for model in pages[0].data]
+        return JSONAnswer({"object": "list", "data": data})
 
     async def create(self, request: Request) -> Response:
         """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""
@@ -68,6 +75,7 @@ class Gateway:
         status = "queued" if parsed.background else "in_progress"
         run = ResponseRun(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), items_to_messages(history),
                   history, self.store, self.config.validate, owner, self.shared if parsed.background else None)  # fmt: skip
+        request.scope["state"]["response_id"] = run.response["id"]  # for the access log
         events = server_span(self.config.tracer_provider, "POST /v1/responses").wrap(run.events())
         if parsed.background:
             self.runs.admit(run)  # a 429 when the queue is full
@@ -82,10 +90,17 @@ class Gateway:
                 self.runs.start(run, events)
             return event_stream(run, _named(request, run.follow())) if parsed.stream else JSONAnswer(run.response)
         if not parsed.stream:  # one task runs it (the span's context stays in one task); a client gone stops it
-            await unless_disconnected(_drain(events), request.receive)
+            if not await unless_disconnected(_drain(events), request.receive):
+                return _gone()
             return JSONAnswer(run.response)
         run.start(events)
-        await run.started()  # a backend that refuses the request at once: its status, not a stream
+        try:  # a backend that refuses the request at once: its status, not a stream
+            started = await unless_disconnected(run.started(), request.receive)
+        finally:  # a client gone before the backend's first byte, or the server stopping, stops the call
+            if not run.published:
+                await run.stop()
+        if not started:
+            return _gone()
         return event_stream(run, _named(request, run.follow()), on_close=run.stop)
 
     async def retrieve(self, request: Request) -> Response:
@@ -205,6 +220,12 @@ def _named(request: Request, batches: AsyncIterator[list[dict[str, Any]]]) -> As
 async def _drain(events: AsyncIterator[dict[str, Any]]) -> None:
     async for _ in events:
         pass
+
+
+def _gone() -> Response:
+    """The answer to a client that hung up: never sent, but what the access log shows (nginx's
+    "client closed request")."""
+    return Response(status_code=499)
 
 
 def _response_id(request: Request) -> str:

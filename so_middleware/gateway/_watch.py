@@ -23,10 +23,11 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from ._errors import BadRequest
 from ._json import dumps
-from ._runs import ResponseRun
+from ._runs import SHUTTING_DOWN, ResponseRun
 
-__all__ = ["FINISH_WINDOW", "SHUTDOWN_GRACE", "event_stream", "frames", "unless_disconnected"]
+__all__ = ["FINISH_WINDOW", "SHUTDOWN_GRACE", "event_stream", "frames", "server_stopping", "unless_disconnected"]
 
 FINISH_WINDOW = 3.0  # seconds an open stream may still finish normally once the server stops
 SHUTDOWN_GRACE = 4.0  # seconds after the signal a stream still open is cut
@@ -37,31 +38,44 @@ _HEADERS = {"cache-control": "no-store", "connection": "keep-alive", "x-accel-bu
 
 async def unless_disconnected(work: Awaitable[None], receive: Receive) -> bool:
     """Await `work` in this task; when the client disconnects first, cancel it (closing the backend
-    stream) and return False. `receive` must be past the request body. One task waits for the
-    disconnect; the work itself stays in the caller's task (and in its context)."""
+    call) and return False. When the server stops meanwhile, `work` gets `FINISH_WINDOW` seconds,
+    then is cancelled and the answer is a 503 (uvicorn would cancel it with a traceback at its own
+    timeout). `receive` must be past the request body. Two tasks watch; the work itself stays in the
+    caller's task (and in its context)."""
     current = asyncio.current_task()
     assert current is not None
-    gone = False
+    why: list[str] = []  # the first watcher to end says why `work` was cancelled
 
-    async def watch() -> None:
-        nonlocal gone
-        await _disconnect(receive)
-        gone = True
-        current.cancel()  # delivered in `work`: this runs only while the caller waits on it
+    async def watch(until: Awaitable[None], reason: str) -> None:
+        await until
+        if not why:
+            why.append(reason)
+            current.cancel()  # delivered in `work`: this runs only while the caller waits on it
 
-    watcher = asyncio.ensure_future(watch())
+    watchers = [asyncio.ensure_future(watch(_disconnect(receive), "gone")),
+                asyncio.ensure_future(watch(_shutdown_window(), "stopping"))]  # fmt: skip
     try:
         await work
     except asyncio.CancelledError:
-        if not gone:
+        if not why:
             raise
         uncancel = getattr(current, "uncancel", None)  # Python 3.11+: the task counts cancellations
         if uncancel is not None:
             uncancel()
+        if why[0] == "stopping":
+            raise BadRequest(SHUTTING_DOWN, None, 503, "server_shutting_down") from None
         return False
     finally:
-        watcher.cancel()
+        for watcher in watchers:
+            watcher.cancel()
     return True
+
+
+async def _shutdown_window() -> None:
+    """Returns `FINISH_WINDOW` seconds after the server started to stop."""
+    while not server_stopping():
+        await asyncio.sleep(POLL)
+    await asyncio.sleep(FINISH_WINDOW)
 
 
 async def _disconnect(receive: Receive) -> None:
@@ -186,7 +200,7 @@ class _Poller:
         loop = asyncio.get_running_loop()
         while self.streams:
             await asyncio.sleep(POLL)
-            if _server_stopping():
+            if server_stopping():
                 for stream in list(self.streams):
                     self._spawn(stream.end_on_shutdown())
                 self.streams.clear()
@@ -215,7 +229,7 @@ def _poller_for(loop: asyncio.AbstractEventLoop) -> _Poller:
     return poller
 
 
-def _server_stopping() -> bool:
+def server_stopping() -> bool:
     """True once the uvicorn server handling SIGTERM in this process has been told to stop (its
     handler is a method of the server; a server in another thread handles no signal)."""
     with contextlib.suppress(Exception):

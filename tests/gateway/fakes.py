@@ -41,6 +41,12 @@ class FakeChatBackend:
     headers: list[dict[str, str]] = field(default_factory=list)  # each chat request's headers
     plain_delay: float = 0.0  # seconds before a plain answer (given up if the caller goes first)
     plain_abandoned: int = 0  # plain answers whose caller hung up while they were delayed
+    header_delay: float = 0.0  # seconds before a streamed answer's headers (given up if the caller goes first)
+    headers_abandoned: int = 0  # streamed answers whose caller hung up before their headers
+    first_byte_delay: float = 0.0  # seconds between a streamed answer's headers and its first byte
+    models_delay: float = 0.0  # seconds before the model list (given up if the caller goes first)
+    models_asked: int = 0
+    models_abandoned: int = 0
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
@@ -57,6 +63,10 @@ class FakeChatBackend:
         return JSONResponse(self.props)
 
     async def models(self, request: Request) -> Response:
+        self.models_asked += 1
+        if await _left_during(request, self.models_delay):
+            self.models_abandoned += 1
+            return Response(status_code=499)
         return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model", "created": 0,
                                                          "owned_by": "tests"}]})  # fmt: skip
 
@@ -73,13 +83,9 @@ class FakeChatBackend:
         text = self.replies.pop(0) if self.replies else self.text
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         if not body.get("stream"):
-            waited = 0.0
-            while waited < self.plain_delay:
-                if await request.is_disconnected():
-                    self.plain_abandoned += 1
-                    return Response(status_code=499)
-                await asyncio.sleep(0.05)
-                waited += 0.05
+            if await _left_during(request, self.plain_delay):
+                self.plain_abandoned += 1
+                return Response(status_code=499)
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if self.reasoning:
                 message["reasoning_content"] = self.reasoning
@@ -99,6 +105,9 @@ class FakeChatBackend:
                           {"index": 0, "message": message, "finish_reason": finish}]}  # fmt: skip
             # json.dumps escapes what is not text (a lone surrogate: `"\ud83d"`), as a backend's JSON may
             return Response(json.dumps(answer), media_type="application/json")
+        if await _left_during(request, self.header_delay):
+            self.headers_abandoned += 1
+            return Response(status_code=499)
         return StreamingResponse(self._chunks(body["model"], text, usage), media_type="text/event-stream")
 
     async def _chunks(self, model: str, text: str, usage: dict[str, int]) -> Any:
@@ -110,6 +119,8 @@ class FakeChatBackend:
         finished = False
         self.open_streams += 1
         try:
+            if self.first_byte_delay:  # a hang-up meanwhile cancels this sleep (Starlette watches the connection)
+                await asyncio.sleep(self.first_byte_delay)
             yield chunk({"role": "assistant", "content": ""})
             if self.reasoning:
                 yield chunk({"reasoning_content": self.reasoning[:5]})
@@ -145,6 +156,17 @@ class FakeChatBackend:
                 self.streams_finished += 1
             else:
                 self.streams_closed_early += 1
+
+
+async def _left_during(request: Request, delay: float) -> bool:
+    """Wait `delay` seconds; True as soon as the caller hangs up meanwhile."""
+    waited = 0.0
+    while waited < delay:
+        if await request.is_disconnected():
+            return True
+        await asyncio.sleep(0.05)
+        waited += 0.05
+    return False
 
 
 def sdk(server: Any) -> Any:

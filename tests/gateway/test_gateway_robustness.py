@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 from fakes import sdk
 
@@ -86,6 +87,20 @@ def test_a_backend_answering_html_is_a_502(fake_gateway: Any, stream: bool, vali
     error = reply.json()["error"]
     assert error["code"] == "backend_bad_response" and error["type"] == "server_error"
     assert "Traceback" not in error["message"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_502_keeps_the_page_the_backend_answered(fake_gateway: Any, stream: bool) -> None:
+    backend, gateway = fake_gateway()
+    backend.html = True
+    with pytest.raises(openai.APIStatusError) as caught:
+        if stream:
+            with sdk(gateway).responses.create(model="m", input="hi", stream=True) as events:
+                list(events)
+        else:
+            sdk(gateway).responses.create(model="m", input="hi")
+    assert caught.value.status_code == 502
+    assert "Welcome to nginx!" in caught.value.body["raw_text"]  # type: ignore[index]
 
 
 def test_starting_after_must_be_a_sequence_number(fake_gateway: Any) -> None:

@@ -1,9 +1,10 @@
 """Bounds on what clients can make the gateway do: background runs are a bounded queue (a 429 with
-`retry-after` past it), and a client that hangs up on a plain request stops its backend call."""
+`retry-after` past it), and a client that hangs up stops its backend call, whatever the phase."""
 
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
 from typing import Any
@@ -12,6 +13,7 @@ import httpx2
 import pytest
 from fakes import sdk
 
+from so_middleware.gateway._logs import ACCESS_LOGGER
 from so_middleware.gateway._runs import RETRY_AFTER
 
 
@@ -82,6 +84,37 @@ def test_a_client_that_hangs_up_on_a_plain_request_stops_the_backend_call(fake_g
         _wait(lambda: len(backend.raw_bodies) == 1)
     _wait(lambda: backend.plain_abandoned == 1)  # the backend saw its caller go, not a finished answer
     assert len(backend.raw_bodies) == 1  # and no retry was made
+
+
+@pytest.mark.parametrize("phase", ["headers", "first_byte"])
+def test_a_client_that_hangs_up_before_the_backends_first_byte_stops_the_backend_call(
+    fake_gateway: Any, phase: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    backend, gateway = fake_gateway(max_attempts=3)
+    if phase == "headers":
+        backend.header_delay = 120.0
+    else:
+        backend.first_byte_delay = 120.0
+    body = json.dumps({"model": "m", "input": "hi", "stream": True}).encode()
+    with socket.create_connection((gateway.host, gateway.port), timeout=10) as raw:
+        raw.sendall(b"POST /v1/responses HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+        _wait(lambda: len(backend.raw_bodies) == 1 and (phase == "headers" or backend.open_streams == 1))
+    # the backend saw its caller go, long before it would have answered
+    _wait(lambda: backend.headers_abandoned == 1 if phase == "headers" else backend.streams_closed_early == 1, 20)
+    assert len(backend.raw_bodies) == 1 and backend.streams_finished == 0  # and no retry was made
+    _wait(lambda: any(r.name == ACCESS_LOGGER for r in caplog.records))
+    assert [r.status for r in caplog.records if r.name == ACCESS_LOGGER] == [499]  # type: ignore[attr-defined]
+
+
+def test_a_client_that_hangs_up_on_the_model_list_stops_the_backend_call(fake_gateway: Any) -> None:
+    backend, gateway = fake_gateway()
+    backend.models_delay = 120.0
+    with socket.create_connection((gateway.host, gateway.port), timeout=10) as raw:
+        raw.sendall(b"GET /v1/models HTTP/1.1\r\nhost: gw\r\n\r\n")
+        _wait(lambda: backend.models_asked == 1)
+    _wait(lambda: backend.models_abandoned == 1, 20)  # the backend saw its caller go
 
 
 def test_the_documented_defaults() -> None:

@@ -118,14 +118,22 @@ def test_with_auto_and_a_text_format_the_message_follows_the_format(
     assert schema["anyOf"][-1]["properties"]["answer"]["properties"] == city["properties"]
 
 
-def test_an_answer_that_is_no_call_is_a_bad_gateway_not_a_message(
-    llama_like: tuple[FakeChatBackend, AppServer],
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    "answer",
+    ['{"name": "launch_rockets", "arguments": {}}', "It is sunny in Oslo."],  # what no grammar-bound backend sends
+    ids=["unknown-call", "text"],
+)
+def test_an_answer_that_is_no_call_is_a_bad_gateway_keeping_the_backend_text(
+    llama_like: tuple[FakeChatBackend, AppServer], stream: bool, answer: str
 ) -> None:
     backend, server = llama_like
-    backend.text = '{"name": "launch_rockets", "arguments": {}}'  # what no grammar-bound backend sends
+    backend.text = answer
     with pytest.raises(openai.APIStatusError) as caught:
-        sdk(server).responses.create(model="m", input=QUESTION, tools=[WEATHER], tool_choice="required")
+        create(sdk(server), stream, tools=[WEATHER], tool_choice="required")
     assert caught.value.status_code == 502
+    assert caught.value.body["code"] == "backend_bad_response"  # type: ignore[index]
+    assert caught.value.body["raw_text"] == answer  # type: ignore[index]
 
 
 def test_a_backend_that_honours_tools_gets_them_as_sent(fake_gateway: Callable[..., Any]) -> None:
