@@ -15,6 +15,7 @@ are forwarded into the backend's request body unchanged (the passthrough philoso
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,9 +60,10 @@ class GatewayRequest:
 
 
 def read_json(raw: bytes) -> Any:
-    """The decoded body. A 400, before any backend call: malformed JSON, `NaN`/`Infinity`, nesting
-    deeper than `MAX_DEPTH`, and lone surrogates (`"\\ud83d"`: no UTF-8 spelling, so neither the
-    backend request nor the stored response could be written)."""
+    """The decoded body. A 400, before any backend call: malformed JSON, `NaN`/`Infinity`, a number
+    past a double (`1e999`), nesting deeper than `MAX_DEPTH`, and lone surrogates (`"\\ud83d"`: no
+    UTF-8 spelling). Each is a value neither the backend request nor the stored response (every
+    field of the body may be stored: metadata, input items, instructions, tools) could be written with."""
     try:
         body = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))  # what json.loads does
     except RecursionError:
@@ -87,6 +89,9 @@ def _check_values(body: Any) -> None:
             raise BadRequest(f"The request body nests deeper than {MAX_DEPTH} levels.", where or None)
         if isinstance(value, str):
             _encodable(value, where)
+        elif isinstance(value, float) and not math.isfinite(value):  # 1e999 reads as inf: JSON cannot write it
+            raise BadRequest(f"{where or 'the request body'} is a number past the range of a double, which "
+                             "cannot be stored or sent as JSON", where or None)  # fmt: skip
         elif isinstance(value, dict):
             for key, item in value.items():
                 _encodable(key, where)

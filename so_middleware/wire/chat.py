@@ -32,7 +32,13 @@ def tool_choice_to_wire(choice: str | ForcedTool) -> Any:
 
 
 def part_to_wire(content: Content) -> dict[str, Any]:
-    """A user content part: text, an image (URL or data URI), a file (`file_data` or `file_id`)."""
+    """A user content part: text, an image (URL or data URI), a file (`file_data` or `file_id`).
+
+    A text or JSON file goes as a text part holding the file's text: Chat Completions documents its
+    `file` part for PDFs, and OpenAI-compatible servers (llama-server, vLLM) read text parts but
+    refuse `file` ones. Bytes that are not UTF-8 cannot be that text unchanged, so they go as a file.
+    Any other file is a `file` part whose `file_data` is a base64 data URL of the file's bytes.
+    """
     if isinstance(content, TextContent):
         return {"type": "text", "text": content.text}
     if isinstance(content, HostedFileContent):
@@ -40,13 +46,26 @@ def part_to_wire(content: Content) -> dict[str, Any]:
     if isinstance(content, DataContent):
         data = content.data
         if content.media_type.startswith("image/"):
-            url = data if isinstance(data, str) and data.startswith(("http", "data:")) else data_uri(content)
+            url = data if isinstance(data, str) and _is_url(data) else data_uri(content)
             return {"type": "image_url", "image_url": {"url": url}}
         if content.media_type == "application/json" or content.media_type.startswith("text/"):
-            return {"type": "text", "text": data if isinstance(data, str) else data.decode("utf-8", "replace")}
-        uri = data if isinstance(data, str) and data.startswith("data:") else data_uri(content)
+            text = data if isinstance(data, str) else _utf8(data)
+            if text is not None:
+                return {"type": "text", "text": text}
+        uri = data if isinstance(data, str) and data[:5].lower() == "data:" else data_uri(content)
         return {"type": "file", "file": {"file_data": uri, "filename": content.name or "file"}}
     raise UserError(f"Chat Completions cannot carry {type(content).__name__} ({getattr(content, 'media_type', '')})")
+
+
+def _is_url(data: str) -> bool:
+    return data[:5].lower() == "data:" or data[:7].lower() == "http://" or data[:8].lower() == "https://"
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def usage_from(usage: Any) -> UsageDetails | None:

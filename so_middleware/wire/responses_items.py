@@ -15,8 +15,11 @@ them, and the listing form of `GET /v1/responses/{id}/input_items`.
 
 from __future__ import annotations
 
+import base64
 import json
 import mimetypes
+import re
+import urllib.parse
 from typing import Any
 
 from ..core import (
@@ -192,6 +195,9 @@ def item_to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
             return _uncalled_output(item, where)
         if not isinstance(call_id, str) or output is None:
             raise WireError(f"{where} needs a string call_id and an output", f"{where}.call_id")
+        for index, part in enumerate(output if isinstance(output, list) else []):
+            if isinstance(part, dict) and (part.get("type") == "input_file" or part.get("file_url") is not None):
+                _file(part, f"{where}.output[{index}]")
         return ChatMessage("tool", [FunctionResultContent(call_id, output)])
     if kind == "reasoning":
         return None
@@ -223,8 +229,14 @@ def _part(part: Any, where: str) -> TextContent | DataContent | HostedFileConten
         return TextContent(part["refusal"])
     if kind == "input_image" and isinstance(part.get("image_url"), str):
         url = part["image_url"]
-        media = url[5 : url.index(";")] if url.startswith("data:") and ";" in url else "image/*"
-        return DataContent(url, media)
+        if _is_data_url(url):
+            data, media = _decoded(url, f"{where}.image_url")
+            if media is not None and not media.startswith("image/"):  # else it would go on as another kind of part
+                raise WireError(f"{where}.image_url is a data URL of {media}, not of an image", f"{where}.image_url")
+            return DataContent(data, media or "image/*")
+        if url[:7].lower() != "http://" and url[:8].lower() != "https://":  # file:, ftp:, a bare path...
+            raise WireError(f"{where}.image_url must be an http(s) URL or a data URL", f"{where}.image_url")
+        return DataContent(url, "image/*")  # a URL the backend fetches, if it fetches any
     if kind == "input_file":
         return _file(part, where)
     raise WireError(f"{where} is not a supported content part (input_text, output_text, input_image, input_file)",
@@ -233,18 +245,55 @@ def _part(part: Any, where: str) -> TextContent | DataContent | HostedFileConten
 
 def _file(part: dict[str, Any], where: str) -> DataContent | HostedFileContent:
     """An `input_file` part: Chat Completions' `file` part takes `file_data` or `file_id` (a backend
-    that reads no files says so itself); it has no place for a URL."""
+    that reads no files says so itself). A `file_url` is refused wherever it is: the gateway fetches
+    no URL for a client, and the backend has no place for one.
+
+    `file_data` is decoded here, once, into the file's bytes (a data URL, any case of its scheme,
+    base64 or percent-encoded, or bare base64): the Chat Completions side encodes those bytes once
+    more in the one form it sends, so the backend gets the client's file byte for byte."""
+    if part.get("file_url") is not None:  # null is what an SDK writes for a field left unset
+        raise WireError(f"{where}.file_url: the gateway fetches no URL for a client; send the file as file_data "
+                        "or file_id", f"{where}.file_url")  # fmt: skip
     name = part.get("filename") if isinstance(part.get("filename"), str) else None
     if isinstance(part.get("file_id"), str):
         return HostedFileContent(part["file_id"], name=name)
-    data = part.get("file_data")
-    if not isinstance(data, str):
-        raise WireError(f"{where} needs file_data or file_id (a Chat Completions backend takes no file_url)", where)
-    if data.startswith("data:") and ";" in data:
-        media = data[5 : data.index(";")]
-    else:
-        media = mimetypes.guess_type(name or "")[0] or "application/octet-stream"
+    text = part.get("file_data")
+    if not isinstance(text, str):
+        raise WireError(f"{where} needs file_data or file_id", where)
+    data, media = _decoded(text, f"{where}.file_data")
+    if media is None:  # no type given: the file name's, else RFC 2397's default for a data URL
+        bare = "application/octet-stream" if not _is_data_url(text) else "text/plain"
+        media = mimetypes.guess_type(name or "")[0] or bare
     return DataContent(data, media, name=name)
+
+
+_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*")  # RFC 6838's names
+
+
+def _is_data_url(text: str) -> bool:
+    return text[:5].lower() == "data:"  # a URL's scheme is case-insensitive (RFC 3986)
+
+
+def _decoded(text: str, where: str) -> tuple[bytes, str | None]:
+    """The bytes of a data URL (RFC 2397) or of bare base64, and the media type the URL names (None
+    when it names none); text that is neither is a `WireError` naming `where`."""
+    media: str | None = None
+    payload, is_base64 = text, True
+    if _is_data_url(text):
+        header, comma, payload = text[5:].partition(",")
+        if not comma:
+            raise WireError(f"{where} is not a data URL: no ',' before the data", where)
+        params = [p.strip() for p in header.split(";")]
+        is_base64 = len(params) > 1 and params[-1].lower() == "base64"
+        media = params[0].lower() or None
+        if media is not None and not _MEDIA_TYPE.fullmatch(media):  # it is written into the data URL sent on
+            raise WireError(f"{where} names no media type ({params[0][:40]!r}): type/subtype is expected", where)
+    if not is_base64:
+        return urllib.parse.unquote_to_bytes(payload), media
+    try:  # strict: another alphabet or a stray character is refused, not skipped; line breaks are allowed
+        return base64.b64decode(re.sub(r"[\t\n\r ]", "", payload), validate=True), media
+    except ValueError:
+        raise WireError(f"{where} is not valid base64", where) from None
 
 
 def as_listed_item(item: dict[str, Any], item_id: str) -> dict[str, Any]:

@@ -142,5 +142,5 @@ def test_input_file_parts_become_chat_completions_file_parts(fake_gateway: Any) 
     sent = len(backend.bodies)
     refused = httpx2.post(f"{gateway.base_url}/responses", json={"model": "m", "input": url_only}, timeout=30)
     assert refused.status_code == 400 and "file_url" in refused.json()["error"]["message"]
-    assert refused.json()["error"]["param"] == "input[0].content[0]"
+    assert refused.json()["error"]["param"] == "input[0].content[0].file_url"
     assert len(backend.bodies) == sent  # refused before any backend call
