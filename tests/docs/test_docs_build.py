@@ -1,0 +1,63 @@
+"""The docs site builds with `mkdocs build --strict` and no warning, and `make test`'s gate would say so.
+
+`make test` runs its own `mkdocs build` line; these tests run that exact line (taken from the
+Makefile), so a flag that hides warnings from strict mode (`--quiet` does: it raises the `mkdocs`
+logger's level, and strict mode counts only the records that logger lets through) fails here.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from snippets import ROOT
+
+BUILD_SECONDS = 240  # a bound on one build on a loaded 2-core machine, not a speed check
+
+
+def makefile_docs_build() -> list[str]:
+    """The arguments of `make test`'s `mkdocs build` line, after `mkdocs`."""
+    lines = (ROOT / "Makefile").read_text(encoding="utf-8").split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    [line] = [line for line in lines.splitlines() if "mkdocs build" in line]
+    words = shlex.split(line)
+    return words[words.index("build") :]
+
+
+def build(arguments: list[str], directory: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", *arguments],
+        cwd=directory,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=BUILD_SECONDS,
+    )
+
+
+def test_the_site_builds_strictly_without_a_warning(tmp_path: Path) -> None:
+    arguments = [word for word in makefile_docs_build() if word != "--site-dir" and word != "site"]
+    result = build([*arguments, "--site-dir", str(tmp_path / "site")], ROOT)
+    assert result.returncode == 0, result.stderr
+    assert "WARNING" not in result.stderr, result.stderr
+    assert (tmp_path / "site" / "benchmarks" / "index.html").is_file()  # BENCHMARKS.md is on the site
+    assert (tmp_path / "site" / "bench" / "results" / "streaming_cpu.png").is_file()
+
+
+@pytest.fixture
+def site_with_a_broken_link(tmp_path: Path) -> Path:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\nSee [the figures](../../BENCHMARKS.md).\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: broken\nstrict: true\nvalidation:\n  links:\n    not_found: warn\n    unrecognized_links: warn\n"
+    )
+    return tmp_path
+
+
+def test_the_make_test_gate_fails_on_a_warning(site_with_a_broken_link: Path) -> None:
+    result = build(makefile_docs_build(), site_with_a_broken_link)
+    assert result.returncode != 0
+    assert "Aborted with 1 warnings in strict mode" in result.stdout + result.stderr
