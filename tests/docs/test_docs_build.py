@@ -7,6 +7,7 @@ logger's level, and strict mode counts only the records that logger lets through
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -38,13 +39,31 @@ def build(arguments: list[str], directory: Path) -> subprocess.CompletedProcess[
     )
 
 
-def test_the_site_builds_strictly_without_a_warning(tmp_path: Path) -> None:
-    arguments = [word for word in makefile_docs_build() if word != "--site-dir" and word != "site"]
-    result = build([*arguments, "--site-dir", str(tmp_path / "site")], ROOT)
-    assert result.returncode == 0, result.stderr
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built by `make test`'s line into a temporary directory; it built without a warning."""
+    directory = tmp_path_factory.mktemp("site")
+    arguments = [word for word in makefile_docs_build() if word not in ("--site-dir", "site")]
+    result = build([*arguments, "--site-dir", str(directory)], ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stderr, result.stderr
-    assert (tmp_path / "site" / "benchmarks" / "index.html").is_file()  # BENCHMARKS.md is on the site
-    assert (tmp_path / "site" / "bench" / "results" / "streaming_cpu.png").is_file()
+    return directory
+
+
+def test_the_site_builds_strictly_without_a_warning(site: Path) -> None:
+    assert (site / "benchmarks" / "index.html").is_file()  # BENCHMARKS.md is on the site
+    assert (site / "bench" / "results" / "streaming_cpu.png").is_file()
+
+
+def test_the_search_ranks_task_pages_above_the_reference(site: Path) -> None:
+    """Material's search multiplies a page's score by its boost: every how-to section outweighs
+    every reference entry (so "retry" finds the how-tos before `retry_after_seconds`)."""
+    entries = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    boosts: dict[str, set[float]] = {}
+    for entry in entries:
+        boosts.setdefault(entry["location"].split("/")[0], set()).add(entry.get("boost", 1.0))
+    assert min(boosts["how-to"]) > 1.0 > max(boosts["reference"])
+    assert min(boosts["concepts"]) > 1.0
 
 
 @pytest.fixture
