@@ -7,15 +7,21 @@ logger's level, and strict mode counts only the records that logger lets through
 
 from __future__ import annotations
 
+import html
+import inspect
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
 from snippets import ROOT
+
+import so_middleware
 
 BUILD_SECONDS = 240  # a bound on one build on a loaded 2-core machine, not a speed check
 
@@ -80,3 +86,38 @@ def test_the_make_test_gate_fails_on_a_warning(site_with_a_broken_link: Path) ->
     result = build(makefile_docs_build(), site_with_a_broken_link)
     assert result.returncode != 0
     assert "Aborted with 1 warnings in strict mode" in result.stdout + result.stderr
+
+
+def rendered_objects(site: Path) -> set[str]:
+    """The identifiers the API reference renders (its `objects.inv`: four header lines, then zlib)."""
+    header_and_body = (site / "objects.inv").read_bytes().split(b"\n", 4)
+    return {line.split(" ")[0] for line in zlib.decompress(header_and_body[4]).decode().splitlines()}
+
+
+def test_every_public_name_of_so_middleware_is_in_the_reference(site: Path) -> None:
+    rendered = {name.rsplit(".", 1)[-1] for name in rendered_objects(site)}
+    assert set(so_middleware.__all__) - {"__version__"} - rendered == set()
+
+
+def test_the_reference_leads_with_the_entry_points(site: Path) -> None:
+    page = (site / "reference" / "so_middleware" / "index.html").read_text(encoding="utf-8")
+    headings = re.findall(r'<h2 id="([^"]+)"', page)
+    assert headings[:4] == [
+        "so_middleware.with_structured_output",
+        "so_middleware.ChatClient.get_response",
+        "so_middleware.batch.extract_many",
+        "so_middleware.ChatAgent",
+    ]
+
+
+def test_every_parameter_has_its_type_and_default_and_adapter_options_are_explained(site: Path) -> None:
+    """docs/_ext/parameters.py lists the parameters a docstring leaves out, so each gets its
+    TYPE and DEFAULT lines (from the signature)."""
+    page = (site / "reference" / "so_middleware" / "index.html").read_text(encoding="utf-8")
+    start = page.index('<h2 id="so_middleware.with_structured_output"')
+    entry = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page[start : page.index("<h2 id=", start + 1)])))
+    for parameter in inspect.signature(so_middleware.with_structured_output).parameters.values():
+        name = ("**" if parameter.kind is parameter.VAR_KEYWORD else "") + parameter.name
+        assert re.search(re.escape(name) + r" .{0,600}?TYPE: ", entry), f"{name} has no TYPE line"
+    assert "max_retries TYPE: int DEFAULT: 2" in entry
+    assert "**adapter_options For a raw SDK client" in entry

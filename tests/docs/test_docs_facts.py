@@ -77,3 +77,11 @@ def test_the_fake_clients_default_profile_gets_the_native_strategy() -> None:
     )
     assert [attempt.strategy for attempt in response.attempts] == ["native"]
     assert response.attempts[0].strict is True
+
+
+def test_adapter_options_are_refused_for_a_client_that_is_already_a_chat_client() -> None:
+    """docs/reference (`with_structured_output`'s `**adapter_options`), before any call."""
+    fake = FakeChatClient('{"name": "Ada", "age": 36}')
+    with pytest.raises(UserError, match=r"adapter options \['model'\] do not apply"):
+        with_structured_output(fake, model="gpt-4o-mini")
+    assert fake.calls == []
