@@ -20,7 +20,7 @@ PACKAGE = Path(so_middleware.__file__).parent
 # (wire: one module per protocol, both directions, shared by the adapters and the gateway), and the
 # applications (batch, gateway, cli) sit on top of everything; of them, only the command line reaches
 # the other two. Every import counts, inside functions too; only `if TYPE_CHECKING:` blocks are exempt
-# here (not from the circle and private-import rules), and the named `UPWARD_IMPORTS` below.
+# here (not from the circle and private-import rules).
 LAYER_OF = {
     "core": "core",
     "schema": "schema",
@@ -54,13 +54,11 @@ ALLOWED = {
 }
 SDKS = {"openai", "anthropic"}
 SDK_ALLOWED = {"providers", "local", "top", "testing", "batch", "gateway", "cli"}
-# The imports against the arrows, each made inside one function when it is called (the package
-# is whole by then), exempt from the layer and circle rules as this (module, function, import)
-# only: `ChatResponse.parse` reads text as a type with the schema layer, which is built on the
-# core, so the core imports it where the reading happens instead of being handed it on import.
-UPWARD_IMPORTS = {("so_middleware.core._responses", "parse", "so_middleware.schema")}
 # Core modules that import nothing from the package: the other core modules build on them.
-LEAVES = ["_capabilities", "_deadline", "_features", "_record_keys", "_registry", "_spans", "_usage"]
+LEAVES = [
+    "_capabilities", "_deadline", "_features", "_record_keys", "_redaction", "_registry", "_spans", "_surrogates",
+    "_text_reading", "_usage",
+]  # fmt: skip
 
 
 def layer_of(module: str) -> str:
@@ -127,31 +125,10 @@ def imports_in(source: str, package: str, *, type_only: bool = False) -> list[tu
     return found
 
 
-def upward_imports(source: str, module: str, package: str) -> set[tuple[str, int]]:
-    """The imports of `module` (its source, in `package`) that `UPWARD_IMPORTS` allows: each inside
-    the function it names; the same import anywhere else is not one of them."""
-    tree = parse(source)
-    allowed: set[tuple[str, int]] = set()
-    found = imports_in(source, package, type_only=True)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            lines = {inner.lineno for inner in ast.walk(node) if isinstance(inner, (ast.Import, ast.ImportFrom))}
-            allowed.update(
-                (name, line) for name, line in found if line in lines and (module, node.name, name) in UPWARD_IMPORTS
-            )
-    return allowed
-
-
-def checked_imports(path: Path, *, type_only: bool = False) -> list[tuple[str, int]]:
-    """The imports of `path` the layer and circle rules judge: all but its `UPWARD_IMPORTS`."""
-    exempt = upward_imports(path.read_text(), module_name(path), package_of(path))
-    return [found for found in imports_of(path, type_only=type_only) if found not in exempt]
-
-
 def package_imports(path: Path, *, type_only: bool = False) -> set[str]:
     return {
         name
-        for name, _ in checked_imports(path, type_only=type_only)
+        for name, _ in imports_of(path, type_only=type_only)
         if name.split(".")[0] == "so_middleware" and name in MODULE_NAMES
     }
 
@@ -172,22 +149,7 @@ def layer_problems(module: str, imports: list[tuple[str, int]]) -> list[str]:
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_import_direction(path: Path) -> None:
-    assert layer_problems(module_name(path), checked_imports(path)) == []
-
-
-def test_an_upward_import_is_exempt_only_where_it_is_named() -> None:
-    """Positive control: `ChatResponse.parse`'s import of the schema layer is exempt; the same
-    import at module level, in another function of the module, or in another core module is not."""
-    module = "so_middleware.core._responses"
-    named = "class ChatResponse:\n    def parse(self, t):\n        from ..schema import parse_text\n"
-    assert upward_imports(named, module, "so_middleware.core") == {("so_middleware.schema", 3)}
-    top = "from ..schema import parse_text\n"
-    other = "def text(self):\n    from ..schema import parse_text\n"
-    for source in (top, other):
-        assert upward_imports(source, module, "so_middleware.core") == set()
-        assert layer_problems(module, imports_in(source, "so_middleware.core"))
-    assert upward_imports(named, "so_middleware.core._messages", "so_middleware.core") == set()
-    assert (module, "parse", "so_middleware.schema") in UPWARD_IMPORTS
+    assert layer_problems(module_name(path), imports_of(path)) == []
 
 
 def test_function_level_imports_are_seen() -> None:
@@ -419,6 +381,7 @@ PUBLIC = [
     "FunctionTool",
     "HostedFileContent",
     "IncompleteOutputError",
+    "LayerCall",
     "LimitStats",
     "LimitsChatClient",
     "LocalServerError",

@@ -20,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "typing" / "sample_usage.py"
+LAYER_SAMPLE = ROOT / "tests" / "typing" / "sample_layer.py"  # a layer on the per-verb hooks, as the how-to writes it
 BIN = Path(sys.executable).parent
 
 PROBE = """\
@@ -103,6 +104,7 @@ def _mypy(probe: Path) -> list[tuple[str, int, str, str]]:
             "--hide-error-context",
             "--no-error-summary",
             str(SAMPLE),
+            str(LAYER_SAMPLE),
             str(probe),
         ]
     )
@@ -115,7 +117,17 @@ def _mypy(probe: Path) -> list[tuple[str, int, str, str]]:
 
 
 def _pyright(probe: Path) -> list[tuple[str, int, str, str]]:
-    result = _run([str(BIN / "pyright"), "--outputjson", "--pythonpath", sys.executable, str(SAMPLE), str(probe)])
+    result = _run(
+        [
+            str(BIN / "pyright"),
+            "--outputjson",
+            "--pythonpath",
+            sys.executable,
+            str(SAMPLE),
+            str(LAYER_SAMPLE),
+            str(probe),
+        ]
+    )
     report = json.loads(result.stdout)
     severity = {"information": "note", "error": "error", "warning": "error"}
     return [
@@ -148,7 +160,7 @@ def _revealed(checker: str, message: str) -> str:
 def test_sample_usage_type_checks(checked: tuple[str, list[Any]]) -> None:
     """Every `assert_type` in the sample holds: `.value` is `Person` for each entry point."""
     checker, diagnostics = checked
-    in_sample = [item for item in diagnostics if item[0] == SAMPLE.name]
+    in_sample = [item for item in diagnostics if item[0] in (SAMPLE.name, LAYER_SAMPLE.name)]
     assert in_sample == [], f"{checker}: {in_sample}"
 
 

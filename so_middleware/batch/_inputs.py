@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from .. import UserError
+from ..core import describe_surrogate, lone_surrogate_at
 
 __all__ = ["InputSource", "Item", "checked_inputs", "read_inputs"]
 
@@ -105,12 +106,8 @@ def _id_and_text(row: Any, id_field: str, text_field: str, where: str) -> tuple[
         raise UserError(f"{where} is a {type(row).__name__}; expected a str, an (id, text) pair, a dict or an Item")
     if not isinstance(text, str) or not text.strip():
         raise UserError(f"{where}: the text must be a non-empty string, not {text!r}")
-    try:
-        text.encode()
-    except UnicodeEncodeError as error:  # half a surrogate pair: no request can carry it
-        raise UserError(
-            f"{where}: the text holds a lone surrogate at character {error.start}; fix its encoding"
-        ) from None
+    if lone_surrogate_at(text) is not None:  # half a surrogate pair: no request can carry it
+        raise UserError(f"{where}: the text holds a lone surrogate {describe_surrogate(text)}; fix its encoding")
     if (item_id is not None and not isinstance(item_id, (str, int))) or item_id == "":
         raise UserError(f"{where}: the id must be a non-empty string or an int, not {item_id!r}")
     return (None if item_id is None else str(item_id)), text

@@ -30,7 +30,7 @@ from ._contents import (
 )
 from ._continuation import ContinuationToken
 from ._deadline import call_deadline, seconds_left
-from ._delegating import DelegatingChatClient, chain
+from ._delegating import DelegatingChatClient, LayerCall, chain
 from ._exceptions import (
     MAX_RAW_TEXT,
     TRANSIENT_ERROR_CODES,
@@ -53,15 +53,25 @@ from ._formats import ResponseFormat, chat_format_to_responses, responses_format
 from ._formats import copy_json as copy_json  # for schema and middleware: JSON values copied without deepcopy
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
-from ._record_keys import CACHE_HIT_KEY, FALLBACK_KEY, RECORD_KEYS, RESUMED_KEY, RETRIES_KEY, STRUCTURED_OUTPUT_KEY
+from ._record_keys import (
+    CACHE_HIT_KEY,
+    FALLBACK_KEY,
+    RECORD_KEYS,
+    RESUMED_KEY,
+    RETRIES_KEY,
+    RETRY_EVENT,
+    STRUCTURED_OUTPUT_KEY,
+)
+from ._redaction import MASK, SECRET_NAME_PARTS, SHORT_SECRET_NAMES, is_secret_name, redact, redact_url
 from ._registry import ENTRY_POINT_GROUP, AdapterFactory, register_provider
 from ._responses import ChatResponse, ChatResponseUpdate
 from ._retry_after import retry_after_seconds
 from ._sendable import check_sendable, lone_surrogate_in, mend_surrogates
 from ._spans import AgentSpans
 from ._stream import ResponseStream
+from ._surrogates import describe_surrogate, lone_surrogate_at, mend_text
 from ._sync import SyncResponseStream, run_interruptibly, run_sync, sync_stream
-from ._urls import redact_url
+from ._text_reading import TextReader, install_text_reader
 from ._usage import FinishReason, UsageDetails
 from ._waiting import cancel_run, wait_for_response
 
@@ -71,7 +81,11 @@ __all__ = [
     "RECORD_KEYS",
     "RESUMED_KEY",
     "RETRIES_KEY",
+    "RETRY_EVENT",
+    "SECRET_NAME_PARTS",
+    "SHORT_SECRET_NAMES",
     "STRUCTURED_OUTPUT_KEY",
+    "MASK",
     "MAX_RAW_TEXT",
     "TRANSIENT_ERROR_CODES",
     "ENTRY_POINT_GROUP",
@@ -101,6 +115,7 @@ __all__ = [
     "FunctionCallContent",
     "FunctionResultContent",
     "FunctionTool",
+    "LayerCall",
     "HostedFileContent",
     "IncompleteOutputError",
     "LocalServerError",
@@ -122,6 +137,7 @@ __all__ = [
     "SyncChatStream",
     "SyncResponseStream",
     "TextContent",
+    "TextReader",
     "TransportFailure",
     "ToolChoice",
     "TypedChatStream",
@@ -137,12 +153,18 @@ __all__ = [
     "chat_format_to_responses",
     "check_sendable",
     "classified",
+    "describe_surrogate",
     "failure_of",
     "find_feature",
+    "install_text_reader",
+    "is_secret_name",
     "is_transient",
+    "lone_surrogate_at",
     "lone_surrogate_in",
     "mend_surrogates",
+    "mend_text",
     "register_provider",
+    "redact",
     "redact_url",
     "responses_format_to_chat",
     "retry_after_seconds",

@@ -18,11 +18,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ._exceptions import UserError
+from ._surrogates import lone_surrogate_at
 
 __all__ = ["ContinuationToken"]
 
 _PREFIX = "somw1."
-_UNSAFE_ID = re.compile(r"[/\\?#%\x00-\x1f\x7f\ud800-\udfff]")
+_UNSAFE_ID = re.compile(r"[/\\?#%\x00-\x1f\x7f]")
 _UNSAFE_TRACE = re.compile("[^0-9a-zA-Z-]")  # a traceparent is hex digits and dashes
 
 
@@ -50,7 +51,8 @@ class ContinuationToken:
             raise UserError(f"a continuation token needs a non-empty response id, not {self.response_id!r:.60}")
         # The id goes into URL paths (`/responses/{id}`) and store keys: "..", a separator or a
         # control character would name another resource; a lone surrogate cannot be encoded.
-        if self.response_id in (".", "..") or _UNSAFE_ID.search(self.response_id):
+        unsafe = _UNSAFE_ID.search(self.response_id) or lone_surrogate_at(self.response_id) is not None
+        if self.response_id in (".", "..") or unsafe:
             raise UserError(
                 f"a continuation token's response id must be plain text without '/', '\\', '?', '#', '%', "
                 f"control characters or lone surrogates, and not '.' or '..'; got {self.response_id!r:.60}"

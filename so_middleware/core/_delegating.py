@@ -1,9 +1,11 @@
 """`DelegatingChatClient`, the base of every middleware layer, and `chain`, which stacks them.
 
-A layer is a `wrapt.BaseObjectProxy` around its inner client: it overrides `process` (which the
-typed `get_response` calls) and
-passes every other attribute through, so any stack still exposes the innermost client's `model`,
-its SDK client and its `capabilities`, and `isinstance(layer, type(innermost))` holds.
+A layer is a `wrapt.BaseObjectProxy` around its inner client: it overrides a hook per verb,
+`respond(call)` for a plain call and `stream(call)` for a streamed one (each given one `LayerCall`,
+its options a `ChatOptions` coerced once), only the ones it changes, and passes every other
+attribute through, so any stack still exposes the innermost client's `model`, its SDK client and
+its `capabilities`, and `isinstance(layer, type(innermost))` holds. `process`, the one hook of
+both verbs, still serves the layers written on it.
 
 Order: the outermost layer runs first. In
 `with_telemetry(with_retries(with_structured_output(client)))` a call goes telemetry → retries →
@@ -14,6 +16,7 @@ with_telemetry, with_retries, with_structured_output)` builds the same stack.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -23,26 +26,45 @@ from ._background import with_continuation
 from ._client import ChatCall, ChatCalls, ChatClient, ChatStream, SyncCalls, as_chat_client
 from ._exceptions import UserError
 from ._messages import MessageInput
-from ._options import OptionsInput
+from ._options import ChatOptions, OptionsInput
 from ._responses import ChatResponse
 
-__all__ = ["DelegatingChatClient", "chain"]
+__all__ = ["DelegatingChatClient", "LayerCall", "chain"]
 
 K = TypeVar("K")
 
 
+@dataclasses.dataclass(frozen=True)
+class LayerCall:
+    """One call as a layer's `respond` and `stream` hooks receive it: `options` is a
+    `ChatOptions`, coerced once where the call entered the layer (a `continuation_token` is among
+    them, as `options.continuation_token`). Frozen: change a copy (`call.replace(options=...)`).
+
+    Example: `await super().respond(call.replace(options=call.options.replace(temperature=0)))`.
+    """
+
+    messages: MessageInput
+    options: ChatOptions
+    output_type: Any = None
+
+    def replace(self, **changes: Any) -> LayerCall:
+        """A copy with `changes` (`messages=`, `options=`, `output_type=`)."""
+        return dataclasses.replace(self, **changes)
+
+
 class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type: ignore[type-arg]
-    """Pass-through layer: subclasses override `process` and nothing else they don't change.
+    """Pass-through layer: subclasses override `respond` (a plain call), `stream` (a streamed
+    one), or both, and nothing else they don't change.
 
     State of a layer must be stored as `self._self_<name>` (anything else lands on the inner
     client). Layers are found with `get_service(kind)`, not `isinstance`, which sees through the
     proxy to the innermost client.
 
     Example:
-        class LoggingChatClient(DelegatingChatClient):
-            def process(self, messages, *, options, stream, output_type):
+        class PrintingChatClient(DelegatingChatClient):
+            async def respond(self, call: LayerCall) -> ChatResponse[Any]:
                 print("calling the model")
-                return super().process(messages, options=options, stream=stream, output_type=output_type)
+                return await super().respond(call)
     """
 
     def __init__(self, inner: ChatClient | Any) -> None:
@@ -59,13 +81,30 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
         options = call.options
         if call.continuation_token is not None:
             options = with_continuation(options, call.continuation_token)
-        return self.process(call.messages, options=options, stream=call.stream, output_type=call.output_type)
+        if type(self).process is not DelegatingChatClient.process:  # a layer written on the one hook
+            return self.process(call.messages, options=options, stream=call.stream, output_type=call.output_type)
+        layer_call = LayerCall(call.messages, ChatOptions.coerce(options), call.output_type)
+        return self.stream(layer_call) if call.stream else self.respond(layer_call)
+
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
+        """A plain call: what this layer does with it (the default passes it on unchanged,
+        options and features included). Override it as `async def respond(self, call)`."""
+        return self.__wrapped__.get_response(  # type: ignore[no-any-return]
+            call.messages, options=call.options, output_type=call.output_type
+        )
+
+    def stream(self, call: LayerCall) -> ChatStream:
+        """A streamed call: return its `ResponseStream` at once (the default passes the call on
+        unchanged; `ResponseStream.map` rewrites the inner stream's updates and final response)."""
+        return self.__wrapped__.get_response(  # type: ignore[no-any-return]
+            call.messages, options=call.options, stream=True, output_type=call.output_type
+        )
 
     def process(
         self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
     ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """What this layer does with a call; a layer overrides this (the default passes it on
-        unchanged, options and features included). Return an awaitable response, or with
+        """Both verbs in one hook, branching on `stream`: a layer that overrides it is called
+        here instead of `respond` and `stream`. Return an awaitable response, or with
         `stream=True` a `ResponseStream` at once."""
         return self.__wrapped__.get_response(  # type: ignore[no-any-return]
             messages, options=options, stream=stream, output_type=output_type

@@ -15,6 +15,7 @@ from ._contents import Content, FunctionCallContent, ReasoningContent, RefusalCo
 from ._continuation import ContinuationToken
 from ._exceptions import ModelBehaviorError, OutputError, UserError
 from ._messages import ChatMessage, Role
+from ._text_reading import read_text
 from ._usage import FinishReason, UsageDetails
 
 if TYPE_CHECKING:
@@ -128,12 +129,8 @@ class ChatResponse(Generic[T]):
         type checker (`response.parse(Person)` is a `Person`); other type forms (`Person | None`,
         `Annotated[...]`) give `Any`.
         """
-        # Reading text as a type is the schema layer's work: the core's one upward import, made
-        # when `parse` is called (the package is whole by then); tests/test_structure.py names it.
-        from ..schema import parse_text
-
         try:  # cut off: never a value repaired from the tail
-            return parse_text(self.text, output_type, complete=self.finish_reason == FinishReason.LENGTH)
+            return read_text(self.text, output_type, complete=self.finish_reason == FinishReason.LENGTH)
         except ModelBehaviorError as error:
             raise error.with_attempts(self.attempts or _single_attempt(self), self.usage) from None
 

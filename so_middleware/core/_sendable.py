@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,10 +17,10 @@ from ._contents import TextContent
 from ._exceptions import UserError
 from ._messages import ChatMessage
 from ._options import ChatOptions
+from ._surrogates import describe_surrogate, lone_surrogate_at, mend_text
 
 __all__ = ["check_sendable", "lone_surrogate_in", "mend_surrogates"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _SENT_OPTIONS = ("instructions", "tools", "stop", "extra_body")
 _MAX_DEPTH = 64  # deeper values (a tool result) are the encoder's to refuse
 
@@ -68,7 +67,7 @@ def lone_surrogate_in(value: Any, depth: int = 0) -> str | None:
     """The first str in `value` (a str, or one inside lists, dicts and dataclasses) that holds a
     lone surrogate; None when there is none."""
     if isinstance(value, str):
-        return None if value.isascii() or not _SURROGATE.search(value) else value  # ASCII has none
+        return None if lone_surrogate_at(value) is None else value
     if value is None or depth > _MAX_DEPTH:
         return None
     if isinstance(value, (dict, Mapping)):  # a dict is matched before the ABC is asked
@@ -108,7 +107,7 @@ def _mended(message: ChatMessage) -> ChatMessage:
 
 def _mend(value: Any, depth: int) -> Any:
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return mend_text(value)
     if depth > _MAX_DEPTH:
         return value
     if isinstance(value, Mapping):
@@ -126,9 +125,7 @@ def _is_blank(message: ChatMessage) -> bool:
 
 
 def _surrogate_message(where: str, text: str) -> str:
-    at = _SURROGATE.search(text)
-    position = at.start() if at else 0
     return (
-        f"{where} holds a lone UTF-16 surrogate {text[position]!r} at character {position}, which is not "
+        f"{where} holds a lone UTF-16 surrogate {describe_surrogate(text)}, which is not "
         "valid Unicode text (often half of an emoji cut in two); fix or drop it before sending"
     )

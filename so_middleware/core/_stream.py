@@ -15,6 +15,8 @@ __all__ = ["ResponseStream"]
 
 TUpdate = TypeVar("TUpdate", covariant=True)
 TFinal = TypeVar("TFinal", covariant=True)
+U = TypeVar("U")
+F = TypeVar("F")
 
 Finalizer = Callable[[Sequence[Any]], Any]
 
@@ -107,6 +109,15 @@ class ResponseStream(Generic[TUpdate, TFinal]):
         self._final = final
         return cast(TFinal, final)
 
+    def map(self, update: Callable[[TUpdate], U], final: Callable[[TFinal], F]) -> ResponseStream[U, F]:
+        """A stream of `update(u)` for each of this stream's updates, whose final response is
+        `final(...)` of this one's; closing it closes this one. What a layer returns when it
+        rewrites a stream.
+
+        Example: `stream.map(lambda u: u, lambda response: response)` is the same stream, rewrapped.
+        """
+        return ResponseStream(_mapped(self, update), _MappedFinal(self, final))
+
     # ------------------------------------------------------------ closing
 
     async def aclose(self) -> None:
@@ -128,3 +139,21 @@ class ResponseStream(Generic[TUpdate, TFinal]):
     def __repr__(self) -> str:
         state = "complete" if self._done else "open"
         return f"<ResponseStream {state}, {len(self._updates)} updates>"
+
+
+async def _mapped(stream: ResponseStream[Any, Any], update: Callable[[Any], Any]) -> AsyncIterator[Any]:
+    try:
+        async for item in stream:
+            yield update(item)
+    finally:  # closed early (or failed): the inner stream's connection goes too
+        await stream.aclose()
+
+
+class _MappedFinal:
+    """The finalizer of a mapped stream: `final` of the inner stream's final response."""
+
+    def __init__(self, stream: ResponseStream[Any, Any], final: Callable[[Any], Any]) -> None:
+        self._stream, self._final = stream, final
+
+    async def __call__(self, _updates: Sequence[Any]) -> Any:
+        return self._final(await self._stream.get_final_response())

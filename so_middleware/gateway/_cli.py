@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from so_middleware import UserError
+from so_middleware.core import redact_url
 
 from ._store import MEMORY_MAX_AGE, MEMORY_MAX_RESPONSES
 
@@ -152,14 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             import uvicorn
 
             from ._limits import server_options
-            from ._secrets import safe_url
 
             config = dataclasses.replace(config, backend_url=backend_url, default_model=model)
             server = uvicorn.Server(uvicorn.Config(create_app(config), host=args.host, port=args.port,
                                                    log_level="warning", timeout_graceful_shutdown=5,
                                                    **server_options(config)))  # fmt: skip
             print(f"Responses API base_url: http://{args.host}:{args.port}/v1", flush=True)
-            print(f"backend:                {safe_url(backend_url)}", flush=True)
+            print(f"backend:                {redact_url(backend_url)}", flush=True)
             _progress("serving; press Ctrl-C to stop")
             _serve(server)
             if not server.started:

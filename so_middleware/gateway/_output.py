@@ -10,7 +10,6 @@ their output one way (seed 004 FR-009).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,6 +24,7 @@ from so_middleware import (
     UsageDetails,
 )
 
+from ..core import mend_text
 from ..wire.responses import SPEC_NAMES, STATUS_EVENTS, Event, usage_to_wire
 from ..wire.responses_items import call_item, custom_input, message_item, reasoning_item, text_part
 from ._response import new_id
@@ -32,14 +32,13 @@ from ._response import new_id
 __all__ = ["ResponseWriter", "spec_names"]
 
 _INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a decoded pair is one code point: any left is alone
 
 
 def _writable(value: str) -> str:
     """`value` as text that can be written: a lone surrogate a backend sent as `"\\ud83d"` (JSON
     allows it, UTF-8 has no spelling for it) becomes U+FFFD, as a UTF-8 decoder would make it;
     kept, it would fail the answer after it was paid for and leave a stored response nobody can read."""
-    return value if value.isascii() else _LONE_SURROGATE.sub("\ufffd", value)
+    return mend_text(value)
 
 
 class ResponseWriter:

@@ -21,6 +21,7 @@ from typing import Any
 
 from so_middleware import ChatOptions, ResponseFormat
 
+from ..core import describe_surrogate, lone_surrogate_at
 from ..wire.responses import WireError, text_format_to_chat, tool_choice_from_wire, tool_from_wire
 from ..wire.responses_items import item_to_message
 from ._errors import BadRequest
@@ -91,12 +92,9 @@ def _check_values(body: Any) -> None:
 
 
 def _encodable(text: str, where: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        bad = text[error.start : error.end].encode("unicode_escape").decode()
-        raise BadRequest(f"{where or 'the request body'} holds a lone surrogate ({bad}), which is not text",
-                         where or None) from None  # fmt: skip
+    if lone_surrogate_at(text) is not None:
+        raise BadRequest(f"{where or 'the request body'} holds a lone surrogate {describe_surrogate(text)}, "
+                         "which is not text", where or None)  # fmt: skip
 
 
 def parse_request(body: Any, *, default_model: str | None = None) -> GatewayRequest:

@@ -1,10 +1,10 @@
-"""What must not leave the gateway: keys in backend error bodies, passwords in printed URLs, and
-client keys in the store (it keeps their SHA-256 as the owner of a response, never the key)."""
+"""What must not leave the gateway: keys in backend error bodies (masked with the core's `redact`,
+the rule every surface shares) and client keys in the store (it keeps their SHA-256 as the owner
+of a response, never the key)."""
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -12,33 +12,9 @@ from urllib.parse import urlsplit
 import httpx2
 from openai import DefaultAsyncHttpxClient
 
-__all__ = ["RedactingClient", "owner_of", "redact", "safe_url", "url_password"]
+from ..core import redact
 
-_MASK = "***"
-# Shapes of secrets a backend may quote whatever its key: OpenAI-style keys, bearer tokens, URL passwords.
-_KEY_SHAPED = re.compile(r"(?<![A-Za-z0-9])(sk|pk|rk)-[A-Za-z0-9_*-]{3,}")
-_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;]+")
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@\"']*):[^/\s@\"']*@")
-_SHORTEST_SECRET = 4  # a shorter "key" (e.g. "x") would mask every letter of the message, not a secret
-
-
-def redact(text: str, secrets: Sequence[str] = ()) -> str:
-    """`text` with every given secret and anything key-shaped (`sk-...`, `Bearer ...`, a URL's
-    password) masked.
-
-    Example: `redact("Incorrect API key provided: sk-abc123")` is `"Incorrect API key provided: sk-***"`.
-    """
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= _SHORTEST_SECRET:
-            text = text.replace(secret, _MASK)
-    text = _KEY_SHAPED.sub(lambda m: f"{m.group(1)}-{_MASK}", text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {_MASK}", text)
-    return _USERINFO.sub(lambda m: f"{m.group(1)}:{_MASK}@", text)
-
-
-def safe_url(url: str) -> str:
-    """The URL to print: its password masked (`http://u:***@host/v1`)."""
-    return _USERINFO.sub(lambda m: f"{m.group(1)}:{_MASK}@", url)
+__all__ = ["RedactingClient", "owner_of", "url_password"]
 
 
 def url_password(url: str | None) -> str | None:

@@ -15,10 +15,11 @@ A URL's `user:password@` is removed too. Bodies are kept as they are.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..core import SECRET_NAME_PARTS, SHORT_SECRET_NAMES, is_secret_name
 
 __all__ = [
     "SCRUBBED_QUERY_PARAMETERS",
@@ -38,19 +39,9 @@ SCRUBBED_RESPONSE_HEADERS = (
     "set-cookie", "openai-organization", "openai-project", "anthropic-organization-id", "request-id",
     "x-request-id", "cf-ray", "openai-processing-ms",
 )  # fmt: skip
-SCRUBBED_QUERY_PARAMETERS = ("sig", "code", "jwt", "sas")  # short names the pattern cannot catch
-SECRET_NAME_PARTS = ("key", "token", "secret", "auth", "password", "passwd", "signature", "cookie", "credential")
-_SECRET_NAME = re.compile("|".join(SECRET_NAME_PARTS), re.IGNORECASE)
+SCRUBBED_QUERY_PARAMETERS = SHORT_SECRET_NAMES  # short names the pattern cannot catch
 _VOLATILE_PREFIXES = ("x-stainless-", "user-agent", "x-ratelimit-", "anthropic-ratelimit-")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-
-
-def is_secret_name(name: str, deny: tuple[str, ...] | list[str] = ()) -> bool:
-    """Whether a header or query parameter called `name` may carry a credential (and is scrubbed).
-
-    Example: `is_secret_name("Ocp-Apim-Subscription-Key")` is True; `is_secret_name("content-type")` False.
-    """
-    return name.lower() in deny or _SECRET_NAME.search(name) is not None
 
 
 def _scrub_uri(uri: str) -> str:

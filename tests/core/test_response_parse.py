@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from so_middleware import ChatMessage, ChatResponse, ModelBehaviorError, UsageDetails
+from so_middleware.core import install_text_reader
 
 
 def test_parse_and_try_parse_types_chosen_later() -> None:
@@ -32,11 +33,30 @@ def test_parse_of_a_cut_off_response_never_repairs_the_tail() -> None:
     assert ChatResponse(ChatMessage("assistant", '{"response": [4, 5')).parse(list[int]) == [4, 5]  # not cut: lenient
 
 
-def test_parse_works_in_a_fresh_interpreter_that_imports_only_the_core() -> None:
-    """Nothing has to be installed on import: `parse` finds the schema layer itself."""
-    code = (
+def test_parse_reads_through_the_port_the_schema_layer_fills_on_import() -> None:
+    """The core imports no schema module, yet a fresh interpreter that imports only
+    `so_middleware.core` can parse: the package brings the schema layer, which fills the port."""
+    script = (
+        "import sys\n"
         "from so_middleware.core import ChatMessage, ChatResponse\n"
+        "assert 'so_middleware.schema' in sys.modules\n"
         "print(ChatResponse(ChatMessage('assistant', '```json\\n[1, 2]\\n```')).parse(list[int]))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert out.stdout.strip() == "[1, 2]"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "[1, 2]"
+
+
+def test_an_installed_reader_is_the_one_parse_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from so_middleware.core import _text_reading
+    from so_middleware.schema import parse_text
+
+    seen: list[tuple[str, object, bool]] = []
+
+    def reader(text: str, output_type: object, complete: bool) -> object:
+        seen.append((text, output_type, complete))
+        return parse_text(text, output_type, complete=complete)
+
+    monkeypatch.setattr(_text_reading, "_reader", None)
+    install_text_reader(reader)
+    assert ChatResponse(ChatMessage("assistant", "[3]")).parse(list[int]) == [3]
+    assert seen == [("[3]", list[int], False)]

@@ -18,7 +18,6 @@ from test_gateway_cli import _start
 
 from so_middleware import UserError
 from so_middleware.gateway import GatewayConfig, SQLiteStore, create_app
-from so_middleware.gateway._secrets import redact, safe_url
 from so_middleware.gateway._server import free_port
 
 BACKEND_KEY = "backend-key-0123456789"
@@ -74,7 +73,7 @@ def test_a_backend_error_quoting_keys_is_forwarded_masked(fake_gateway: Any, mod
     else:
         assert reply.status_code == 401
     assert "Incorrect API key provided" in seen and "sk-***" in seen and "Bearer ***" in seen
-    assert "http://user:***@db.internal" in seen
+    assert "http://***@db.internal" in seen
     for secret in (BACKEND_KEY, "sk-proj-abcdef123456", "hunter22"):
         assert secret not in seen
     assert backend.authorizations[-1] == f"Bearer {BACKEND_KEY}"  # the backend got the real key
@@ -89,29 +88,8 @@ def test_credentials_in_the_backend_url_are_never_printed() -> None:
     finally:
         process.terminate()
         out, err = process.communicate(timeout=30)
-    assert "backend:                http://gateway:***@127.0.0.1:" in out
+    assert "backend:                http://***@127.0.0.1:" in out
     assert "pa55w0rd" not in out + err
-
-
-@pytest.mark.parametrize(
-    ("text", "shown"),
-    [
-        ("http://u:pw@host:1/v1", "http://u:***@host:1/v1"),
-        ("postgresql://gw:s3cret@db/gw", "postgresql://gw:***@db/gw"),
-        ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
-        ("http://token@host/v1", "http://token@host/v1"),  # a user name alone is not a secret
-    ],
-)
-def test_safe_url(text: str, shown: str) -> None:
-    assert safe_url(text) == shown
-
-
-def test_redact_masks_given_secrets_and_key_shapes() -> None:
-    assert redact("key abcd1234 and abcd1234x", ["abcd1234"]) == "key *** and ***x"
-    assert redact("Bearer eyJhbGci.x.y, sk-ant-api03-xyz") == "Bearer ***, sk-***"
-    assert redact("a plain message with a task-list and x", ["x"]) == "a plain message with a task-list and x"
-    # applied to a compact JSON body, it never reaches across a quote (the body stays JSON)
-    assert redact('{"a":"http://h:8080","b":"me@x"}') == '{"a":"http://h:8080","b":"me@x"}'
 
 
 def _mode(path: Path) -> int:

@@ -1,4 +1,5 @@
-"""What `with_logging` reads from responses and errors, as `(level, event, fields)`, and redaction.
+"""What `with_logging` reads from responses and errors, as `(level, event, fields)`, redacted with
+the core's `redact`.
 
 Pure functions over the data other layers already attach: the retry layer's
 `so_middleware.retries`, a structured-output run's `attempts` and `so_middleware.structured_output`,
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +22,7 @@ from ...core import (
     ChatResponse,
     OutputError,
     failure_of,
+    redact,
 )
 
 __all__ = [
@@ -37,23 +38,6 @@ __all__ = [
 ]
 
 Event = tuple[int, str, dict[str, Any]]
-
-_SECRETS = (
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@"), r"\1***@"),  # userinfo in a URL
-    (re.compile(r"(?i)([?&;](?:api[_-]?key|key|token|access_token|secret|password|sig|signature)=)[^&;\s]+"), r"\1***"),
-    (re.compile(r"(?i)\b(bearer\s+)[a-z0-9._~+/=-]+"), r"\1***"),
-    (re.compile(r"\b(sk-(?:ant-)?)[A-Za-z0-9_-]{6,}"), r"\1***"),
-)
-
-
-def redact(text: str) -> str:
-    """`text` with credentials replaced by `***` (URL userinfo, key/token query values, bearer and sk- keys).
-
-    Example: `redact("https://user:pw@host/v1?api_key=abc") == "https://***@host/v1?api_key=***"`.
-    """
-    for pattern, replacement in _SECRETS:
-        text = pattern.sub(replacement, text)
-    return text
 
 
 def redacted(value: Any) -> Any:

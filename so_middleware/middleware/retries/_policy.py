@@ -17,8 +17,7 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
 
-from ...core import RETRIES_KEY, ChatResponse, DeadlineExceededError, UserError, failure_of
-from .._otel_names import RETRY_EVENT
+from ...core import RETRIES_KEY, RETRY_EVENT, ChatResponse, DeadlineExceededError, UserError, failure_of
 
 try:
     from opentelemetry import trace as otel_trace

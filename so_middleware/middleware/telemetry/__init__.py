@@ -62,7 +62,7 @@ from ...core import (
     ResponseStream,
     UserError,
 )
-from .. import _otel_names as names
+from . import _names as names
 from ._attributes import provider_name, request_attributes
 from ._content import content_capture
 

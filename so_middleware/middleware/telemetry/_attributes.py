@@ -23,7 +23,7 @@ from ...core import (
     RefusalError,
     UserError,
 )
-from .. import _otel_names as names
+from . import _names as names
 
 __all__ = ["coerce_options", "request_attributes", "response_attributes", "structured_attributes", "structured_info"]
 

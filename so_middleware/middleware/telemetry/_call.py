@@ -22,7 +22,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
 from ...core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputError, failure_of
-from .. import _otel_names as names
+from . import _names as names
 from ._attributes import coerce_options, response_attributes, structured_attributes, structured_info
 from ._background import stamp_token
 from ._content import ContentCapture, as_json, input_messages, instructions_parts, output_messages

@@ -33,7 +33,7 @@ from ...core import (
     TextContent,
     as_messages,
 )
-from .. import _otel_names as names
+from . import _names as names
 
 __all__ = ["ContentCapture", "content_capture", "input_messages", "instructions_parts", "output_messages"]
 

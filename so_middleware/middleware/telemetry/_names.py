@@ -102,7 +102,6 @@ METRIC_ATTRIBUTES: Final = (
 
 # ---------------------------------------------------------------- so_middleware's own
 
-RETRY_EVENT: Final = "so_middleware.retry"  # span event, one per retry
 SO_SCHEMA_NAME: Final = "so_middleware.structured_output.schema_name"
 SO_STRATEGY: Final = "so_middleware.structured_output.strategy"
 SO_ATTEMPTS: Final = "so_middleware.structured_output.attempts"
