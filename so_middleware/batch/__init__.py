@@ -7,6 +7,8 @@ Example:
     async for result in run:  # completion order
         print(result.id, result.value if result.ok else type(result.error).__name__)
     print(run.summary)  # done, failed by error type, skipped, tokens, cost
+    for result in read_results("out.jsonl", Person):  # the file read back, typed
+        ...
 
 A re-run with the same `output` skips the ids already there; `extract_batch` does the same on
 OpenAI's or Anthropic's batch API; `so-middleware extract --input ...` is the command-line form.
@@ -18,6 +20,7 @@ from ._cli import run_batch as run_batch
 from ._cli import server_client as server_client
 from ._engines import BatchJobError, extract_batch
 from ._inputs import InputSource, Item, read_inputs
+from ._reader import RecordedError, read_results
 from ._results import ItemResult, ResultLog, ResultsWriteError
 from ._run import BatchRun, ServerUnreachableError, extract_many, extract_many_sync
 from ._setup import build_client
@@ -30,6 +33,7 @@ __all__ = [
     "InputSource",
     "Item",
     "ItemResult",
+    "RecordedError",
     "ResultLog",
     "ResultsWriteError",
     "ServerUnreachableError",
@@ -39,4 +43,5 @@ __all__ = [
     "extract_many_sync",
     "price_of",
     "read_inputs",
+    "read_results",
 ]

@@ -77,3 +77,49 @@ def test_the_fake_clients_default_profile_gets_the_native_strategy() -> None:
     )
     assert [attempt.strategy for attempt in response.attempts] == ["native"]
     assert response.attempts[0].strict is True
+
+
+def test_adapter_options_are_refused_for_a_client_that_is_already_a_chat_client() -> None:
+    """docs/reference (`with_structured_output`'s `**adapter_options`), before any call."""
+    fake = FakeChatClient('{"name": "Ada", "age": 36}')
+    with pytest.raises(UserError, match=r"adapter options \['model'\] do not apply"):
+        with_structured_output(fake, model="gpt-4o-mini")
+    assert fake.calls == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "route", "profile"),
+    [
+        ("vllm", "chat", "VLLM_CHAT"),
+        ("ollama", "chat", "OLLAMA_CHAT"),
+        ("lmstudio", "chat", "OPENAI_COMPATIBLE"),
+        ("llama.cpp", "chat", "LLAMA_SERVER_CHAT"),
+        ("llama.cpp", "responses", "LLAMA_SERVER_RESPONSES"),
+    ],
+)
+def test_each_integration_page_names_the_profile_its_server_gets(kind: str, route: str, profile: str) -> None:
+    """docs/integrations/*.md: the profile a discovered server gets, and what it enforces."""
+    from so_middleware import openai as profiles
+
+    assert profiles.server_profile(profiles.ServerInfo(kind), route) is getattr(profiles, profile)
+
+
+def test_the_integration_pages_facts_of_the_profiles() -> None:
+    """docs/integrations/*.md: what each page says its server enforces natively."""
+    from so_middleware import anthropic, openai
+
+    assert openai.OLLAMA_CHAT.native_json_schema and not openai.OLLAMA_CHAT.forced_tool_choice
+    assert openai.VLLM_CHAT.native_json_schema and openai.VLLM_CHAT.forced_tool_choice
+    assert not openai.VLLM_CHAT.assistant_prefill
+    assert openai.OPENAI_COMPATIBLE.forced_tool_choice and not openai.OPENAI_COMPATIBLE.strict_tools
+    assert openai.OPENAI_API.strict_tools and not openai.OPENAI_API.assistant_prefill
+    assert openai.OPENAI_API_RESPONSES.loop_breaking == () and openai.OPENAI_API.loop_breaking == (
+        ("frequency_penalty", 0.5),
+    )
+    assert openai.LLAMA_SERVER_CHAT.tool_emulation and openai.LLAMA_SERVER_CHAT.prefill_echoed
+    assert openai.profile_for("https://x.openai.azure.com/openai/v1") is openai.OPENAI_API
+    llama_messages = anthropic.LLAMA_SERVER_MESSAGES
+    assert not llama_messages.native_json_schema and not llama_messages.json_object
+    assert llama_messages.loop_breaking == (("temperature", 0.8),)
+    assert anthropic.ANTHROPIC_API.native_json_schema and not anthropic.ANTHROPIC_API.json_object
+    assert not anthropic.OLLAMA_MESSAGES.native_json_schema and anthropic.VLLM_MESSAGES.native_json_schema

@@ -146,11 +146,20 @@ def nav_pages(entries: list[object]) -> Iterator[str]:
                 yield from nav_pages(value) if isinstance(value, list) else [value]
 
 
+def generated_pages() -> set[str]:
+    """The pages docs/_ext/benchmarks.py (a hook in mkdocs.yml) adds from outside docs/."""
+    spec = importlib.util.spec_from_file_location("docs_benchmarks", DOCS / "_ext" / "benchmarks.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return {uri for uri in hook.GENERATED if uri.endswith(".md")}
+
+
 def test_every_page_is_in_the_nav() -> None:
     """`mkdocs build --strict` fails on a page left out too (`validation.nav.omitted_files: warn`)."""
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
     listed = set(nav_pages(config["nav"]))
-    pages = {page.relative_to(DOCS).as_posix() for page in PAGES}
+    pages = {page.relative_to(DOCS).as_posix() for page in PAGES} | generated_pages()
     assert pages - listed == set(), "add these pages to mkdocs.yml's nav"
     assert listed - pages == set(), "the nav lists pages docs/ does not have"
     assert config["validation"]["nav"]["omitted_files"] == "warn"
