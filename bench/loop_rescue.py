@@ -112,7 +112,7 @@ def _client(server: Any, sdk: Any, route: str, *, on: bool) -> Any:
 
 def _watching(on: bool) -> None:
     import so_middleware.middleware.structured_output._call as call_module
-    from so_middleware.middleware.structured_output._loops import LoopWatch
+    from so_middleware.schema import LoopWatch
 
     call_module.LoopWatch = LoopWatch if on else _NoWatch  # type: ignore[misc,assignment]
 

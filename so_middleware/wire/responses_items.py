@@ -140,10 +140,13 @@ def items_to_messages(items: list[dict[str, Any]]) -> list[ChatMessage]:
                 messages.extend(held)
                 held.clear()
             messages.append(message)
-        if item.get("type") in ("function_call", "custom_tool_call"):
-            unanswered[item["call_id"]] = (item["name"], item.get("namespace"))
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):  # an output held as a user message, or no call at all
+            pass
+        elif item.get("type") in ("function_call", "custom_tool_call"):
+            unanswered[call_id] = (item["name"], item.get("namespace"))
         elif _is_output(item):
-            unanswered.pop(item["call_id"], None)
+            unanswered.pop(call_id, None)
         if held and not unanswered:
             messages.extend(held)
             held.clear()
