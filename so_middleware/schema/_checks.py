@@ -13,9 +13,11 @@ from typing import Any
 
 from ..core import UserError
 
-__all__ = ["check_schema_values", "field_path"]
+__all__ = ["check_schema_values", "drop_repeated_enum_values", "field_path"]
 
 _JSON_TYPES = (str, bool, int, type(None), dict, list)
+# Keywords whose values are data, not schemas.
+_DATA = frozenset({"enum", "const", "default", "examples"})
 _NAMES = {"properties": "", "$defs": "$defs.", "definitions": "definitions."}
 
 
@@ -51,17 +53,39 @@ def _enum_problem(values: Any) -> str | None:
         return None
     if not values:
         return "'enum' has no values, so no answer can match (an Enum class without members?)"
+    return None
+
+
+def drop_repeated_enum_values(schema: Any) -> None:
+    """Keep, in place, only the first copy of each value an `enum` lists twice.
+
+    A repeated value changes nothing the schema allows (JSON Schema asks enums to be unique;
+    many in the wild are not), but some providers refuse it.
+    """
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("enum"), list):
+                node["enum"] = _first_copies(node["enum"])
+            stack.extend(value for key, value in node.items() if key not in _DATA)
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _first_copies(values: list[Any]) -> list[Any]:
+    kept: list[Any] = []
     seen: set[str] = set()
     for value in values:
         try:
             key = json.dumps(value, sort_keys=True)
         except (TypeError, ValueError):
-            continue  # reported as not JSON
-        if key in seen:
-            shown = key if len(key) <= 40 else key[:37] + "..."
-            return f"'enum' lists {shown} more than once"
-        seen.add(key)
-    return None
+            kept.append(value)  # reported as not JSON
+            continue
+        if key not in seen:
+            seen.add(key)
+            kept.append(value)
+    return kept
 
 
 def check_schema_values(schema: Any, what: str) -> None:

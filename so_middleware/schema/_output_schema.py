@@ -10,12 +10,12 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from ..core import ModelBehaviorError, UserError, copy_json
-from ._checks import check_schema_values
+from ._checks import check_schema_values, drop_repeated_enum_values
 from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser
 from ._plan import EnvelopePlan, PartialPlan, plan_for
 from ._profiles import PROFILES, SchemaProfile, render_profile
-from ._refs import check_references
+from ._refs import anchors_to_pointers, check_references
 from ._schema_tools import check_schema_size, flatten_root, is_object_schema, wrap_schema
 from ._typeddict import pydantic_ready
 from ._typeinfo import (
@@ -92,7 +92,9 @@ def _compile_type(output_type: Any) -> _Compiled:
 def _checked_root(schema: dict[str, Any], what: str) -> dict[str, Any]:
     """The schema checked (size, JSON values, `$ref`s) and its root flattened; `UserError` if unusable."""
     check_schema_size(schema, what)
+    drop_repeated_enum_values(schema)
     check_schema_values(schema, what)
+    anchors_to_pointers(schema)
     check_references(schema, what)
     return flatten_root(schema)
 

@@ -13,6 +13,7 @@ from typing import Any, get_args
 
 from ..core import SchemaProfile, UserError
 from ._limits import anthropic_limit_problems, openai_limit_problems
+from ._refs import check_expansion
 from ._transform import Problem, ProfileRules, transform_schema
 
 __all__ = ["PROFILES", "SchemaProfile", "render_profile"]
@@ -67,6 +68,14 @@ def strict_openai(base: dict[str, Any], *, wrapped: bool) -> tuple[dict[str, Any
     return schema, problems
 
 
+def _too_large_to_inline(base: dict[str, Any], what: str) -> bool:
+    try:
+        check_expansion(base, what)
+    except UserError:
+        return True
+    return False
+
+
 def render_profile(base: dict[str, Any], profile: str, *, strict: bool, wrapped: bool, what: str) -> dict[str, Any]:
     """The schema for `profile`, or a `UserError` naming the type, the field path and the reason.
 
@@ -76,6 +85,10 @@ def render_profile(base: dict[str, Any], profile: str, *, strict: bool, wrapped:
     if profile == "json-schema":
         return copy.deepcopy(base)
     if profile == "openai-strict":
+        # Inlined, the schema must stay within budget; sent as it is (strict=False), it need not.
+        if not strict and _too_large_to_inline(base, what):
+            return copy.deepcopy(base)
+        check_expansion(base, what, "; pass strict=False to send it with its $refs")
         schema, problems = strict_openai(base, wrapped=wrapped)
         if not problems:
             return schema
@@ -83,6 +96,7 @@ def render_profile(base: dict[str, Any], profile: str, *, strict: bool, wrapped:
             raise UserError(_problem_message(what, profile, problems, suggest_non_strict=True))
         return copy.deepcopy(base)
     if profile == "anthropic":
+        check_expansion(base, what)
         schema, problems = transform_schema(base, ANTHROPIC, wrapped=wrapped)
         if not problems:
             problems = anthropic_limit_problems(schema)

@@ -3,9 +3,10 @@
 Only local references (`#` followed by a JSON pointer) are followed; nothing is ever fetched.
 `check_references` runs when an `OutputSchema` is built and refuses, with a `UserError`:
 a remote or dangling `$ref`, a sub-schema with its own `$id` that holds `$ref`s (its `#/...`
-would resolve against itself, not the root), a cycle of `$ref`s that never goes through a
-property or an item (it could only be followed for ever), and a graph whose references multiply
-out past `MAX_EXPANDED_NODES` nodes or `MAX_EXPANDED_DEPTH` levels once inlined. Sizes are
+would resolve against itself, not the root), and a cycle of `$ref`s that never goes through a
+property or an item (it could only be followed for ever). `check_expansion` runs for the
+dialects that inline references, and refuses a graph whose references multiply out past
+`MAX_EXPANDED_NODES` nodes or `MAX_EXPANDED_DEPTH` levels once inlined. Sizes are
 memoised per referenced node and every walk is iterative, so the checks themselves cost time
 linear in the schema and cannot raise `RecursionError`.
 """
@@ -22,8 +23,11 @@ __all__ = [
     "MAX_EXPANDED_DEPTH",
     "MAX_EXPANDED_NODES",
     "Pointer",
+    "anchors_to_pointers",
+    "check_expansion",
     "check_references",
     "contains_ref",
+    "id_keyword",
     "is_alias",
     "pointer_of",
     "resolve",
@@ -39,7 +43,8 @@ ANNOTATIONS = frozenset(
 # Keywords whose sub-schemas apply to the same value (following them does not go deeper in the data).
 _IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
 _IN_PLACE_ONE = ("not", "if", "then", "else")
-_NOT_SCHEMAS = frozenset({"$defs", "definitions", "enum", "const", "default", "examples"})
+_DATA = frozenset({"enum", "const", "default", "examples"})
+_NOT_SCHEMAS = _DATA | {"$defs", "definitions"}
 
 
 def pointer_of(ref: Any) -> Pointer | None:
@@ -101,6 +106,7 @@ class _Graph:
         # For each referenced pointer: its own node count and depth (refs not followed), the refs
         # inside it (with the depth they sit at) and the refs that apply to the same value.
         self.facts: dict[Pointer, tuple[int, int, list[tuple[Pointer, int]], list[Pointer]]] = {}
+        self.id_key = id_keyword(root)
 
     def fail(self, message: str) -> None:
         raise UserError(f"The JSON schema of {self.what} {message}.")
@@ -132,8 +138,14 @@ class _Graph:
             deepest = max(deepest, depth)
             if not isinstance(node, dict):
                 continue
-            if "$id" in node and pointer and any(contains_ref(child) for child, _, _ in _children(node, pointer)):
-                self.fail(f"has a sub-schema with its own $id at {'/'.join(pointer)}; move its $defs to the root")
+            if (
+                _moves_base(node, self.id_key)
+                and pointer
+                and any(contains_ref(child) for child, _, _ in _children(node, pointer))
+            ):
+                self.fail(
+                    f"has a sub-schema with its own {self.id_key} at {'/'.join(pointer)}; move its $defs to the root"
+                )
             if "$ref" in node:
                 target = self.target(node["$ref"], pointer)
                 refs.append((target, depth))
@@ -195,6 +207,73 @@ class _Graph:
         return sizes[()]
 
 
+def id_keyword(root: Any) -> str:
+    """`"id"` for a draft-04 (or older) schema, where `$id` is no keyword; `"$id"` otherwise."""
+    dialect = root.get("$schema") if isinstance(root, dict) else None
+    old = isinstance(dialect, str) and ("draft-04" in dialect or "draft-03" in dialect)
+    return "id" if old else "$id"
+
+
+def _moves_base(node: dict[str, Any], id_key: str) -> bool:
+    """Whether `node` starts a new base URI (an id that is not a plain `#name` anchor)."""
+    value = node.get(id_key)
+    return isinstance(value, str) and not value.startswith("#")
+
+
+def _anchors(root: dict[str, Any]) -> dict[str, Pointer]:
+    """Each plain-name anchor of a schema (`$anchor: name`, or an id `#name`) and where it is."""
+    id_key = id_keyword(root)
+    found: dict[str, Pointer] = {}
+    stack: list[tuple[Any, Pointer]] = [(root, ())]
+    while stack:
+        node, pointer = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        name = node.get("$anchor")
+        own_id = node.get(id_key)
+        if isinstance(own_id, str) and own_id.startswith("#") and len(own_id) > 1:
+            name = own_id[1:]
+        if isinstance(name, str):
+            found.setdefault(name, pointer)
+        for key, value in node.items():
+            if key in _DATA:
+                continue
+            if isinstance(value, dict):
+                stack.append((value, (*pointer, key)))
+            elif isinstance(value, list):
+                stack.extend((item, (*pointer, key, str(index))) for index, item in enumerate(value))
+    return found
+
+
+def anchors_to_pointers(root: dict[str, Any]) -> None:
+    """Rewrite, in place, each `$ref` to a plain-name anchor (`#node`) as the JSON pointer it names.
+
+    Engines resolve `#/...` pointers but seldom anchors; the meaning is the same. A `$ref` that
+    spells out the root's own `$id` (`https://example.com/s.json#/definitions/a`) becomes the local
+    reference it is. A `$ref` to an anchor the schema does not define is left for
+    `check_references` to refuse.
+    """
+    anchors = _anchors(root)
+    own_id = root.get(id_keyword(root))
+    base = own_id.split("#", 1)[0] if isinstance(own_id, str) else ""
+    if not anchors and not base:
+        return
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if base and isinstance(ref, str) and ref.split("#", 1)[0] == base:
+                node["$ref"] = ref = ref[len(base) :] or "#"  # the root's own URI: a local reference
+            if isinstance(ref, str) and ref.startswith("#") and pointer_of(ref) is None:
+                target = anchors.get(unquote(ref[1:]))
+                if target is not None:
+                    node["$ref"] = "#" + "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in target)
+            stack.extend(value for key, value in node.items() if key not in _DATA)
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
 def contains_ref(node: Any) -> bool:
     """Whether a `$ref` appears anywhere in `node`."""
     stack = [node]
@@ -209,8 +288,7 @@ def contains_ref(node: Any) -> bool:
     return False
 
 
-def check_references(schema: dict[str, Any], what: str) -> None:
-    """Raise `UserError` unless every `$ref` is local, resolves, and expands within the budget."""
+def _graph_of(schema: dict[str, Any], what: str) -> _Graph:
     graph = _Graph(schema, what)
     graph.scan(())
     # Scanning a target finds its refs; keep going until every reachable target is scanned.
@@ -219,9 +297,23 @@ def check_references(schema: dict[str, Any], what: str) -> None:
         target = frontier.pop()
         if target not in graph.facts:
             frontier.extend(inner for inner, _ in graph.scan(target)[2])
-    graph.check_cycles()
+    return graph
+
+
+def check_references(schema: dict[str, Any], what: str) -> None:
+    """Raise `UserError` unless every `$ref` is local, resolves, and can be followed to an end."""
+    _graph_of(schema, what).check_cycles()
+
+
+def check_expansion(schema: dict[str, Any], what: str, hint: str = "") -> None:
+    """Raise `UserError` when inlining every `$ref` of a checked schema would pass the budget.
+
+    Only a dialect that inlines references needs this: an engine that resolves `$ref`s itself
+    gets the schema as it is, however large it would be inlined. `hint` ends the message.
+    """
+    graph = _graph_of(schema, what)
     nodes, depth = graph.expanded()
     if nodes > MAX_EXPANDED_NODES:
-        graph.fail(f"expands to more than {MAX_EXPANDED_NODES} nodes once its $refs are inlined")
+        graph.fail(f"expands to more than {MAX_EXPANDED_NODES} nodes once its $refs are inlined{hint}")
     if depth > MAX_EXPANDED_DEPTH:
-        graph.fail(f"nests deeper than {MAX_EXPANDED_DEPTH} levels once its $refs are inlined")
+        graph.fail(f"nests deeper than {MAX_EXPANDED_DEPTH} levels once its $refs are inlined{hint}")

@@ -2,7 +2,7 @@
 
 `TypedValidator` serves Python types through pydantic; `RawSchemaValidator` serves a raw
 JSON-schema dict through `jsonschema-rs`, whose patterns run on a regex engine with linear-time
-matching (a pattern it cannot run, with lookaround or backreferences, is a `UserError` when the
+matching (a pattern it cannot run, with lookaround or backreferences, is a `UserError` naming its JSON pointer when the
 schema is built) and which never fetches a remote `$ref`. Both raise only `ModelBehaviorError`
 on bad output, whatever the text is, and both reject `NaN`, `Infinity` and numbers too large
 for a float (`1e999`): they are not JSON. A typed output accepts them only where its type says
@@ -13,6 +13,7 @@ Validation costs time linear in the answer (one parse, one scan, one validation 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 from itertools import islice
@@ -24,6 +25,7 @@ from typing_extensions import TypedDict
 
 from ..core import UserError
 from ._errors import from_errors, json_error, validation_error
+from ._patterns import pattern_refusal, respell_patterns
 from ._schema_tools import WRAPPER_KEY
 
 __all__ = ["RawSchemaValidator", "TypedValidator", "Validator"]
@@ -121,12 +123,16 @@ class RawSchemaValidator:
             ) from None
         self.what = what
         self.wrapped = wrapped
+        spelled = copy.deepcopy(schema)
+        unrunnable = respell_patterns(spelled, _compiles)
         try:
             # RegexOptions: the linear-time engine; offline: no $ref is ever fetched.
             self._validator = jsonschema_rs.validator_for(
-                schema, pattern_options=jsonschema_rs.RegexOptions(), offline=True
+                spelled, pattern_options=jsonschema_rs.RegexOptions(), offline=True
             )
         except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
+            if unrunnable:
+                raise pattern_refusal(what, *unrunnable[0]) from None
             raise UserError(f"The JSON schema {what!r} is invalid: {_schema_error(exc)}") from None
 
     def _check(self, value: Any, raw_text: str, prefix: tuple[str, ...]) -> Any:
@@ -217,15 +223,24 @@ def allows_non_finite(core_schema: Any) -> bool:
     return False
 
 
+def _compiles(pattern: str) -> bool:
+    """Whether the validator's linear-time engine runs `pattern` (checked on its own)."""
+    import jsonschema_rs
+
+    try:
+        jsonschema_rs.validator_for({"pattern": pattern}, pattern_options=jsonschema_rs.RegexOptions())
+    except (jsonschema_rs.ValidationError, ValueError):
+        return False
+    return True
+
+
 def _schema_error(exc: Exception) -> str:
-    """The first line of a schema error, short, without the dump of the schema that follows."""
+    """The first line of a schema error, short, and where in the schema it is."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = text if len(text) <= 200 else text[:197] + "..."
-    if '"regex"' in text:
-        text += (
-            " (patterns run on a linear-time regex engine, which has no lookaround and no backreferences;"
-            " rewrite the pattern without them)"
-        )
+    path = getattr(exc, "instance_path", None)
+    if path:
+        text += f" (at /{'/'.join(str(part).replace('~', '~0').replace('/', '~1') for part in path)})"
     return text
 
 
