@@ -76,6 +76,16 @@ from .core import (
 )
 from .middleware.cache import CachingChatClient, MemoryStore, disk_store, request_key, with_cache
 from .middleware.fallback import FallbackChatClient, with_fallback
+from .middleware.function_invocation import (
+    FunctionInvokingChatClient,
+    Tool,
+    ToolActivity,
+    ToolBudget,
+    ToolLoopError,
+    Tools,
+    tool,
+    with_function_invocation,
+)
 from .middleware.limits import LimitsChatClient, LimitStats, with_limits
 from .middleware.logging import LoggingChatClient, with_logging
 from .middleware.options import ConfigureOptionsChatClient, with_options
@@ -112,6 +122,7 @@ __all__ = [
     "FinishReason",
     "ForcedTool",
     "FunctionCallContent",
+    "FunctionInvokingChatClient",
     "FunctionResultContent",
     "FunctionTool",
     "HostedFileContent",
@@ -141,7 +152,12 @@ __all__ = [
     "StructuredOutputChatClient",
     "TelemetryChatClient",
     "TextContent",
+    "Tool",
+    "ToolActivity",
+    "ToolBudget",
     "ToolChoice",
+    "ToolLoopError",
+    "Tools",
     "TransportFailure",
     "UsageDetails",
     "UserError",
@@ -156,9 +172,11 @@ __all__ = [
     "request_key",
     "responses_format_to_chat",
     "run_sync",
+    "tool",
     "wait_for_response",
     "with_cache",
     "with_fallback",
+    "with_function_invocation",
     "with_limits",
     "with_logging",
     "with_options",

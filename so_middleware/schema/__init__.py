@@ -11,6 +11,7 @@ Example:
 """
 
 from ..core import install_text_reader
+from ._functions import FunctionSchema, function_schema
 from ._loops import BOUND_IT, Loop, LoopWatch, Nesting, loop_in
 from ._opening import opening
 from ._output_schema import OutputSchema
@@ -27,10 +28,12 @@ __all__ = [
     "LoopWatch",
     "Nesting",
     "CompletedItem",
+    "FunctionSchema",
     "OutputSchema",
     "PartialParser",
     "SchemaProfile",
     "TextPartialParser",
+    "function_schema",
     "loop_in",
     "opening",
     "parse_text",

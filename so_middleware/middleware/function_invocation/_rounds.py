@@ -1,0 +1,54 @@
+"""The steps of a tool loop's rounds: the run's set-up, reading an answer's calls, the last answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core import ChatOptions, ChatResponse, FunctionCallContent, FunctionTool, UserError, find_feature
+from ._records import ACTIVITIES_KEY, Run, ToolBudget
+from ._tools import Tool, Tools, merged
+
+__all__ = ["calls_in", "finished", "foreign", "start"]
+
+
+def start(own: list[Tool], options: ChatOptions) -> tuple[Run, ChatOptions]:
+    """A run's tools (the layer's and the options' `Tools`) and budget, and the options that
+    declare the tools to the model; `UserError` when a name is both declared and run here."""
+    per_run = find_feature(options, Tools)
+    tools = merged(own, per_run.tools if per_run else ())
+    budget = find_feature(options, ToolBudget) or ToolBudget()
+    declared = list(options.tools or ())
+    names = {_declared_name(item) for item in declared}
+    for name, item in tools.items():
+        if name in names:
+            raise UserError(f"tool {name!r} is both declared in the options and run by this layer: rename one")
+        declared.append(item.declaration())
+    return Run(tools, budget), options.replace(tools=declared or None)
+
+
+def calls_in(response: ChatResponse[Any]) -> list[FunctionCallContent]:
+    """The tool calls an answer asks for, in its order."""
+    return [c for m in response.messages for c in m.contents if isinstance(c, FunctionCallContent)]
+
+
+def foreign(calls: list[FunctionCallContent], tools: dict[str, Tool], options: ChatOptions) -> bool:
+    """Whether the answer calls a tool the options declare that this layer does not run."""
+    declared = {_declared_name(item) for item in options.tools or ()}
+    return any(call.name not in tools and call.name in declared for call in calls)
+
+
+def _declared_name(item: Any) -> str | None:
+    if isinstance(item, FunctionTool):
+        return item.name
+    if isinstance(item, dict):
+        inner = item.get("function")
+        return inner.get("name") if isinstance(inner, dict) else item.get("name")
+    return None
+
+
+def finished(response: ChatResponse[Any], run: Run) -> ChatResponse[Any]:
+    """The last answer, with the run's activities and the usage summed over every call on it."""
+    response.additional_properties[ACTIVITIES_KEY] = list(run.activities)
+    if run.usage is not None:
+        response.usage = run.usage
+    return response
