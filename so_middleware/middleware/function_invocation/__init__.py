@@ -29,6 +29,9 @@ layer's `tool_timeout`, 60 s), and a `ToolBudget` of tokens, requests and tool c
 given as a feature (`options={"features": [ToolBudget(max_tokens=20_000)]}`) is shared by every
 call made with those options, structured output's re-asks included, and records what was spent.
 
+A `tool_choice` that forces a call (`"required"`, or a named tool) holds for the first model
+call only; after a round of calls the model is free to answer (`"auto"`), or it could never stop.
+
 **Concurrency.** The calls of one answer run one after another, or together with
 `concurrent=True` (at most `max_concurrency` at a time); results keep the model's order. Sync
 tools run on worker threads: cancelling the run cancels async tools and abandons sync ones (a
@@ -62,7 +65,7 @@ from ...core import (
 )
 from ._calls import Calls
 from ._records import ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError
-from ._rounds import calls_in, finished, foreign, start
+from ._rounds import after_first_round, calls_in, finished, foreign, start
 from ._tools import Tool, Tools, as_tools, tool
 
 __all__ = [
@@ -136,6 +139,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 return finished(response, run)
             results = await self._self_calls.run_calls(run, calls, iteration)
             history = [*history, *response.messages, ChatMessage("tool", list(results))]
+            options = after_first_round(options)
             run.check_errors(results, response, self._self_max_consecutive_errors)
         raise run.fail(
             f"the model still asked for tools after {self._self_max_iterations} iterations (max_iterations)",
@@ -149,16 +153,17 @@ class FunctionInvokingChatClient(DelegatingChatClient):
 
         async def updates() -> AsyncIterator[ChatResponseUpdate[Any]]:
             history = as_messages(call.messages)
+            current = options
             for iteration in range(1, self._self_max_iterations + 1):
                 run.check_budget()
-                inner = super(FunctionInvokingChatClient, self).stream(call.replace(messages=history, options=options))
+                inner = super(FunctionInvokingChatClient, self).stream(call.replace(messages=history, options=current))
                 async with inner:
                     async for update in inner:
                         yield update
                     response = await inner.get_final_response()
                 run.record(response)
                 calls = calls_in(response)
-                if not calls or foreign(calls, run.tools, options):
+                if not calls or foreign(calls, run.tools, current):
                     finals.append(finished(response, run))
                     return
                 results = await self._self_calls.run_calls(run, calls, iteration)
@@ -167,6 +172,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                     contents=list(results), role="tool", additional_properties={ACTIVITY_KEY: activities}
                 )
                 history = [*history, *response.messages, ChatMessage("tool", list(results))]
+                current = after_first_round(current)
                 run.check_errors(results, response, self._self_max_consecutive_errors)
             raise run.fail(
                 f"the model still asked for tools after {self._self_max_iterations} iterations (max_iterations)",

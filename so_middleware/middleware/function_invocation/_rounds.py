@@ -8,7 +8,7 @@ from ...core import ChatOptions, ChatResponse, FunctionCallContent, FunctionTool
 from ._records import ACTIVITIES_KEY, Run, ToolBudget
 from ._tools import Tool, Tools, merged
 
-__all__ = ["calls_in", "finished", "foreign", "start"]
+__all__ = ["after_first_round", "calls_in", "finished", "foreign", "start"]
 
 
 def start(own: list[Tool], options: ChatOptions) -> tuple[Run, ChatOptions]:
@@ -24,6 +24,13 @@ def start(own: list[Tool], options: ChatOptions) -> tuple[Run, ChatOptions]:
             raise UserError(f"tool {name!r} is both declared in the options and run by this layer: rename one")
         declared.append(item.declaration())
     return Run(tools, budget), options.replace(tools=declared or None)
+
+
+def after_first_round(options: ChatOptions) -> ChatOptions:
+    """The options for the calls after a round of tool calls: a forced `tool_choice` lifted."""
+    if options.tool_choice is None or options.tool_choice in ("auto", "none"):
+        return options
+    return options.replace(tool_choice=None)
 
 
 def calls_in(response: ChatResponse[Any]) -> list[FunctionCallContent]:

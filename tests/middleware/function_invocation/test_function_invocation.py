@@ -407,3 +407,13 @@ def test_bounds_are_checked_when_the_layer_is_built(keyword: str, value: Any) ->
 def test_a_budget_with_a_limit_that_is_not_a_positive_int_is_a_user_error() -> None:
     with pytest.raises(UserError, match="max_tokens"):
         ToolBudget(max_tokens=0)
+
+
+@pytest.mark.parametrize("choice", ["required", "get_weather"])
+async def test_a_forced_tool_choice_holds_for_the_first_call_only(choice: str) -> None:
+    from so_middleware import ForcedTool
+
+    forced: Any = ForcedTool(choice) if choice != "required" else choice
+    fake = FakeChatClient([call("get_weather", '{"city": "Paris"}'), "done"])
+    await with_function_invocation(fake, tools=[get_weather]).get_response("Hi", options={"tool_choice": forced})
+    assert [c.options.tool_choice for c in fake.calls] == [forced, None]
