@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import wrapt
@@ -22,6 +22,7 @@ from ..core import (
     as_messages,
     with_continuation,
 )
+from ..middleware.function_invocation import Tool, with_function_invocation
 from ._protocol import Agent, AgentCall, AgentRuns, AgentStream, AgentThread, SyncRuns, TypedAgentStream
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
@@ -41,7 +42,11 @@ __all__ = [
 class ChatAgent(AgentRuns, SyncRuns):
     """An agent over a chat client: instructions, default options, threads, typed runs.
 
-    `run(..., output_type=T)` needs a structured-output layer in the client's stack.
+    `run(..., output_type=T)` needs a structured-output layer in the client's stack. With `tools`
+    the client is wrapped in the function-invocation layer: the model's tool calls are run and
+    answered until it answers without one (`response.secondary.tool_runs` lists them). A thread
+    keeps the conversation (the inputs and final answers), not the tool calls and results: they
+    belong to the run that made them, and a later run asks again if it needs them.
 
     Example:
         agent = ChatAgent(with_structured_output(client), name="extractor", instructions="Extract people.")
@@ -56,8 +61,10 @@ class ChatAgent(AgentRuns, SyncRuns):
         name: str | None = None,
         instructions: str | None = None,
         options: OptionsInput = None,
+        tools: Sequence[Callable[..., Any] | Tool] = (),
     ) -> None:
-        self.client = as_chat_client(client)
+        inner = as_chat_client(client)
+        self.client: ChatClient = with_function_invocation(inner, tools=tools) if tools else inner
         self.name = name
         self.instructions = instructions
         self.default_options = ChatOptions.coerce(options)
@@ -132,6 +139,30 @@ class ChatAgent(AgentRuns, SyncRuns):
             return final[0]
 
         return ResponseStream(updates(), finalize)
+
+    def as_tool(self, name: str | None = None, description: str | None = None, *, output_type: Any = None) -> Tool:
+        """This agent as a tool of another agent: the model writes a request, this agent runs it,
+        and its answer (its typed value with `output_type`, else its text) is the tool's result.
+
+        Example:
+            researcher = ChatAgent(client, name="researcher", instructions="Find facts.")
+            writer = ChatAgent(client, tools=[researcher.as_tool(description="Ask for facts.")])
+        """
+        agent = self
+
+        async def ask(request: str) -> Any:
+            """Ask the agent.
+
+            Args:
+                request: What to ask the agent, in full: it sees nothing else of the conversation.
+            """
+            response = await agent.run(request, output_type=output_type)
+            return response.value if output_type is not None else response.text
+
+        tool_name = name or self.name
+        if tool_name is None:
+            raise UserError("as_tool() needs a name: give the agent one (ChatAgent(name=...)) or pass name=")
+        return Tool.of(ask, name=tool_name, description=description or self.instructions)
 
     def __repr__(self) -> str:
         return f"ChatAgent(name={self.name!r}, client={self.client!r})"

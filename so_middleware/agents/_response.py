@@ -20,6 +20,7 @@ from ..core import (
     UsageDetails,
     UserError,
 )
+from ..middleware.function_invocation import ACTIVITIES_KEY, ToolActivity
 
 __all__ = ["AgentResponse", "AgentResponseUpdate", "SecondaryOutput"]
 
@@ -35,13 +36,16 @@ class SecondaryOutput:
 
     `attempts` are the structured-output attempts (re-asks included), `retries` the transient
     faults retried by a retry layer, `reasoning` and `tool_activity` what the model thought and
-    which tools it called.
+    which tools it called (the call and result contents of the final answer), `tool_runs` every
+    tool the function-invocation layer ran in the run (name, arguments, result or error,
+    duration, iteration), in order.
     """
 
     attempts: list[Attempt] = field(default_factory=list)
     retries: list[dict[str, Any]] = field(default_factory=list)
     reasoning: list[ReasoningContent] = field(default_factory=list)
     tool_activity: list[Content] = field(default_factory=list)
+    tool_runs: list[ToolActivity] = field(default_factory=list)
 
 
 def _split(messages: list[ChatMessage]) -> tuple[list[ChatMessage], list[Content]]:
@@ -77,6 +81,7 @@ class AgentResponse(Generic[T]):
             retries=list(chat_response.additional_properties.get(RETRIES_KEY, [])),
             reasoning=[c for c in secondary if isinstance(c, ReasoningContent)],
             tool_activity=[c for c in secondary if not isinstance(c, ReasoningContent)],
+            tool_runs=list(chat_response.additional_properties.get(ACTIVITIES_KEY, [])),
         )
 
     @property

@@ -64,11 +64,13 @@ from ...core import (
     as_messages,
 )
 from ._calls import Calls
-from ._records import ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError
+from ._records import ACTIVITIES_KEY, ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError
 from ._rounds import after_first_round, calls_in, finished, foreign, start
 from ._tools import Tool, Tools, as_tools, tool
 
 __all__ = [
+    "ACTIVITIES_KEY",
+    "ACTIVITY_KEY",
     "FunctionInvokingChatClient",
     "Tool",
     "ToolActivity",

@@ -44,7 +44,19 @@ from ._call import Call
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
 from ._resample import repeated, repeated_error, resampled
-from ._verdicts import Ignored, Invalid, Looped, Stopped, Valid, Verdict, brief, cut_off, outcome_of, used_up
+from ._verdicts import (
+    Ignored,
+    Invalid,
+    Looped,
+    Stopped,
+    Valid,
+    Verdict,
+    brief,
+    calls_callers_tools,
+    cut_off,
+    outcome_of,
+    used_up,
+)
 
 __all__ = ["StructuredRun"]
 
@@ -139,6 +151,9 @@ class StructuredRun:
         """After a call: None when the run is done (`final` set), else the next attempt's plan;
         raises the run's error when it fails."""
         if response.finish_reason == FinishReason.LONG_RUNNING:  # judged once the run completes
+            self.final = response
+            return None
+        if calls_callers_tools(response, plan):  # not the answer yet: the caller runs those tools and asks again
             self.final = response
             return None
         verdict = self._judge(plan, response)

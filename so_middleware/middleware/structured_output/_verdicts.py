@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core import (
+    ChatResponse,
     ContentFilterError,
+    FunctionCallContent,
+    FunctionTool,
     IncompleteOutputError,
     ModelBehaviorError,
     OutputError,
@@ -17,10 +20,22 @@ from ...core import (
     UsageDetails,
 )
 from ...schema import BOUND_IT, Loop, Nesting, loop_in
-from ..strategies import Answer, Strategy, Target
+from ..strategies import Answer, AttemptRequest, Strategy, Target
 from ._resample import loop_error
 
-__all__ = ["Ignored", "Invalid", "Looped", "Stopped", "Valid", "Verdict", "brief", "cut_off", "outcome_of", "used_up"]
+__all__ = [
+    "Ignored",
+    "Invalid",
+    "Looped",
+    "Stopped",
+    "Valid",
+    "Verdict",
+    "brief",
+    "calls_callers_tools",
+    "cut_off",
+    "outcome_of",
+    "used_up",
+]
 
 
 @dataclass(frozen=True)
@@ -108,3 +123,21 @@ def used_up(max_tokens: int | None, usage: UsageDetails | None) -> bool:
 
 def brief(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters]"
+
+
+def calls_callers_tools(response: ChatResponse[Any], plan: AttemptRequest) -> bool:
+    """Whether the answer calls a tool the caller declared (not the strategy's own answer tool):
+    then it is a step of the caller's tool loop, returned unjudged, not an answer to validate."""
+    declared: set[str | None] = {item.name for item in plan.options.tools or () if isinstance(item, FunctionTool)}
+    declared |= {_dict_tool_name(item) for item in plan.options.tools or () if isinstance(item, dict)}
+    declared.discard(plan.tool_name)
+    return any(
+        isinstance(content, FunctionCallContent) and content.name in declared
+        for message in response.messages
+        for content in message.contents
+    )
+
+
+def _dict_tool_name(item: dict[str, Any]) -> str | None:
+    inner = item.get("function")
+    return inner.get("name") if isinstance(inner, dict) else item.get("name")
