@@ -5,7 +5,8 @@ and answers in text, but it grammar-enforces a `response_format` json_schema. A 
 `tool_emulation` says so, and a call that must use a tool (a named `tool_choice`, or
 `"required"`) is then sent as a request for `{"name": ..., "arguments": ...}` under a schema
 with one object per tool offered (the name a `const`, the arguments that tool's parameters; an
-`anyOf` when there are several), and the JSON that comes back is answered as a tool call.
+`anyOf` when there are several), and the JSON that comes back is answered as a tool call. A
+response format beside a required call is not sent: that call's answer is a call, never a reply.
 
 Where the model decides whether to call at all (`"auto"`, or no `tool_choice`), the schema
 offers one more object, `{"answer": ...}`, which comes back as plain assistant text: a string,
@@ -85,8 +86,8 @@ class ToolEmulation:
             raise UserError(f"{limit}: a call names its tool, so two tools cannot both be named {twice[0]!r}")
         answers = choice is None or choice == "auto"
         answer = _answer_schema(options.response_format, limit) if answers else None
-        if not answers and options.response_format is not None and options.response_format.type != "text":
-            raise UserError(f"{limit} only through a response format, so a required call cannot have one too")
+        # A required call's answer is a call, never a reply: a response format asked beside it has
+        # nothing to shape in this call (a tool loop sends it again, with the tool choice lifted).
         if isinstance(choice, ForcedTool):
             tools = [tool for tool in tools if tool.name == choice.name]
             if not tools:

@@ -169,13 +169,22 @@ def test_none_sends_no_tools_and_reads_the_answer_as_it_is() -> None:
     ("options", "problem"),
     [
         ({"tool_choice": ForcedTool("launch")}, "'launch', which is not among the tools"),
-        ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "cannot have one too"),
         ({"tool_choice": "auto", "response_format": ResponseFormat("grammar")}, "cannot carry a 'grammar'"),
     ],
 )
 def test_what_cannot_be_emulated_is_refused(options: dict[str, Any], problem: str) -> None:
     with pytest.raises(UserError, match=problem):
         emulation(**options)
+
+
+@pytest.mark.parametrize("choice", ["required", ForcedTool("get_weather")])
+def test_a_required_call_beside_a_response_format_offers_only_the_calls(choice: Any) -> None:
+    made = emulation(tool_choice=choice, response_format={"type": "json_object"})
+    assert made.options.response_format is not None
+    schema = made.options.response_format.schema or {}
+    variants = schema.get("anyOf", [schema])
+    assert all(set(variant["properties"]) == {"name", "arguments"} for variant in variants)
+    assert not made.answers
 
 
 @pytest.mark.parametrize("profile", [OPENAI_COMPATIBLE, LLAMA_SERVER_RESPONSES])
