@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anthropic
 import httpx2
 import openai
 import pytest
@@ -19,8 +20,9 @@ from so_middleware import (
     with_function_invocation,
     with_structured_output,
 )
+from so_middleware.anthropic import AnthropicChatClient
 from so_middleware.local import LocalModelServer, chat_client
-from so_middleware.openai import OpenAIChatClient
+from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
 from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio
@@ -198,3 +200,68 @@ async def test_a_required_first_call_on_the_embedded_model_runs_the_tool(
         await adapter.sdk_client.close()
     assert activities and activities[0].name == "get_weather" and activities[0].error is None
     assert json.loads(activities[0].result or "")["degrees"] == 21
+
+
+class Scripted:
+    """Serves `bodies` in turn (the last repeating) as JSON and records the requests' bodies."""
+
+    def __init__(self, *bodies: dict[str, Any]) -> None:
+        self.bodies = list(bodies)
+        self.sent: list[dict[str, Any]] = []
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        self.sent.append(json.loads(request.content))
+        return httpx2.Response(200, json=self.bodies[min(len(self.sent), len(self.bodies)) - 1])
+
+    def http(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle))
+
+
+async def test_openai_responses_runs_the_tool_and_ends_in_the_type() -> None:
+    """Documented Responses bodies (API reference, "The response object"): a `function_call` output
+    item, then a message whose text is the typed answer."""
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}  # fmt: skip
+    base = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-4o", "status": "completed",
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage}  # fmt: skip
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather",
+            "arguments": '{"city":"Paris"}', "status": "completed"}  # fmt: skip
+    text = '{"city": "Paris", "degrees": 21}'
+    message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+    server = Scripted({**base, "output": [call]}, {**base, "id": "resp_2", "output": [message]})
+    sdk = openai.AsyncOpenAI(api_key="x", http_client=server.http(), max_retries=0)
+    client = with_structured_output(with_function_invocation(OpenAIResponsesClient(sdk, "gpt-4o"), tools=[get_weather]))
+    response = await client.get_response("Weather in Paris?", output_type=Forecast)
+    assert response.value == Forecast(city="Paris", degrees=21)
+    first, second = server.sent
+    assert [t["name"] for t in first["tools"]] == ["get_weather"] and first["text"]["format"]["type"] == "json_schema"
+    outputs = [item for item in second["input"] if item.get("type") == "function_call_output"]
+    assert outputs == [
+        {"type": "function_call_output", "call_id": "call_1", "output": '{"city": "Paris", "degrees": 21}'}
+    ]
+
+
+async def test_anthropic_messages_runs_the_tool_and_ends_in_the_type() -> None:
+    """Documented Messages bodies (API reference, "Messages"): a `tool_use` block with
+    `stop_reason: "tool_use"`, then the typed answer as text."""
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    base = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-6", "usage": usage,
+            "stop_sequence": None}  # fmt: skip
+    use = {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}
+    text = '{"city": "Paris", "degrees": 21}'
+    server = Scripted(
+        {**base, "content": [use], "stop_reason": "tool_use"},
+        {**base, "id": "msg_2", "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"},
+    )
+    sdk = anthropic.AsyncAnthropic(api_key="x", http_client=server.http(), max_retries=0)
+    client = with_structured_output(
+        with_function_invocation(AnthropicChatClient(sdk, "claude-opus-4-6"), tools=[get_weather])
+    )
+    response = await client.get_response("Weather in Paris?", output_type=Forecast)
+    assert response.value == Forecast(city="Paris", degrees=21)
+    first, second = server.sent
+    assert [t["name"] for t in first["tools"]] == ["get_weather"]
+    results = [block for message in second["messages"] for block in message["content"] if isinstance(block, dict)
+               and block.get("type") == "tool_result"]  # fmt: skip
+    assert [(r["tool_use_id"], r["content"]) for r in results] == [("toolu_01", '{"city": "Paris", "degrees": 21}')]
