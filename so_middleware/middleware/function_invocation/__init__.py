@@ -31,6 +31,10 @@ call made with those options, structured output's re-asks included, and records 
 
 A `tool_choice` that forces a call (`"required"`, or a named tool) holds for the first model
 call only; after a round of calls the model is free to answer (`"auto"`), or it could never stop.
+A call repeated with the same arguments is answered with the first one's result, not run again,
+and when every call of an answer is such a repeat the next request offers no tool
+(`tool_choice="none"`): the model has what it asked for, and small models otherwise ask again
+until a bound ends the run.
 
 **Concurrency.** The calls of one answer run one after another, or together with
 `concurrent=True` (at most `max_concurrency` at a time); results keep the model's order. Sync
@@ -65,7 +69,7 @@ from ...core import (
 )
 from ._calls import Calls
 from ._records import ACTIVITIES_KEY, ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError
-from ._rounds import after_first_round, calls_in, finished, foreign, start
+from ._rounds import after_round, calls_in, finished, foreign, start
 from ._tools import Tool, Tools, as_tools, tool
 
 __all__ = [
@@ -141,7 +145,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 return finished(response, run)
             results = await self._self_calls.run_calls(run, calls, iteration)
             history = [*history, *response.messages, ChatMessage("tool", list(results))]
-            options = after_first_round(options)
+            options = after_round(options, run, len(calls))
             run.check_errors(results, response, self._self_max_consecutive_errors)
         raise run.fail(
             f"the model still asked for tools after {self._self_max_iterations} iterations (max_iterations)",
@@ -174,7 +178,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                     contents=list(results), role="tool", additional_properties={ACTIVITY_KEY: activities}
                 )
                 history = [*history, *response.messages, ChatMessage("tool", list(results))]
-                current = after_first_round(current)
+                current = after_round(current, run, len(calls))
                 run.check_errors(results, response, self._self_max_consecutive_errors)
             raise run.fail(
                 f"the model still asked for tools after {self._self_max_iterations} iterations (max_iterations)",

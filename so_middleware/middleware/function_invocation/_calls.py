@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ class Calls:
             async with limit:
                 return await self._run_one(run, call, iteration, too_many=too_many)
 
+        run.repeats = 0
         if self.concurrency == 1:
             return [await one(call) for call in calls]
         return list(await asyncio.gather(*(one(call) for call in calls)))
@@ -55,9 +57,14 @@ class Calls:
                 error = f"Error: there is no tool named {call.name!r}. The tools: {', '.join(sorted(run.tools))}."
             elif budget.max_tool_calls is not None and budget.spent_tool_calls >= budget.max_tool_calls:
                 raise run.fail(f"the budget of {budget.max_tool_calls} tool calls is spent (ToolBudget)", "budget")
+            elif (key := _key(call)) in run.answered:  # asked again with the same arguments: it has the answer
+                result = run.answered[key]
+                run.repeats += 1
             else:
                 budget.spent_tool_calls += 1
                 result, error = await self._invoke(found, call)
+                if error is None and result is not None:
+                    run.answered[key] = result
         activity = ToolActivity(
             call.name, call.call_id, call.arguments, result, error, time.perf_counter() - started, iteration
         )
@@ -80,6 +87,14 @@ class Calls:
             detail = f": {type(exc).__name__}: {_first_line(exc)}" if self.detailed else "."
             return None, f"Error: {found.name} failed{detail}"
         return found.schema.result_text(value), None
+
+
+def _key(call: FunctionCallContent) -> tuple[str, str]:
+    """A call's name and arguments, the same however the JSON is spaced or ordered."""
+    try:
+        return call.name, json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
+    except ValueError:
+        return call.name, call.arguments
 
 
 def _problems(exc: BaseException) -> str:

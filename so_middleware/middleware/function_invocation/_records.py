@@ -94,6 +94,8 @@ class Run:
     attempts: list[Attempt] = field(default_factory=list)
     usage: UsageDetails | None = None
     consecutive_errors: int = 0
+    answered: dict[tuple[str, str], str] = field(default_factory=dict)  # (name, arguments) -> result
+    repeats: int = 0  # calls of this round answered from an earlier one
 
     def record(self, response: ChatResponse[Any]) -> None:
         self.attempts.append(

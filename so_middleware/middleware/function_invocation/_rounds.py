@@ -8,7 +8,7 @@ from ...core import ChatOptions, ChatResponse, FunctionCallContent, FunctionTool
 from ._records import ACTIVITIES_KEY, Run, ToolBudget
 from ._tools import Tool, Tools, merged
 
-__all__ = ["after_first_round", "calls_in", "finished", "foreign", "start"]
+__all__ = ["after_round", "calls_in", "finished", "foreign", "start"]
 
 
 def start(own: list[Tool], options: ChatOptions) -> tuple[Run, ChatOptions]:
@@ -26,8 +26,12 @@ def start(own: list[Tool], options: ChatOptions) -> tuple[Run, ChatOptions]:
     return Run(tools, budget), options.replace(tools=declared or None)
 
 
-def after_first_round(options: ChatOptions) -> ChatOptions:
-    """The options for the calls after a round of tool calls: a forced `tool_choice` lifted."""
+def after_round(options: ChatOptions, run: Run, calls: int) -> ChatOptions:
+    """The options for the call after a round of tool calls: a forced `tool_choice` lifted, and
+    no tool offered (`"none"`) when every call of the round repeated an earlier one: the model
+    has every result it asked for, and the next answer is the reply."""
+    if run.repeats == calls:
+        return options.replace(tool_choice="none")
     if options.tool_choice is None or options.tool_choice in ("auto", "none"):
         return options
     return options.replace(tool_choice=None)

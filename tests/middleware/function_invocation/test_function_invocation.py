@@ -417,3 +417,32 @@ async def test_a_forced_tool_choice_holds_for_the_first_call_only(choice: str) -
     fake = FakeChatClient([call("get_weather", '{"city": "Paris"}'), "done"])
     await with_function_invocation(fake, tools=[get_weather]).get_response("Hi", options={"tool_choice": forced})
     assert [c.options.tool_choice for c in fake.calls] == [forced, None]
+
+
+async def test_a_call_repeated_with_the_same_arguments_is_answered_from_the_first_and_tools_are_withdrawn() -> None:
+    ran: list[str] = []
+
+    def lookup(city: str) -> str:
+        ran.append(city)
+        return f"sunny in {city}"
+
+    fake = FakeChatClient(
+        [call("lookup", '{"city": "Paris"}'), call("lookup", '{ "city":"Paris" }'), "It is sunny in Paris."]
+    )
+    response = await with_function_invocation(fake, tools=[lookup]).get_response("Hi")
+    assert response.text == "It is sunny in Paris."
+    assert ran == ["Paris"]  # run once
+    assert results_sent(fake, 2)[0].result == "sunny in Paris"
+    assert [c.options.tool_choice for c in fake.calls] == [None, None, "none"]
+
+
+async def test_a_repeat_beside_a_new_call_keeps_the_tools_offered() -> None:
+    fake = FakeChatClient(
+        [
+            call("get_weather", '{"city": "Paris"}'),
+            Reply(tool_calls=[("get_weather", '{"city": "Paris"}'), ("get_weather", '{"city": "Oslo"}')]),
+            "done",
+        ]
+    )
+    await with_function_invocation(fake, tools=[get_weather]).get_response("Hi")
+    assert [c.options.tool_choice for c in fake.calls] == [None, None, None]
