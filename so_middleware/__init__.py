@@ -77,6 +77,8 @@ from .core import (
 from .middleware.cache import CachingChatClient, MemoryStore, disk_store, request_key, with_cache
 from .middleware.fallback import FallbackChatClient, with_fallback
 from .middleware.function_invocation import (
+    ApprovalRequest,
+    Approvals,
     FunctionInvokingChatClient,
     Tool,
     ToolActivity,
@@ -98,6 +100,8 @@ __all__ = [
     "AgentResponse",
     "AgentResponseUpdate",
     "AgentThread",
+    "ApprovalRequest",
+    "Approvals",
     "Attempt",
     "BaseChatClient",
     "CachingChatClient",

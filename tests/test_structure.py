@@ -353,6 +353,8 @@ PUBLIC = [
     "AgentResponse",
     "AgentResponseUpdate",
     "AgentThread",
+    "ApprovalRequest",
+    "Approvals",
     "Attempt",
     "BaseChatClient",
     "CachingChatClient",

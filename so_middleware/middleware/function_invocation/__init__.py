@@ -64,17 +64,20 @@ from ...core import (
     DelegatingChatClient,
     LayerCall,
     ResponseStream,
-    UserError,
     as_messages,
 )
-from ._calls import Calls
+from ._approvals import APPROVALS_KEY, ApprovalRequest, Approvals
+from ._calls import Calls, check_bounds
 from ._records import ACTIVITIES_KEY, ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError
-from ._rounds import after_round, calls_in, finished, foreign, start
+from ._rounds import after_round, calls_in, finished, foreign, resume, start, waits
 from ._tools import Tool, Tools, as_tools, tool
 
 __all__ = [
     "ACTIVITIES_KEY",
     "ACTIVITY_KEY",
+    "APPROVALS_KEY",
+    "ApprovalRequest",
+    "Approvals",
     "FunctionInvokingChatClient",
     "Tool",
     "ToolActivity",
@@ -106,16 +109,13 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         max_concurrency: int = 8,
         detailed_errors: bool = False,
     ) -> None:
-        for name, value in (
-            ("max_iterations", max_iterations),
-            ("max_consecutive_errors", max_consecutive_errors),
-            ("max_calls_per_answer", max_calls_per_answer),
-            ("max_concurrency", max_concurrency),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise UserError(f"{name} must be a positive int, not {value!r}")
-        if tool_timeout is not None and (not isinstance(tool_timeout, int | float) or tool_timeout <= 0):
-            raise UserError(f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}")
+        check_bounds(
+            max_iterations=max_iterations,
+            max_consecutive_errors=max_consecutive_errors,
+            max_calls_per_answer=max_calls_per_answer,
+            max_concurrency=max_concurrency,
+            tool_timeout=tool_timeout,
+        )
         own = as_tools(tools)
         super().__init__(inner)
         self._self_tools = own
@@ -135,13 +135,15 @@ class FunctionInvokingChatClient(DelegatingChatClient):
     async def respond(self, call: LayerCall) -> ChatResponse[Any]:
         """Ask, run the calls, ask again, until an answer has no call this layer runs."""
         run, options = start(self._self_tools, call.options)
-        history = as_messages(call.messages)
+        history, stopped = await resume(run, as_messages(call.messages), self._self_calls)
+        if stopped is not None:
+            return stopped
         for iteration in range(1, self._self_max_iterations + 1):
             run.check_budget()
             response = await super().respond(call.replace(messages=history, options=options))
             run.record(response)
             calls = calls_in(response)
-            if not calls or foreign(calls, run.tools, options):
+            if not calls or foreign(calls, run.tools, options) or waits(response, calls, run):
                 return finished(response, run)
             results = await self._self_calls.run_calls(run, calls, iteration)
             history = [*history, *response.messages, ChatMessage("tool", list(results))]
@@ -158,7 +160,10 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         finals: list[ChatResponse[Any]] = []
 
         async def updates() -> AsyncIterator[ChatResponseUpdate[Any]]:
-            history = as_messages(call.messages)
+            history, stopped = await resume(run, as_messages(call.messages), self._self_calls)
+            if stopped is not None:
+                finals.append(stopped)
+                return
             current = options
             for iteration in range(1, self._self_max_iterations + 1):
                 run.check_budget()
@@ -169,7 +174,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                     response = await inner.get_final_response()
                 run.record(response)
                 calls = calls_in(response)
-                if not calls or foreign(calls, run.tools, current):
+                if not calls or foreign(calls, run.tools, current) or waits(response, calls, run):
                     finals.append(finished(response, run))
                     return
                 results = await self._self_calls.run_calls(run, calls, iteration)

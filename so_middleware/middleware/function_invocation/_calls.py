@@ -9,11 +9,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ...core import FunctionCallContent, FunctionResultContent, ModelBehaviorError
+from ...core import FunctionCallContent, FunctionResultContent, ModelBehaviorError, UserError
+from ._approvals import declined
 from ._records import Run, ToolActivity
 from ._tools import Tool
 
-__all__ = ["Calls"]
+__all__ = ["Calls", "check_bounds"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class Calls:
                 error = f"Error: there is no tool named {call.name!r}. The tools: {', '.join(sorted(run.tools))}."
             elif budget.max_tool_calls is not None and budget.spent_tool_calls >= budget.max_tool_calls:
                 raise run.fail(f"the budget of {budget.max_tool_calls} tool calls is spent (ToolBudget)", "budget")
+            elif (refusal := declined(call, run.approvals, found)) is not None:
+                error = refusal.result_text
             elif (key := _key(call)) in run.answered:  # asked again with the same arguments: it has the answer
                 result = run.answered[key]
                 run.repeats += 1
@@ -87,6 +90,15 @@ class Calls:
             detail = f": {type(exc).__name__}: {_first_line(exc)}" if self.detailed else "."
             return None, f"Error: {found.name} failed{detail}"
         return found.schema.result_text(value), None
+
+
+def check_bounds(*, tool_timeout: float | None, **counts: int) -> None:
+    """`UserError` naming a bound that is not a positive int (or, for the timeout, seconds or None)."""
+    for name, value in counts.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise UserError(f"{name} must be a positive int, not {value!r}")
+    if tool_timeout is not None and (not isinstance(tool_timeout, int | float) or tool_timeout <= 0):
+        raise UserError(f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}")
 
 
 def _key(call: FunctionCallContent) -> tuple[str, str]:

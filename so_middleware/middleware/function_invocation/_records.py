@@ -96,6 +96,7 @@ class Run:
     consecutive_errors: int = 0
     answered: dict[tuple[str, str], str] = field(default_factory=dict)  # (name, arguments) -> result
     repeats: int = 0  # calls of this round answered from an earlier one
+    approvals: Any = None  # the caller's `Approvals`, when the run was resumed with them
 
     def record(self, response: ChatResponse[Any]) -> None:
         self.attempts.append(

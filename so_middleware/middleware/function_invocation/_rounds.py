@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core import ChatOptions, ChatResponse, FunctionCallContent, FunctionTool, UserError, find_feature
+from ...core import ChatMessage, ChatOptions, ChatResponse, FunctionCallContent, FunctionTool, UserError, find_feature
+from ._approvals import APPROVALS_KEY, Approvals, awaiting, check_decisions, waiting
+from ._calls import Calls
 from ._records import ACTIVITIES_KEY, Run, ToolBudget
 from ._tools import Tool, Tools, merged
 
-__all__ = ["after_round", "calls_in", "finished", "foreign", "start"]
+__all__ = ["after_round", "calls_in", "finished", "foreign", "resume", "start", "waits"]
 
 
 def start(own: list[Tool], options: ChatOptions) -> tuple[Run, ChatOptions]:
@@ -17,13 +19,14 @@ def start(own: list[Tool], options: ChatOptions) -> tuple[Run, ChatOptions]:
     per_run = find_feature(options, Tools)
     tools = merged(own, per_run.tools if per_run else ())
     budget = find_feature(options, ToolBudget) or ToolBudget()
+    approvals = find_feature(options, Approvals)
     declared = list(options.tools or ())
     names = {_declared_name(item) for item in declared}
     for name, item in tools.items():
         if name in names:
             raise UserError(f"tool {name!r} is both declared in the options and run by this layer: rename one")
         declared.append(item.declaration())
-    return Run(tools, budget), options.replace(tools=declared or None)
+    return Run(tools, budget, approvals=approvals), options.replace(tools=declared or None)
 
 
 def after_round(options: ChatOptions, run: Run, calls: int) -> ChatOptions:
@@ -35,6 +38,30 @@ def after_round(options: ChatOptions, run: Run, calls: int) -> ChatOptions:
     if options.tool_choice is None or options.tool_choice in ("auto", "none"):
         return options
     return options.replace(tool_choice=None)
+
+
+def waits(response: ChatResponse[Any], calls: list[FunctionCallContent], run: Run) -> bool:
+    """Whether calls of the answer wait for approval: then they are listed on it, and the run ends."""
+    requests = waiting(calls, run.tools, run.approvals)
+    if requests:
+        response.additional_properties[APPROVALS_KEY] = requests
+    return bool(requests)
+
+
+async def resume(
+    run: Run, history: list[ChatMessage], calls_runner: Calls
+) -> tuple[list[ChatMessage], ChatResponse[Any] | None]:
+    """A conversation that ends with calls waiting for approval: run them as decided (the history
+    then goes on with their results), or, still undecided, the answer to return (else None)."""
+    calls = awaiting(history, run.tools)
+    check_decisions(run.approvals, calls)
+    if not calls:
+        return history, None
+    asked: ChatResponse[Any] = ChatResponse(history[-1])
+    if waits(asked, calls, run):
+        return history, finished(asked, run)
+    results = await calls_runner.run_calls(run, calls, 0)
+    return [*history, ChatMessage("tool", list(results))], None
 
 
 def calls_in(response: ChatResponse[Any]) -> list[FunctionCallContent]:

@@ -24,7 +24,8 @@ class Tool:
     """A function the model may call: its schema, and how to run it.
 
     Build one with `Tool.of(function)` or the `@tool(...)` decorator; a plain function passed where
-    tools are expected becomes `Tool.of(function)`. `timeout` (seconds) bounds one run of it.
+    tools are expected becomes `Tool.of(function)`. `timeout` (seconds) bounds one run of it;
+    `requires_approval` makes a call of it wait for a decision (`Approvals`).
 
     Example:
         weather = Tool.of(get_weather, description="The weather now, in a city.")
@@ -35,6 +36,7 @@ class Tool:
     schema: FunctionSchema
     timeout: float | None = None
     is_async: bool = field(default=False)
+    requires_approval: bool = False
 
     @classmethod
     def of(
@@ -44,6 +46,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        requires_approval: bool = False,
     ) -> Tool:
         """The tool for `function`; `UserError` naming the problem if it cannot be one."""
         if isinstance(function, Tool):
@@ -60,7 +63,7 @@ class Tool:
         is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - a callable object's own method
         )
-        return cls(function, schema, timeout, is_async)
+        return cls(function, schema, timeout, is_async, bool(requires_approval))
 
     @property
     def name(self) -> str:
@@ -87,7 +90,11 @@ class Tool:
 def tool(function: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    requires_approval: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     function: Callable[..., Any] | None = None,
@@ -96,8 +103,10 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    requires_approval: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make `function` a `Tool`: `@tool` bare, or `@tool(name=..., description=..., timeout=...)`.
+    """Make `function` a `Tool`: `@tool` bare, or `@tool(name=..., description=..., timeout=...,
+    requires_approval=...)` (a call of it then waits for your decision: see `Approvals`).
 
     Example:
         @tool(description="Today's date, ISO 8601.")
@@ -108,7 +117,7 @@ def tool(
         return Tool.of(function)
 
     def make(inner: Callable[..., Any]) -> Tool:
-        return Tool.of(inner, name=name, description=description, timeout=timeout)
+        return Tool.of(inner, name=name, description=description, timeout=timeout, requires_approval=requires_approval)
 
     return make
 
