@@ -46,6 +46,11 @@ thread cannot be stopped: it finishes on its own, its result dropped).
 carries the results (`FunctionResultContent`) and, in `additional_properties["tool_activity"]`,
 the `ToolActivity` of each. The final response is the last answer's.
 
+**Telemetry.** Each tool runs inside an OpenTelemetry GenAI `execute_tool {name}` span
+(`gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`), a child
+of the span current at the time (an agent's `invoke_agent` span), from `tracer_provider` or the
+global one, when OpenTelemetry is installed.
+
 Put structured output outside this layer: `with_structured_output(with_function_invocation(...))`
 validates the final answer, and its re-asks run the loop again on the same budget.
 """
@@ -108,6 +113,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         concurrent: bool = False,
         max_concurrency: int = 8,
         detailed_errors: bool = False,
+        tracer_provider: Any = None,
     ) -> None:
         check_bounds(
             max_iterations=max_iterations,
@@ -122,7 +128,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         self._self_max_iterations = max_iterations
         self._self_max_consecutive_errors = max_consecutive_errors
         self._self_calls = Calls(
-            max_calls_per_answer, tool_timeout, max_concurrency if concurrent else 1, detailed_errors
+            max_calls_per_answer, tool_timeout, max_concurrency if concurrent else 1, detailed_errors, tracer_provider
         )
 
     @property
@@ -207,6 +213,7 @@ def with_function_invocation(
     concurrent: bool = False,
     max_concurrency: int = 8,
     detailed_errors: bool = False,
+    tracer_provider: Any = None,
 ) -> FunctionInvokingChatClient:
     """Wrap `client` so the tool calls it answers with are run and answered (see the module).
 
@@ -224,4 +231,5 @@ def with_function_invocation(
         concurrent=concurrent,
         max_concurrency=max_concurrency,
         detailed_errors=detailed_errors,
+        tracer_provider=tracer_provider,
     )

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ...core import FunctionCallContent, FunctionResultContent, ModelBehaviorError, UserError
 from ._approvals import declined
@@ -26,6 +27,7 @@ class Calls:
     tool_timeout: float | None
     concurrency: int
     detailed: bool
+    tracer_provider: Any = None  # OpenTelemetry's; None: the global one
 
     async def run_calls(
         self, run: Run, calls: list[FunctionCallContent], iteration: int
@@ -51,7 +53,7 @@ class Calls:
         error: str | None = None
         budget = run.budget
         found = run.tools.get(call.name)
-        with _tool_span(call):
+        with _tool_span(call, self.tracer_provider):
             if too_many:
                 error = f"Error: {self.max_calls} calls at most per answer; ask for fewer at once."
             elif found is None:
@@ -123,14 +125,15 @@ def _first_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _tool_span(call: FunctionCallContent) -> Iterator[None]:
-    """An OpenTelemetry GenAI `execute_tool` span around one call, when OpenTelemetry is installed."""
+def _tool_span(call: FunctionCallContent, provider: Any) -> Iterator[None]:
+    """An OpenTelemetry GenAI `execute_tool` span around one call, when OpenTelemetry is installed:
+    a child of the span current when the tool runs (the agent's, the chat call's)."""
     try:
         from opentelemetry import trace
     except ImportError:
         yield
         return
-    tracer = trace.get_tracer("so_middleware")
+    tracer = trace.get_tracer("so_middleware", tracer_provider=provider)
     attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": call.name,

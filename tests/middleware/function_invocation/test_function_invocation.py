@@ -446,3 +446,22 @@ async def test_a_repeat_beside_a_new_call_keeps_the_tools_offered() -> None:
     )
     await with_function_invocation(fake, tools=[get_weather]).get_response("Hi")
     assert [c.options.tool_choice for c in fake.calls] == [None, None, None]
+
+
+async def test_each_tool_runs_in_an_execute_tool_span_under_the_current_span(
+    tracer_provider: Any, exporter: Any
+) -> None:
+    fake = FakeChatClient([Reply(tool_calls=[("get_weather", '{"city": "Paris"}'), ("nope", "{}")]), "done"])
+    client = with_function_invocation(fake, tools=[get_weather], tracer_provider=tracer_provider)
+    with tracer_provider.get_tracer("test").start_as_current_span("invoke_agent planner") as parent:
+        await client.get_response("Hi")
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    tool_span = spans["execute_tool get_weather"]
+    assert dict(tool_span.attributes) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "gen_ai.tool.call.id": "call_0",
+        "gen_ai.tool.type": "function",
+    }
+    assert tool_span.parent.span_id == parent.get_span_context().span_id
+    assert "execute_tool nope" in spans  # an unknown tool's call is answered inside its span too
