@@ -80,6 +80,7 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
         Route("/health", gateway.health, methods=["GET"]),
         Route("/v1/models", gateway.models, methods=["GET"]),
         Route("/v1/responses", gateway.create, methods=["POST"]),
+        Route("/v1/responses/compact", gateway.compact, methods=["POST"]),
         Route("/v1/responses/{id}", gateway.retrieve, methods=["GET"]),
         Route("/v1/responses/{id}", gateway.delete, methods=["DELETE"]),
         Route("/v1/responses/{id}/cancel", gateway.cancel, methods=["POST"]),

@@ -89,7 +89,8 @@ class ResponseWriter:
         """Close the open items and emit the terminal event (`failed` when `error` is given)."""
         first = len(self.events)
         reason = _INCOMPLETE.get(self._finish) if self._finish else None
-        self._close_item("incomplete" if reason or error is not None else "completed")
+        # the last message is the answer unless the response asks for tool results first
+        self._close_item("incomplete" if reason or error is not None else "completed", final=not self._calls)
         if error is not None:
             self.response.update(status="failed", error={"code": "server_error", "message": error})
         elif reason:
@@ -169,12 +170,13 @@ class ResponseWriter:
         self.emit(Event.CONTENT_PART_DONE, **self._where(), part=dict(part))
         self._part = None
 
-    def _close_item(self, status: str) -> None:
+    def _close_item(self, status: str, *, final: bool = False) -> None:
         item = self._item
         if item is None:
             return
         if item["type"] == "message":
             self._close_part()
+            item["phase"] = "final_answer" if final else "commentary"  # more output follows: commentary
         elif item["type"] == "reasoning":
             self.emit(Event.REASONING_TEXT_DONE, item_id=item["id"], output_index=self._index(), content_index=0,
                       text=item["content"][0]["text"])  # fmt: skip

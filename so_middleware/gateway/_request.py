@@ -26,6 +26,7 @@ from ..core import describe_surrogate, lone_surrogate_at
 from ..wire.responses import WireError, text_format_to_chat, tool_choice_from_wire, tool_from_wire
 from ..wire.responses_items import item_to_message
 from ._errors import BadRequest
+from ._window import expanded
 
 __all__ = ["MAX_DEPTH", "GatewayRequest", "input_items", "is_reference", "parse_request", "read_json"]
 
@@ -160,6 +161,7 @@ def input_items(value: Any) -> list[dict[str, Any]]:
         return [{"type": "message", "role": "user", "content": value}]
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise BadRequest("input must be a string or a list of input items", "input")
+    value = expanded(value)  # a compaction item stands for the window it holds
     for index, item in enumerate(value):
         if is_reference(item):  # resolved from the store by the route
             if not isinstance(item.get("id"), str):

@@ -12,10 +12,11 @@ from starlette.responses import Response
 from so_middleware import ChatClient, __version__
 
 from ..wire.responses_items import as_listed_item, items_to_messages
+from ._compact import compact, resolved
 from ._errors import BadRequest, error_response
 from ._json import JSONAnswer
 from ._output import spec_names
-from ._request import is_reference, parse_request, read_json
+from ._request import parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, ResponseRun, Runs
 from ._shared import shared_runs
@@ -103,6 +104,10 @@ class Gateway:
             return _gone()
         return event_stream(run, _named(request, run.follow()), on_close=run.stop)
 
+    async def compact(self, request: Request) -> Response:
+        """`POST /v1/responses/compact`: the window as one `compaction` item (see `_compact`)."""
+        return JSONAnswer(await compact(read_json(await request.body()), _owner(request), self.store))
+
     async def retrieve(self, request: Request) -> Response:
         """`GET /v1/responses/{id}` (with `?stream=true&starting_after=N`, the run's events from N on)."""
         response_id, owner = _response_id(request), _owner(request)
@@ -177,16 +182,7 @@ class Gateway:
         })  # fmt: skip
 
     async def _resolved(self, items: list[dict[str, Any]], owner: str) -> list[dict[str, Any]]:
-        """The input with each `item_reference` replaced by the item it names, from this owner's stored
-        responses (what a client that stores, as the AI SDK does by default, sends back); 400 naming it if none."""
-        resolved = list(items)
-        for index, item in enumerate(items):
-            if is_reference(item):
-                found = await self.store.find_item(item["id"], owner)
-                if found is None:
-                    raise BadRequest(f"Item with id '{item['id'][:200]}' not found.", f"input[{index}].id")
-                resolved[index] = found
-        return resolved
+        return await resolved(items, owner, self.store)
 
     async def _background(self, response_id: str, owner: str) -> bool:
         stored = await self.store.get(response_id, owner)

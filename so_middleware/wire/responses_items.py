@@ -168,6 +168,9 @@ def _only_calls(message: ChatMessage) -> bool:
     return message.role == "assistant" and all(isinstance(c, FunctionCallContent) for c in message.contents)
 
 
+_PHASES = (None, "commentary", "final_answer")  # an assistant message's `phase`: unset, or one of the spec's two
+
+
 def item_to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
     """One item as a chat message (None for a reasoning item: a chat backend has no place for it);
     an item that cannot be read raises `WireError` naming the field (`where` is its path)."""
@@ -176,6 +179,8 @@ def item_to_message(item: dict[str, Any], where: str) -> ChatMessage | None:
         role = _ROLES.get(item["role"]) if isinstance(item.get("role"), str) else None
         if role is None:
             raise WireError(f"{where}.role must be one of {', '.join(_ROLES)}", f"{where}.role")
+        if item.get("phase") not in _PHASES:  # a label a Chat Completions backend has no place for: checked, not sent
+            raise WireError(f"{where}.phase must be one of {', '.join(map(str, _PHASES[1:]))}", f"{where}.phase")
         content = item.get("content")
         if isinstance(content, str):
             return ChatMessage(role, content)  # type: ignore[arg-type]

@@ -10,8 +10,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import httpx2
 from open_responses_runner import TEMPLATES, parse_sse, run_all
 from scripted import ScriptedChatBackend
+from spec_schema import problems
 
 from so_middleware.gateway import GatewayConfig, create_app
 from so_middleware.gateway._server import AppServer
@@ -118,3 +120,55 @@ def test_the_runner_fails_a_model_that_calls_no_tool() -> None:
     ]
     assert [name for name, errors in results.items() if errors] == [
         "tool-calling", "tool-calling-streaming", "function-call-roundtrip"]  # fmt: skip
+
+
+# The runner's templates of the 2026-04-24 line (`compact-response`, `compact-missing-model`,
+# `assistant-phase`) with their request bodies and checks; the WebSocket ones are ported beside the
+# gateway's WebSocket mode.
+COMPACT_INPUT = [
+    {"type": "message", "role": "user", "content": "We agreed to launch on Tuesday and notify support first."},
+    {"type": "message", "role": "assistant",
+     "content": "Understood. The launch is Tuesday, with support notified beforehand."},
+]  # fmt: skip
+PHASE_INPUT = [
+    {
+        "type": "message",
+        "role": "assistant",
+        "phase": "commentary",
+        "content": "I should answer with the saved number.",
+    },
+    {"type": "message", "role": "assistant", "phase": "final_answer", "content": "The number is four."},
+    {"type": "message", "role": "user", "content": "Repeat only the number."},
+]
+
+
+def _post(gateway: Any, path: str, body: dict[str, Any]) -> Any:
+    return httpx2.post(f"{gateway.base_url}{path}", json=body, headers={"Authorization": "Bearer none"}, timeout=60)
+
+
+def test_compact_response(scripted: Any) -> None:
+    _, gateway = scripted
+    body = {"model": "gpt-4o-mini", "prompt_cache_key": "openresponses-compact-test", "input": COMPACT_INPUT}
+    reply = _post(gateway, "/responses/compact", body)
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert answer["object"] == "response.compaction" and isinstance(answer["created_at"], int)
+    assert isinstance(answer["id"], str) and isinstance(answer["usage"]["total_tokens"], int)
+    assert [item["type"] for item in answer["output"]] == ["compaction"]
+    assert all(isinstance(item["encrypted_content"], str) for item in answer["output"])
+
+
+def test_compact_missing_model(scripted: Any) -> None:
+    _, gateway = scripted
+    reply = _post(gateway, "/responses/compact", {"input": [{"type": "message", "role": "user",
+                                                              "content": "Compact this conversation."}]})  # fmt: skip
+    assert reply.status_code in (400, 422), reply.text
+
+
+def test_assistant_phase(scripted: Any) -> None:
+    _, gateway = scripted
+    reply = _post(gateway, "/responses", {"model": "gpt-4o-mini", "input": PHASE_INPUT})
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert answer["status"] == "completed" and answer["output"]
+    assert problems("ResponseResource", answer) == []
