@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import openai
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
@@ -242,3 +243,22 @@ def _wait(condition: Callable[[], bool], within: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "the condition did not come true"
         time.sleep(0.02)
+
+
+def test_the_openai_sdk_websocket_client_runs_a_store_false_chain(gateway: Callable[..., Any]) -> None:
+    """The pinned SDK's own Responses WebSocket client (`client.responses.connect()`), unmodified."""
+    backend, server = gateway()
+    backend.replies = ["OK", "cobalt"]
+    client = openai.OpenAI(base_url=server.base_url, api_key=KEYS[0], max_retries=0)
+    ends: list[Any] = []
+    with client.responses.connect() as connection:
+        for step in range(2):
+            previous = {"previous_response_id": ends[-1].response.id} if ends else {}
+            connection.response.create(model="fake-model", input=f"turn {step}", store=False, **previous)
+            for event in connection:
+                if event.type in ("response.completed", "error"):
+                    ends.append(event)
+                    break
+    assert [end.type for end in ends] == ["response.completed"] * 2
+    assert ends[1].response.output_text == "cobalt"
+    assert [m["content"] for m in backend.bodies[-1]["messages"]] == ["turn 0", "OK", "turn 1"]
