@@ -192,6 +192,13 @@ def _admitted(server: AppServer) -> bool:
     return True
 
 
+def test_a_socket_outlives_the_header_deadline_of_its_upgrade(gateway: Callable[..., Any]) -> None:
+    _, server = gateway(header_timeout=0.3)
+    with socket(server) as ws:
+        time.sleep(1)  # past the deadline the upgrade's HTTP connection had for its next request
+        assert create(ws, input="hi")[-1]["type"] == "response.completed"
+
+
 def test_an_idle_socket_is_closed(gateway: Callable[..., Any]) -> None:
     _, server = gateway(websocket_idle_timeout=0.3)
     with socket(server) as ws:
