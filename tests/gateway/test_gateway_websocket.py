@@ -120,6 +120,20 @@ def test_a_stored_response_continues_on_another_socket_of_its_key_only(gateway: 
     assert len(backend.bodies) == 2
 
 
+def test_an_item_reference_resolves_to_its_keys_stored_item_only(gateway: Callable[..., Any]) -> None:
+    backend, server = gateway()
+    backend.replies = ["stored answer"]
+    with socket(server) as ws:
+        item = create(ws, store=True, input="hi")[-1]["response"]["output"][0]
+        reference = [{"type": "item_reference", "id": item["id"]}, {"type": "message", "role": "user", "content": "x"}]
+        assert create(ws, input=reference)[-1]["type"] == "response.completed"
+    assert [m["content"] for m in backend.bodies[-1]["messages"]] == ["stored answer", "x"]
+    with socket(server, KEYS[1]) as ws:
+        refused = create(ws, input=reference)[-1]
+    assert (refused["status"], refused["error"]["param"]) == (400, "input[0].id")
+    assert len(backend.bodies) == 2
+
+
 def test_a_failed_continuation_forgets_the_response_it_continued(gateway: Callable[..., Any]) -> None:
     backend, server = gateway()
     with socket(server) as ws:
