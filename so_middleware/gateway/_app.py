@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from so_middleware import ChatClient, SOMiddlewareError, with_retries, with_structured_output, with_telemetry
@@ -33,6 +33,7 @@ from ._open_store import open_store
 from ._routes import Gateway
 from ._secrets import RedactingClient, owner_of, url_password
 from ._store import ResponseStore
+from ._ws import Sockets
 
 __all__ = ["GatewayConfig", "create_app"]
 
@@ -81,6 +82,7 @@ def create_app(config: GatewayConfig, *, store: ResponseStore | None = None) -> 
         Route("/v1/models", gateway.models, methods=["GET"]),
         Route("/v1/responses", gateway.create, methods=["POST"]),
         Route("/v1/responses/compact", gateway.compact, methods=["POST"]),
+        WebSocketRoute("/v1/responses", Sockets(gateway).serve),  # the spec's WebSocket mode, same resource
         Route("/v1/responses/{id}", gateway.retrieve, methods=["GET"]),
         Route("/v1/responses/{id}", gateway.delete, methods=["DELETE"]),
         Route("/v1/responses/{id}/cancel", gateway.cancel, methods=["POST"]),
@@ -121,7 +123,7 @@ class _Guard:
         self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == "/health":
+        if scope["type"] not in ("http", "websocket") or scope["path"] == "/health":
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
@@ -132,6 +134,9 @@ class _Guard:
             return
         # the responses one key stores are that key's: the others get 404 (a single key or none: everyone's)
         scope.setdefault("state", {})["owner"] = owner_of(token) if token is not None else ""
+        if scope["type"] == "websocket":  # no body: its messages are bounded by the WebSocket server
+            await self.app(scope, receive, send)
+            return
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             await self._too_large()(scope, receive, send)

@@ -75,6 +75,30 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--run-lease", type=_positive(float), default=10.0,
                    help="with a postgresql:// store: seconds after its process was last heard from that "
                         "another gateway fails a background run (default: %(default)s)")  # fmt: skip
+    p.add_argument(
+        "--max-websockets",
+        type=_positive(int),
+        default=200,
+        help="WebSocket connections open at once; one more is refused 429 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-websockets-per-key",
+        type=_positive(int),
+        default=16,
+        help="WebSocket connections one API key may hold open (default: %(default)s)",
+    )
+    p.add_argument(
+        "--websocket-idle-timeout",
+        type=_positive(float),
+        default=300.0,
+        help="seconds a WebSocket may wait for its next response.create (default: %(default)s)",
+    )
+    p.add_argument(
+        "--websocket-max-age",
+        type=_positive(float),
+        default=3600.0,
+        help="seconds a WebSocket connection may last (default: %(default)s)",
+    )
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info",
                    help="info logs one line per request; warning only problems (default: %(default)s)")  # fmt: skip
     p.add_argument("--log-format", choices=LOG_FORMATS, default="text",
@@ -152,7 +176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                max_queued_runs=args.max_queued_runs, run_lease=args.run_lease,
                                memory_store_size=args.memory_store_size,
                                memory_store_age=args.memory_store_age,
-                               memory_store_per_key=args.memory_store_per_key)  # fmt: skip
+                               memory_store_per_key=args.memory_store_per_key,
+                               max_websockets=args.max_websockets,
+                               max_websockets_per_key=args.max_websockets_per_key,
+                               websocket_idle_timeout=args.websocket_idle_timeout,
+                               websocket_max_age=args.websocket_max_age)  # fmt: skip
     except UserError as error:
         options.error(str(error))
 

@@ -41,6 +41,12 @@ class GatewayConfig:
     max_connections: int = 400  # open client connections; one more is answered 503 and closed
     header_timeout: float = 10.0  # seconds to send a request's headers, from connecting or the previous answer
     body_timeout: float = 60.0  # seconds to send a request's body, once its headers are in (then 408)
+    max_websockets: int = 200  # WebSocket connections open at once; one more is refused (429)
+    max_websockets_per_key: int = 16  # ... of one client key
+    websocket_idle_timeout: float = 300.0  # seconds a socket may wait for its next `response.create`
+    websocket_max_age: float = (
+        3600.0  # the Open Responses limit on a connection (then `websocket_connection_limit_reached`)
+    )
     run_lease: float = 10.0  # PostgreSQL store: seconds a background run outlives its process's last heartbeat
 
     def __post_init__(self) -> None:
@@ -55,7 +61,8 @@ class GatewayConfig:
             if key != key.strip():  # HTTP strips a header's surrounding spaces: this key could never match
                 raise UserError(f"API key {number} of {len(self.api_keys)} starts or ends with whitespace")
         for name in ("max_body_bytes", "max_connections", "max_attempts", "header_timeout", "body_timeout",
-                     "max_background_runs", "run_lease", "memory_store_size", "memory_store_age", "memory_store_per_key"):  # fmt: skip
+                     "max_background_runs", "run_lease", "max_websockets", "max_websockets_per_key",
+                     "websocket_idle_timeout", "websocket_max_age", "memory_store_size", "memory_store_age", "memory_store_per_key"):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise UserError(f"{name} must be a positive number, got {value!r}")

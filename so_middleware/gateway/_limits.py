@@ -65,7 +65,9 @@ class LimitedH11Protocol(H11Protocol):
 
     def _headers_late(self, cycle_then: Any) -> None:
         # a new cycle is a request whose headers came in time; the same one: none came
-        if self.cycle is cycle_then and not self.transport.is_closing():
+        # an upgraded connection is the WebSocket protocol's now: its own limits hold it, not this deadline
+        upgraded = self.transport.get_protocol() is not self
+        if self.cycle is cycle_then and not self.transport.is_closing() and not upgraded:
             self.transport.close()
 
 
