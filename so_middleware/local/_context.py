@@ -16,8 +16,7 @@ from ..core import (
     ChatStream,
     DelegatingChatClient,
     IncompleteOutputError,
-    MessageInput,
-    OptionsInput,
+    LayerCall,
     ResponseStream,
     failure_of,
 )
@@ -74,13 +73,11 @@ class ContextSizeChatClient(DelegatingChatClient):
         super().__init__(inner)
         self._self_advice = advice
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        result = self.__wrapped__.get_response(messages, options=options, stream=stream, output_type=output_type)
-        if not stream:
-            return self._respond(result)
-        inner: ChatStream = result
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
+        return self._respond(super().respond(call))
+
+    def stream(self, call: LayerCall) -> ChatStream:
+        inner = super().stream(call)
 
         async def final_response(updates: object) -> ChatResponse[Any]:
             return await inner.get_final_response()
