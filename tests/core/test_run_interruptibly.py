@@ -10,11 +10,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Eight tasks switch cancel scopes and spend most of their time inside one; a timer thread signals the process at a
-# random point. What each task saw is recorded, and the process's own handlers are checked after.
+# Eight tasks switch cancel scopes and spend most of their time inside one; another process signals this one at a
+# random point, as a terminal's Ctrl-C does (a timer thread here could wait for the GIL behind the busy tasks for
+# seconds). What each task saw is recorded, and the process's own handlers are checked after.
 SCRIPT = textwrap.dedent(
     """
-    import os, random, signal, sys, threading
+    import os, random, signal, subprocess, sys
     import anyio
     from so_middleware.core import run_interruptibly
 
@@ -49,11 +50,13 @@ SCRIPT = textwrap.dedent(
                     await anyio.sleep(0.01)  # a shielded clean-up still finishes
                 unwound.append(True)
 
-        threading.Timer(random.uniform(0.01, 0.05), os.kill, (os.getpid(), number)).start()
+        delay = random.uniform(0.05, 0.15)
+        sender = subprocess.Popen(["sh", "-c", f"sleep {delay:.3f}; kill -{sys.argv[1][3:]} {os.getpid()}"])
         try:
             run_interruptibly(run())
         except KeyboardInterrupt:
             print("interrupted", sorted(set(seen)), len(seen), unwound)
+        sender.wait()
     print("handlers", signal.getsignal(signal.SIGINT) is own, signal.getsignal(signal.SIGTERM) is own)
     """
 )
