@@ -64,7 +64,8 @@ test: $(STAMP) postgres
 	# the layers again on wrapt's pure-Python proxies, which differ from the C ones; the real model is not needed for that
 	WRAPT_DISABLE_EXTENSIONS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not local_server" tests/core/test_delegating.py \
 		tests/middleware/structured_output/test_structured_output.py tests/middleware/retries/test_retries.py tests/middleware/telemetry/test_telemetry.py tests/agents/test_agents.py \
-		tests/middleware/logging/test_logging.py tests/middleware/fallback/test_fallback.py tests/middleware/cache/test_cache.py tests/middleware/options/test_options.py
+		tests/middleware/logging/test_logging.py tests/middleware/fallback/test_fallback.py tests/middleware/cache/test_cache.py tests/middleware/options/test_options.py \
+		tests/middleware/function_invocation/test_function_invocation.py
 
 # The benchmarks compare with instructor, which pins openai<4 and jiter<0.15: instructor's rows
 # run in their own environment, everything else in the test environment with the current SDKs.
