@@ -4,7 +4,7 @@ over the OpenAI Chat wire, over a backend whose tools are emulated, and on the e
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import anthropic
 import httpx2
@@ -186,7 +186,13 @@ async def test_a_tool_loop_with_a_typed_answer_on_the_embedded_model_ends_typed(
 async def test_a_required_first_call_on_the_embedded_model_runs_the_tool(
     local_server: LocalModelServer, stream: bool
 ) -> None:
-    """The emulated schema makes the forced call parse, so the tool runs with valid arguments."""
+    """The emulated schema makes the forced call parse, so the tool runs with valid arguments (an
+    enum argument: the grammar closes it within the token limit, whatever the model samples)."""
+
+    def get_weather(city: Literal["Paris", "Oslo", "Rome"]) -> dict[str, Any]:
+        """The temperature now in a city, in degrees Celsius."""
+        return {"city": city, "degrees": 21}
+
     adapter = chat_client(local_server, "chat")
     client = with_function_invocation(adapter, tools=[get_weather], max_iterations=3)
     options = {"max_tokens": 60, "temperature": 0, "tool_choice": "required"}
