@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 __all__ = ["Capabilities", "SchemaProfile"]
 
-SchemaProfile = Literal["openai-strict", "anthropic", "json-schema"]
+SchemaProfile = Literal[
+    "openai-strict", "anthropic", "json-schema", "gemini", "gemini-openapi", "bedrock", "mistral", "ollama"
+]
 """The JSON-schema dialect a backend accepts, and that `OutputSchema.json_schema` emits."""
 
 
