@@ -9,12 +9,11 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..core import ModelBehaviorError, UserError, copy_json
+from ..core import ModelBehaviorError, SchemaProfile, UserError, copy_json
 from ._checks import check_schema_values, drop_repeated_enum_values
 from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser
 from ._plan import EnvelopePlan, PartialPlan, plan_for
-from ._profiles import PROFILES, SchemaProfile, render_profile
 from ._refs import anchors_to_pointers, check_references
 from ._schema_tools import check_schema_size, flatten_root, is_object_schema, wrap_schema
 from ._typeddict import pydantic_ready
@@ -27,8 +26,8 @@ from ._typeinfo import (
     readable_name,
     sanitize_wire_name,
 )
-from ._unroll import DEFAULT_RECURSION_DEPTH
 from ._validators import RawSchemaValidator, TypedValidator, Validator
+from .dialects import DEFAULT_RECURSION_DEPTH, PROFILES, render_profile
 
 __all__ = ["OutputSchema"]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..core import UserError
+from ...core import UserError
 from ._transform import Problem, ProfileRules, transform_schema
 from ._unroll import is_recursive, unroll_recursion
 

@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import UserError
-from ._merge import MergeConflict, flatten
-from ._refs import ANNOTATIONS, MAX_EXPANDED_NODES, contains_ref
-from ._schema_tools import cyclic_definitions, definitions_of, ref_target
+from ...core import UserError
+from .._merge import MergeConflict, flatten
+from .._refs import ANNOTATIONS, MAX_EXPANDED_NODES, contains_ref
+from .._schema_tools import cyclic_definitions, definitions_of, ref_target
 
 __all__ = ["Problem", "ProfileRules", "transform_schema"]
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import copy
 from typing import Any, get_args
 
-from ..core import SchemaProfile, UserError
+from ...core import SchemaProfile, UserError
+from .._refs import check_expansion
+from .._schema_tools import cyclic_definitions
 from ._dialects import render_dialect
 from ._limits import anthropic_limit_problems, openai_limit_problems
-from ._refs import check_expansion
-from ._schema_tools import cyclic_definitions
 from ._transform import Problem, ProfileRules, transform_schema
 from ._unroll import DEFAULT_RECURSION_DEPTH, unroll_recursion
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..core import UserError
-from ._refs import ANNOTATIONS, MAX_EXPANDED_NODES
-from ._schema_tools import cyclic_definitions, definitions_of, ref_target
+from ...core import UserError
+from .._refs import ANNOTATIONS, MAX_EXPANDED_NODES
+from .._schema_tools import cyclic_definitions, definitions_of, ref_target
 
 __all__ = ["DEFAULT_RECURSION_DEPTH", "is_recursive", "unroll_recursion"]
 
