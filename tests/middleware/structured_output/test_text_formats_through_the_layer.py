@@ -123,3 +123,13 @@ async def test_a_feature_takes_the_output_types_too() -> None:
     feature = StructuredOutput(Regex("yes|no"))
     await with_structured_output(fake).get_response("Wet?", options={"features": [feature]})
     assert feature.response is not None and feature.response.value == "no"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_regex_no_grammar_expresses_is_refused_before_any_call_where_it_would_be_sent(stream: bool) -> None:
+    fake = FakeChatClient("aa", capabilities=LLAMA)
+    with pytest.raises(UserError, match="back-reference"):
+        await _run(with_structured_output(fake), Regex(r"(a)\1"), stream)
+    assert fake.calls == []
+    checked = FakeChatClient("aa", capabilities=Capabilities(name="plain"))
+    assert (await _run(with_structured_output(checked), Regex(r"(a)\1"), stream)).value == "aa"

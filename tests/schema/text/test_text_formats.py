@@ -3,6 +3,7 @@ of an answer (full match, lark's parser)."""
 
 from __future__ import annotations
 
+import sys
 import typing
 from typing import Annotated, Any
 
@@ -130,3 +131,9 @@ def test_a_gbnf_grammar_goes_to_the_engines_that_read_it_and_is_refused_elsewher
 def test_a_bad_grammar_is_refused_when_made(given: dict[str, str], problem: str) -> None:
     with pytest.raises(UserError, match=problem):
         Grammar(**given)
+
+
+def test_without_lark_a_lark_grammar_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "lark", None)  # as if lark were not installed
+    with pytest.raises(UserError, match=r"pip install 'so-middleware\[grammar\]'"):
+        Grammar(lark="start: 'a'")
