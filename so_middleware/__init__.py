@@ -95,6 +95,7 @@ from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
 from .middleware.telemetry import TelemetryChatClient, with_telemetry
 from .schema import OutputSchema
+from .schema.text import Grammar, Regex
 
 __all__ = [
     "AgentResponse",
@@ -129,6 +130,7 @@ __all__ = [
     "FunctionInvokingChatClient",
     "FunctionResultContent",
     "FunctionTool",
+    "Grammar",
     "HostedFileContent",
     "IncompleteOutputError",
     "LayerCall",
@@ -144,6 +146,7 @@ __all__ = [
     "ReasoningContent",
     "RefusalContent",
     "RefusalError",
+    "Regex",
     "ResponseFormat",
     "ResponseStream",
     "RetryingChatClient",

@@ -21,6 +21,8 @@ from so_middleware import (
     ChatResponse,
     ChatResponseUpdate,
     DelegatingChatClient,
+    Grammar,
+    Regex,
     ResponseStream,
     StructuredOutput,
     StructuredOutputChatClient,
@@ -121,6 +123,21 @@ async def other_types() -> None:
     untyped: Awaitable[ChatResponse[Any]] = client.get_response("hi", output_type=None)
     assert_type(client.get_response("hi", stream=True), ResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]])
     print(await untyped)
+
+
+async def text_formats() -> None:
+    """`Regex(...)` and `Grammar(...)` are typed `type[str]`: the value is a `str`."""
+    client = with_structured_output(FakeChatClient("ABC-1234"))
+    code = Regex(r"[A-Z]{3}-[0-9]{4}")
+    assert_type(await client.get_response("hi", output_type=code), ChatResponse[str])
+    assert_type((await client.get_response("hi", output_type=Grammar(gbnf='root ::= "a"'))).value, str)
+    stream = client.get_response("hi", stream=True, output_type=Grammar(lark='start: "a"'))
+    assert_type(stream, ResponseStream[ChatResponseUpdate[str], ChatResponse[str]])
+    async for update in stream:
+        assert_type(update.partial_value, Optional[str])
+    assert_type(client.get_response_sync("hi", output_type=code).value, str)
+    assert_type(StructuredOutput(code).response, Optional[ChatResponse[str]])
+    assert_type((await ChatAgent(client).run("hi", output_type=code)).value, str)
 
 
 async def agent() -> None:
