@@ -4,7 +4,7 @@ blocking `run_sync`), with the thread and stream types they name."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
@@ -16,6 +16,7 @@ __all__ = ["Agent", "AgentCall", "AgentRuns", "AgentStream", "AgentThread", "Syn
 T = TypeVar("T")
 
 TypedAgentStream = ResponseStream[AgentResponseUpdate[T], AgentResponse[T]]
+Decisions = Mapping[str, bool | str] | None  # a paused run's decisions, per call id
 AgentStream = TypedAgentStream[Any]
 
 
@@ -43,6 +44,7 @@ class AgentCall:
     output_type: Any = None
     stream: bool = False
     continuation_token: ContinuationToken | str | None = None
+    approvals: Decisions = None
 
     def given(self) -> dict[str, Any]:
         """The keyword arguments given a value (not left at their defaults), to pass the run on to
@@ -70,6 +72,7 @@ class Agent(Protocol):
         output_type: type[T],
         stream: Literal[False] = False,
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> Awaitable[AgentResponse[T]]: ...
 
     @overload
@@ -82,6 +85,7 @@ class Agent(Protocol):
         output_type: type[T],
         stream: Literal[True],
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> TypedAgentStream[T]: ...
 
     @overload
@@ -94,6 +98,7 @@ class Agent(Protocol):
         output_type: Any = None,
         stream: Literal[False] = False,
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> Awaitable[AgentResponse[Any]]: ...
 
     @overload
@@ -106,6 +111,7 @@ class Agent(Protocol):
         output_type: Any = None,
         stream: Literal[True],
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> AgentStream: ...
 
     def run(
@@ -117,6 +123,7 @@ class Agent(Protocol):
         output_type: Any = None,
         stream: bool = False,
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream:
         """Run the agent on `input` (a string, a message or several), continuing `thread`.
 
@@ -128,10 +135,13 @@ class Agent(Protocol):
         1) because the token is not part of the answer: `.text` and `.messages` stay the final
         answer only, and the token is one attribute away instead of a search through contents.
         The thread gets the input when the run starts and the answer when it completes.
+        A run whose tool calls wait for approval ends with `approval_requests` and a
+        `continuation_token`; `run(continuation_token=token, approvals={call_id: True | False |
+        "reason"})` resumes it, in this process or another one (see `ChatAgent`).
         `output_type=T` types the result as `AgentResponse[T]` (see `ChatClient` for which type
         forms keep their type statically).
         """
-        call = AgentCall(input, thread, options, output_type, stream, continuation_token)
+        call = AgentCall(input, thread, options, output_type, stream, continuation_token, approvals)
         return cast(_Running, self)._run(call)
 
 

@@ -71,7 +71,7 @@ from ...core import (
     ResponseStream,
     as_messages,
 )
-from ._approvals import APPROVALS_KEY, ApprovalRequest, Approvals
+from ._approvals import APPROVALS_KEY, CONVERSATION_KEY, ApprovalRequest, Approvals
 from ._calls import Calls, check_bounds
 from ._records import ACTIVITIES_KEY, ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError
 from ._rounds import after_round, calls_in, finished, foreign, resume, start, waits
@@ -81,6 +81,7 @@ __all__ = [
     "ACTIVITIES_KEY",
     "ACTIVITY_KEY",
     "APPROVALS_KEY",
+    "CONVERSATION_KEY",
     "ApprovalRequest",
     "Approvals",
     "FunctionInvokingChatClient",
@@ -149,7 +150,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             response = await super().respond(call.replace(messages=history, options=options))
             run.record(response)
             calls = calls_in(response)
-            if not calls or foreign(calls, run.tools, options) or waits(response, calls, run):
+            if not calls or foreign(calls, run.tools, options) or waits(response, calls, run, history):
                 return finished(response, run)
             results = await self._self_calls.run_calls(run, calls, iteration)
             history = [*history, *response.messages, ChatMessage("tool", list(results))]
@@ -180,7 +181,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                     response = await inner.get_final_response()
                 run.record(response)
                 calls = calls_in(response)
-                if not calls or foreign(calls, run.tools, current) or waits(response, calls, run):
+                if not calls or foreign(calls, run.tools, current) or waits(response, calls, run, history):
                     finals.append(finished(response, run))
                     return
                 results = await self._self_calls.run_calls(run, calls, iteration)
