@@ -35,6 +35,7 @@ from ..middleware.function_invocation import (
     ToolActivity,
     with_function_invocation,
 )
+from ._input import TypedInput
 from ._paused import (
     MemoryPausedRuns,
     PausedRun,
@@ -44,7 +45,7 @@ from ._paused import (
     tool_fingerprints,
     type_name,
 )
-from ._protocol import Agent, AgentCall, AgentRuns, AgentStream, AgentThread, SyncRuns, TypedAgentStream
+from ._protocol import Agent, AgentCall, AgentRuns, AgentStream, AgentThread, SyncRuns, TIn, TypedAgentStream
 from ._response import AgentResponse, AgentResponseUpdate, require_chat_response
 
 __all__ = [
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 
-class ChatAgent(AgentRuns, SyncRuns):
+class ChatAgent(AgentRuns[TIn], SyncRuns):
     """An agent over a chat client: instructions, default options, threads, typed runs.
 
     `run(..., output_type=T)` needs a structured-output layer in the client's stack. With `tools`
@@ -75,6 +76,10 @@ class ChatAgent(AgentRuns, SyncRuns):
     another process, after a restart). `run(continuation_token=token, approvals={call_id: True |
     False | "reason"})` resumes it, once: approved calls run, declined ones go back to the model as
     refusals. The thread given to the resumed run gets the paused run's input and final answer.
+
+    `input_type=Order` (a pydantic model or a dataclass) makes it a `ChatAgent[Order]`: `run(order)`
+    takes an `Order` (or a dict of its fields), validated before any call (a `UserError` names each
+    wrong field) and sent as JSON with its schema; text and messages are still taken as they are.
 
     Example:
         agent = ChatAgent(with_structured_output(client), name="extractor", instructions="Extract people.")
@@ -91,6 +96,7 @@ class ChatAgent(AgentRuns, SyncRuns):
         options: OptionsInput = None,
         tools: Sequence[Callable[..., Any] | Tool] = (),
         paused_runs: PausedRunStore | None = None,
+        input_type: type[TIn] | None = None,
     ) -> None:
         inner = as_chat_client(client)
         invoking = with_function_invocation(inner, tools=tools) if tools else None
@@ -99,6 +105,7 @@ class ChatAgent(AgentRuns, SyncRuns):
         self.client: ChatClient = invoking or inner
         self.paused_runs: PausedRunStore = paused_runs if paused_runs is not None else MemoryPausedRuns()
         self._tools: list[Tool] = invoking.tools if isinstance(invoking, FunctionInvokingChatClient) else []
+        self._input = TypedInput(input_type) if input_type is not None else None
         self.name = name
         self.instructions = instructions
         self.default_options = ChatOptions.coerce(options)
@@ -126,7 +133,7 @@ class ChatAgent(AgentRuns, SyncRuns):
 
     def _started(self, call: AgentCall) -> _Start:
         thread = call.thread
-        new_messages = as_messages(call.input)
+        new_messages = self._input.messages(call.input) if self._input else as_messages(call.input)
         history = [*(thread.messages if thread else []), *new_messages]
         chat_options = self._options(call.options)
         if call.continuation_token is not None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
+
+from typing_extensions import TypeVar as DefaultedTypeVar
 
 from ..core import ChatMessage, ContinuationToken, MessageInput, OptionsInput, ResponseStream, run_sync
 from ._response import AgentResponse, AgentResponseUpdate
@@ -14,6 +16,9 @@ from ._response import AgentResponse, AgentResponseUpdate
 __all__ = ["Agent", "AgentCall", "AgentRuns", "AgentStream", "AgentThread", "SyncRuns", "TypedAgentStream"]
 
 T = TypeVar("T")
+# A typed agent's input (`ChatAgent(..., input_type=Order)`: `ChatAgent[Order]`); a chat agent's,
+# messages. Contravariant: an agent that takes any input may stand where one taking `Order` is asked.
+TIn = DefaultedTypeVar("TIn", contravariant=True, default=MessageInput)
 
 TypedAgentStream = ResponseStream[AgentResponseUpdate[T], AgentResponse[T]]
 Decisions = Mapping[str, bool | str] | None  # a paused run's decisions, per call id
@@ -38,7 +43,7 @@ class AgentCall:
     """One `run`'s arguments, as `Agent.run` hands them to a class's `_run` hook (the hook's one
     parameter, so the argument list is written out once more here and nowhere else)."""
 
-    input: MessageInput | None = None
+    input: Any = None
     thread: AgentThread | None = None
     options: OptionsInput = None
     output_type: Any = None
@@ -54,7 +59,7 @@ class AgentCall:
 
 
 @runtime_checkable
-class Agent(Protocol):
+class Agent(Protocol[TIn]):
     """What `StructuredOutputAgent` and agent decorators wrap: anything with this `run`.
 
     The run signature is declared here once: the overloads (what a type checker sees) and the one
@@ -65,7 +70,7 @@ class Agent(Protocol):
     @overload
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
@@ -78,7 +83,7 @@ class Agent(Protocol):
     @overload
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
@@ -91,7 +96,7 @@ class Agent(Protocol):
     @overload
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
@@ -104,7 +109,7 @@ class Agent(Protocol):
     @overload
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
@@ -116,7 +121,7 @@ class Agent(Protocol):
 
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
@@ -155,7 +160,7 @@ if TYPE_CHECKING:
     AgentRuns = Agent
 else:
 
-    class AgentRuns:
+    class AgentRuns(Generic[TIn]):
         """`Agent`'s typed `run` as a plain base class: a class inherits it and implements `_run(call)`.
         Plain because wrapt's pure-Python proxy cannot take a `Protocol` among its bases."""
 
