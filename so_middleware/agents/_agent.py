@@ -33,6 +33,7 @@ from ..middleware.function_invocation import (
     FunctionInvokingChatClient,
     Tool,
     ToolActivity,
+    running_tool,
     with_function_invocation,
 )
 from ._input import TypedInput
@@ -242,6 +243,8 @@ class ChatAgent(AgentRuns[TIn], SyncRuns):
     def as_tool(self, name: str | None = None, description: str | None = None, *, output_type: Any = None) -> Tool:
         """This agent as a tool of another agent: the model writes a request, this agent runs it,
         and its answer (its typed value with `output_type`, else its text) is the tool's result.
+        The inner run spends the outer run's `ToolBudget` and keeps its deadline; its tool calls
+        are the `nested` activities of the outer run's call of this tool.
 
         Example:
             researcher = ChatAgent(client, name="researcher", instructions="Find facts.")
@@ -255,7 +258,11 @@ class ChatAgent(AgentRuns[TIn], SyncRuns):
             Args:
                 request: What to ask the agent, in full: it sees nothing else of the conversation.
             """
-            response = await agent.run(request, output_type=output_type)
+            scope = running_tool()  # the outer run's: its budget is this run's too
+            options = {"features": [scope.budget]} if scope is not None else None
+            response = await agent.run(request, output_type=output_type, options=options)
+            if scope is not None:
+                scope.nested.extend(response.secondary.tool_runs)
             return response.value if output_type is not None else response.text
 
         tool_name = name or self.name

@@ -18,7 +18,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -145,7 +145,7 @@ class PausedRun:
             "tools": self.tools,
             "output_type": self.output_type,
             "options": self.options,
-            "activities": [{f.name: getattr(a, f.name) for f in fields(a)} for a in self.activities],
+            "activities": [asdict(activity) for activity in self.activities],
         }
         try:
             return json.dumps(state, allow_nan=False)
@@ -163,8 +163,12 @@ class PausedRun:
             tools=dict(state["tools"]),
             output_type=state["output_type"],
             options=dict(state["options"]),
-            activities=[ToolActivity(**a) for a in state["activities"]],
+            activities=[_activity(a) for a in state["activities"]],
         )
+
+
+def _activity(item: Mapping[str, Any]) -> ToolActivity:
+    return ToolActivity(**{**item, "nested": tuple(_activity(inner) for inner in item.get("nested", ()))})
 
 
 def _message_json(message: ChatMessage) -> dict[str, Any]:

@@ -73,7 +73,7 @@ from ...core import (
 )
 from ._approvals import APPROVALS_KEY, CONVERSATION_KEY, ApprovalRequest, Approvals
 from ._calls import Calls, check_bounds
-from ._records import ACTIVITIES_KEY, ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError
+from ._records import ACTIVITIES_KEY, ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError, ToolScope, running_tool
 from ._rounds import after_round, calls_in, finished, foreign, resume, start, waits
 from ._tools import Tool, Tools, as_tools, tool
 
@@ -89,7 +89,9 @@ __all__ = [
     "ToolActivity",
     "ToolBudget",
     "ToolLoopError",
+    "ToolScope",
     "Tools",
+    "running_tool",
     "tool",
     "with_function_invocation",
 ]

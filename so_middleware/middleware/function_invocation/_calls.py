@@ -12,7 +12,7 @@ from typing import Any
 
 from ...core import FunctionCallContent, FunctionResultContent, ModelBehaviorError, UserError
 from ._approvals import declined
-from ._records import Run, ToolActivity
+from ._records import Run, ToolActivity, tool_scope
 from ._tools import Tool
 
 __all__ = ["Calls", "check_bounds"]
@@ -52,6 +52,7 @@ class Calls:
         result: str | None = None
         error: str | None = None
         budget = run.budget
+        nested: list[ToolActivity] = []  # the tool calls of a run inside this one (an agent as a tool)
         found = run.tools.get(call.name)
         with _tool_span(call, self.tracer_provider):
             if too_many:
@@ -67,11 +68,13 @@ class Calls:
                 run.repeats += 1
             else:
                 budget.spent_tool_calls += 1
-                result, error = await self._invoke(found, call)
+                with tool_scope(budget, nested):
+                    result, error = await self._invoke(found, call)
                 if error is None and result is not None:
                     run.answered[key] = result
+        seconds = time.perf_counter() - started
         activity = ToolActivity(
-            call.name, call.call_id, call.arguments, result, error, time.perf_counter() - started, iteration
+            call.name, call.call_id, call.arguments, result, error, seconds, iteration, tuple(nested)
         )
         run.activities.append(activity)
         text = error if error is not None else result
