@@ -171,6 +171,10 @@ class Run:
                 response,
             )
 
+    def out_of_iterations(self, limit: int) -> ToolLoopError:
+        """The error of a run whose model still asked for tools after `limit` model calls."""
+        return self.fail(f"the model still asked for tools after {limit} iterations (max_iterations)", "iterations")
+
     def fail(self, message: str, bound: str, response: Any = None) -> ToolLoopError:
         return ToolLoopError(
             message,
