@@ -15,6 +15,10 @@ from so_middleware.agents import PostgresPausedRuns, SQLitePausedRuns
 from so_middleware.testing import FakeChatClient, Reply
 
 TENANT = "acme"
+ASKING = [  # a lookup, then a transfer, which waits for approval
+    Reply(tool_calls=[("lookup", '{"account": "acct-1"}')]),
+    Reply(tool_calls=[("transfer", '{"account": "acct-1", "amount": 5}')]),
+]
 
 
 class Receipt(BaseModel):
@@ -45,11 +49,7 @@ def agent(replies: list[Any], paused_runs: Any) -> ChatAgent:
 
 
 async def pause(kind: str, where: str) -> None:
-    replies = [
-        Reply(tool_calls=[("lookup", '{"account": "acct-1"}')]),
-        Reply(tool_calls=[("transfer", '{"account": "acct-1", "amount": 5}')]),
-    ]
-    response = await agent(replies, store(kind, where)).run("Send 5 to acct-1", output_type=Receipt)
+    response = await agent(ASKING, store(kind, where)).run("Send 5 to acct-1", output_type=Receipt)
     print(response.continuation_token, flush=True)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paused_runs import ASKING as ASKS
 from paused_runs import Receipt, agent, lookup, store, transfer
 
 from so_middleware import (
@@ -23,15 +24,11 @@ from so_middleware import (
     tool,
 )
 from so_middleware.agents import MemoryPausedRuns, PausedRunStoreError, SQLitePausedRuns
-from so_middleware.testing import FakeChatClient, Reply
+from so_middleware.testing import FakeChatClient
 
 pytestmark = pytest.mark.anyio
 STREAM = pytest.mark.parametrize("stream", [False, True], ids=["respond", "stream"])
 SCRIPT = Path(__file__).with_name("paused_runs.py")
-ASKS = [
-    Reply(tool_calls=[("lookup", '{"account": "acct-1"}')]),
-    Reply(tool_calls=[("transfer", '{"account": "acct-1", "amount": 5}')]),
-]
 
 
 async def run(agent: ChatAgent, stream: bool, *args: Any, **kwargs: Any) -> AgentResponse[Any]:
