@@ -243,8 +243,9 @@ class ChatAgent(AgentRuns[TIn], SyncRuns):
     def as_tool(self, name: str | None = None, description: str | None = None, *, output_type: Any = None) -> Tool:
         """This agent as a tool of another agent: the model writes a request, this agent runs it,
         and its answer (its typed value with `output_type`, else its text) is the tool's result.
-        The inner run spends the outer run's `ToolBudget` and keeps its deadline; its tool calls
-        are the `nested` activities of the outer run's call of this tool.
+        An agent with `input_type=T` takes a `T` as the request (the tool's schema is `T`'s). The
+        inner run spends the outer run's `ToolBudget` and keeps its deadline; its tool calls are
+        the `nested` activities of the outer run's call of this tool.
 
         Example:
             researcher = ChatAgent(client, name="researcher", instructions="Find facts.")
@@ -265,6 +266,8 @@ class ChatAgent(AgentRuns[TIn], SyncRuns):
                 scope.nested.extend(response.secondary.tool_runs)
             return response.value if output_type is not None else response.text
 
+        if self._input is not None:  # the schema layer reads the request's type from the hints
+            ask.__annotations__ = {**ask.__annotations__, "request": self._input.input_type}
         tool_name = name or self.name
         if tool_name is None:
             raise UserError("as_tool() needs a name: give the agent one (ChatAgent(name=...)) or pass name=")

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from so_middleware import ChatAgent, UserError
-from so_middleware.testing import FakeChatClient
+from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio
 
@@ -86,3 +86,15 @@ async def test_a_typed_agent_still_takes_text() -> None:
 def test_an_input_type_is_a_model_or_a_dataclass() -> None:
     with pytest.raises(UserError, match="input_type must be a pydantic model or a dataclass, not <class 'int'>"):
         ChatAgent(FakeChatClient("x"), input_type=int)
+
+
+async def test_an_agent_with_typed_input_is_a_tool_whose_request_is_that_type() -> None:
+    clerk_model = FakeChatClient("Noted.")
+    clerk = ChatAgent(clerk_model, name="clerk", input_type=Order)
+    request = '{"request": {"customer": "Ada", "lines": [{"sku": "A-1", "quantity": 2}]}}'
+    fake = FakeChatClient([Reply(tool_calls=[("clerk", request)]), "Ordered."])
+    response = await ChatAgent(fake, tools=[clerk.as_tool()]).run("Order two A-1 for Ada")
+    (declared,) = fake.calls[0].options.tools or []
+    assert declared.parameters["properties"]["request"]["required"] == ["customer", "lines"]  # type: ignore[union-attr]
+    assert response.secondary.tool_runs[0].result == "Noted."
+    assert sent_json(clerk_model)[0] == {"customer": "Ada", "lines": [{"sku": "A-1", "quantity": 2}]}
