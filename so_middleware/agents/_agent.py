@@ -165,6 +165,9 @@ class ChatAgent(AgentRuns[TIn], SyncRuns):
             waiting = ", ".join(repr(request.call_id) for request in paused.requests)
             raise UserError(f"approvals name {', '.join(map(repr, unknown))}, which the paused run does not wait for "
                             f"(it waits for {waiting})")  # fmt: skip
+        missing = [request.call_id for request in paused.requests if request.call_id not in decisions.decisions]
+        if missing:  # a decision for each: one given now and not kept would be asked for again
+            raise UserError(f"approvals has no decision for {', '.join(map(repr, missing))}: decide every waiting call")
         if type_name(call.output_type) != paused.output_type:
             raise UserError(f"the paused run asked for output_type {paused.output_type}: resume it with the same")
         if call.input is not None:

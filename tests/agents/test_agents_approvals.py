@@ -4,7 +4,10 @@ after the first one was killed."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +27,7 @@ from so_middleware import (
     tool,
 )
 from so_middleware.agents import MemoryPausedRuns, PausedRunStoreError, SQLitePausedRuns
-from so_middleware.testing import FakeChatClient
+from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio
 STREAM = pytest.mark.parametrize("stream", [False, True], ids=["respond", "stream"])
@@ -179,3 +182,42 @@ async def test_a_run_paused_on_sqlite_resumes_in_another_process_after_a_sigkill
 
 async def test_a_run_paused_on_postgres_resumes_in_another_process_after_a_sigkill(postgres_url: str) -> None:
     await resume_here("postgres", postgres_url, pause_in_a_process_then_kill_it("postgres", postgres_url))
+
+
+async def test_every_waiting_call_needs_a_decision() -> None:
+    two = Reply(
+        tool_calls=[("transfer", '{"account": "a", "amount": 1}'), ("transfer", '{"account": "b", "amount": 2}')]
+    )
+    fake = FakeChatClient([two, "Done."])
+    agent = ChatAgent(fake, tools=[transfer])
+    token = (await agent.run("Pay a and b")).continuation_token
+    with pytest.raises(UserError, match="approvals has no decision for 'call_1': decide every waiting call"):
+        await agent.run(continuation_token=token, approvals={"call_0": True})
+    resumed = await agent.run(continuation_token=token, approvals={"call_0": True, "call_1": "not b"})
+    assert [(r.result, r.error) for r in resumed.secondary.tool_runs] == [
+        ("sent 1 to a", None),
+        (None, "The user declined this call: not b"),
+    ]
+
+
+async def test_a_run_that_asks_again_pauses_again_with_a_new_token() -> None:
+    again = Reply(tool_calls=[("transfer", '{"account": "acct-1", "amount": 3}')])
+    agent = ChatAgent(FakeChatClient([*ASKS, again, "Done."]), tools=[transfer, lookup])
+    first = await agent.run("Send 5")
+    second = await agent.run(continuation_token=first.continuation_token, approvals={"call_0": "too much"})
+    assert [r.arguments for r in second.approval_requests] == [{"account": "acct-1", "amount": 3}]
+    assert second.continuation_token not in (None, first.continuation_token)
+    done = await agent.run(continuation_token=second.continuation_token, approvals={"call_0": True})
+    assert done.text == "Done." and [r.name for r in done.secondary.tool_runs] == ["lookup", "transfer", "transfer"]
+
+
+async def test_the_store_keeps_a_hash_of_the_token_not_the_token(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    token = (await agent(ASKS, SQLitePausedRuns(path)).run("x", output_type=Receipt)).continuation_token
+    assert token is not None
+    secret = token.response_id.removeprefix("paused_")
+    assert len(base64.urlsafe_b64decode(secret + "=" * (-len(secret) % 4))) == 24  # 192 random bits
+    with sqlite3.connect(path) as conn:
+        (key,) = conn.execute("SELECT key FROM so_middleware_paused_runs").fetchone()
+    assert key == hashlib.sha256(token.response_id.encode()).hexdigest()
+    assert secret not in path.read_bytes().decode("latin-1")

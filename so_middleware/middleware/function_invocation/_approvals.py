@@ -6,7 +6,8 @@ arguments validated) and `["approval_conversation"]` the whole conversation endi
 answer (earlier rounds' calls and results included). The caller decides and sends that conversation
 again with an `Approvals` feature: `options={"features": [Approvals({call_id: True})]}`. The
 layer then runs the approved calls, answers a declined one with a refusal the model reads
-(`False`, or a reason as a str), and goes on with the loop.
+(`False`, or a reason as a str), and goes on with the loop. The decisions hold for those calls
+only: a call of a later answer waits for its own.
 """
 
 from __future__ import annotations

@@ -63,6 +63,7 @@ async def resume(
     if waits(asked, calls, run, history[:-1]):
         return history, finished(asked, run)
     results = await calls_runner.run_calls(run, calls, 0)
+    run.approvals = None  # the decisions were for these calls: a later call waits for its own
     return [*history, ChatMessage("tool", list(results))], None
 
 
