@@ -140,10 +140,12 @@ def test_paused_runs_must_be_a_store() -> None:
         ChatAgent(FakeChatClient("x"), paused_runs="runs.db")  # type: ignore[arg-type]
 
 
-async def test_a_store_that_cannot_write_is_a_typed_error(tmp_path: Path) -> None:
+async def test_a_store_that_cannot_write_is_a_typed_error(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The database's own message is logged, not raised."""
     paused_runs = SQLitePausedRuns(tmp_path)  # a directory: SQLite cannot open it as a file
-    with pytest.raises(PausedRunStoreError, match="could not save the run"):
+    with pytest.raises(PausedRunStoreError, match=r"could not save the run \(OperationalError\)$"):
         await ChatAgent(FakeChatClient(ASKS), tools=[transfer, lookup], paused_runs=paused_runs).run("x")
+    assert "unable to open database file" in caplog.text
 
 
 def pause_in_a_process_then_kill_it(kind: str, where: str) -> str:
