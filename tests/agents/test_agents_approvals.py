@@ -223,3 +223,18 @@ async def test_the_store_keeps_a_hash_of_the_token_not_the_token(tmp_path: Path)
         (key,) = conn.execute("SELECT key FROM so_middleware_paused_runs").fetchone()
     assert key == hashlib.sha256(token.response_id.encode()).hexdigest()
     assert secret not in path.read_bytes().decode("latin-1")
+
+
+@STREAM
+async def test_a_typed_run_pauses_and_resumes_to_its_typed_value(stream: bool) -> None:
+    paused_runs = MemoryPausedRuns(tenant="acme")
+    paused = await run(agent(ASKS, paused_runs), stream, "Send 5", output_type=Receipt)
+    assert [r.name for r in paused.approval_requests] == ["transfer"]
+    resumed = await run(
+        agent(['{"sent": 5}'], paused_runs),
+        stream,
+        continuation_token=paused.continuation_token,
+        approvals={"call_0": True},
+        output_type=Receipt,
+    )
+    assert resumed.value == Receipt(sent=5)
