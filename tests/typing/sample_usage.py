@@ -204,3 +204,11 @@ async def converter_runs() -> None:
     assert_type(resumed, ResponseStream[AgentResponseUpdate[Person], AgentResponse[Person]])
     assert_type(converter.run_sync("hi", output_type=Person, continuation_token="run-1").value, Person)
     assert_type((await converter.run("hi")).value, Any)
+
+
+async def typed_input() -> None:
+    """`input_type=Person` makes a `ChatAgent[Person]`: its run takes a `Person` (or messages)."""
+    agent = ChatAgent(with_structured_output(FakeChatClient("x")), input_type=Person)
+    assert_type(agent, ChatAgent[Person])
+    assert_type((await agent.run(Person(name="Ada", age=36), output_type=Row)).value, Row)
+    print((await agent.run("hi")).text)
