@@ -7,9 +7,10 @@ waiting, the held requests go out as one batch (OpenAI: a JSONL file uploaded to
 then `/v1/batches`; Anthropic: `/v1/messages/batches`), the engine polls until the batch ends,
 and each answer is handed back as that request's HTTP response. The layer validates it as it
 would a live one; an invalid answer is re-asked, and the re-asks form the next batch, up to
-`max_retries` rounds. A line the provider answered with an error becomes the SDK's own error
-for that item; a request the batch never ran (expired, cancelled) a 408 error naming why; a
-line that cannot be read a 502 for its item alone (`_batch_results`), the other lines are used.
+`max_retries` rounds. A line the provider answered with an error becomes its `ProviderStatusError`
+(also the SDK's own error type) for that item; a request the batch never ran (expired, cancelled)
+a 408 error naming why; a line that cannot be read a 502 for its item alone (`_batch_results`),
+the other lines are used.
 """
 
 from __future__ import annotations
