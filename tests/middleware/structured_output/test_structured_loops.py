@@ -24,8 +24,11 @@ from so_middleware import (
     ModelBehaviorError,
     UsageDetails,
 )
+from so_middleware.core import Capabilities
 from so_middleware.middleware.structured_output import with_structured_output
+from so_middleware.providers.anthropic import _profiles as anthropic_profiles
 from so_middleware.providers.anthropic._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES
+from so_middleware.providers.openai import _profiles as openai_profiles
 from so_middleware.providers.openai._profiles import (
     LLAMA_SERVER_CHAT,
     LLAMA_SERVER_RESPONSES,
@@ -279,9 +282,33 @@ REPETITIVE: list[tuple[str, Any, Any, str]] = [
     ]
 ]
 PHRASE = "Thank you for your patience. " * 12  # plain text
-LOOP_BREAKING = [OPENAI_API, OPENAI_COMPATIBLE, LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, LLAMA_SERVER_MESSAGES]
-NO_LOOP_BREAKING = [OPENAI_API_RESPONSES, ANTHROPIC_API, ANTHROPIC_COMPATIBLE, NO_FIELDS]
-PROFILES = pytest.mark.parametrize("profile", LOOP_BREAKING + NO_LOOP_BREAKING, ids=lambda p: p.name)
+
+
+def shipped_profiles() -> dict[str, Capabilities]:
+    """Every profile the providers ship, by its name in the code (those chosen per model or per
+    discovered server too), so a profile added later is covered without a change here."""
+    found: dict[Capabilities, str] = {}
+    for module in (anthropic_profiles, openai_profiles):
+        for name, value in vars(module).items():
+            if isinstance(value, Capabilities):
+                found.setdefault(value, name.strip("_").lower())  # an alias keeps the first name
+    return {name: profile for profile, name in found.items()}
+
+
+SHIPPED = {**shipped_profiles(), "scripted-no-fields": NO_FIELDS}
+PROFILES = pytest.mark.parametrize("profile", SHIPPED.values(), ids=SHIPPED.keys())
+
+
+def test_the_profiles_found_are_the_shipped_ones() -> None:
+    """The hosted, generic and local profiles, with and without loop breaking, prone or not."""
+    profiles = set(SHIPPED.values())
+    assert {OPENAI_API, OPENAI_API_RESPONSES, OPENAI_COMPATIBLE, ANTHROPIC_API, ANTHROPIC_COMPATIBLE} <= profiles
+    assert {LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, LLAMA_SERVER_MESSAGES} <= profiles
+    assert {(p.prone_to_loops, bool(p.loop_breaking)) for p in profiles} == {
+        (True, True),
+        (False, True),
+        (False, False),
+    }
 
 
 class StreamedToolCalls(FakeChatClient):
