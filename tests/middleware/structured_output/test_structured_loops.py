@@ -276,7 +276,7 @@ REPETITIVE: list[tuple[str, Any, Any, str]] = [
         ("lorem", Note(text="lorem ipsum dolor sit amet " * 60)),
         ("identical-rows", Table(rows=[Row(sku="A-100", qty=1)] * 12)),
         ("padded-field", Padded(name="Ada" + " " * 300, age=36)),
-        ("separator-line", Note(text="Totals\n" + "-" * 240 + "\nSum: 12")),
+        ("separator-line", Note(text="Totals\n" + "-" * 300 + "\nSum: 12")),
         ("base64-zeros", Blob(name="zeros.bin", data="AAAA" * 80 + "AA==")),
         ("not-available", Values(values=["N/A"] * 60)),
     ]
@@ -329,11 +329,12 @@ class StreamedToolCalls(FakeChatClient):
             yield dataclasses.replace(update, contents=rest)
 
 
-def answered(text: str) -> Any:
-    """The reply as the strategy asks for it: a call of the offered tool, or text."""
+def answered(text: str, **ending: Any) -> Any:
+    """The reply as the strategy asks for it: a call of the offered tool, or text (`ending`: its
+    finish reason and usage)."""
 
     def reply(messages: list[Any], options: Any) -> Reply:
-        return Reply(tool_calls=[(options.tools[-1].name, text)]) if options.tools else Reply(text)
+        return Reply(tool_calls=[(options.tools[-1].name, text)], **ending) if options.tools else Reply(text, **ending)
 
     return reply
 
@@ -362,18 +363,18 @@ async def test_a_complete_repeated_phrase_in_plain_text_is_the_value(profile: An
 
 
 ROWS = document(Table(rows=[Row(sku="A-100", qty=1)] * 12))
-PIECES = -(-len(ROWS) // 4)  # the fake streams 4 characters a piece, a token each
+PIECES = -(-len(ROWS) // 4)  # the fake streams 4 characters a piece (text or tool arguments), a token each
 
 
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("finish", [FinishReason.STOP, FinishReason.LENGTH])
-@pytest.mark.parametrize("profile", [LOOPS, PRONE], ids=["hosted", "prone"])
+@pytest.mark.parametrize("profile", [LOOPS, PRONE, *SHIPPED.values()], ids=["hosted", "prone", *SHIPPED])
 async def test_a_valid_repetitive_answer_that_uses_every_token_is_the_value(
     profile: Any, finish: FinishReason, stream: bool
 ) -> None:
     """Its last allowed token closed it: the server may say `length` (no token left for the end)."""
-    reply = Reply(ROWS, finish_reason=finish, usage=UsageDetails(10, PIECES, PIECES + 10))
-    fake = FakeChatClient(reply, capabilities=profile)
+    ending = {"finish_reason": finish, "usage": UsageDetails(10, PIECES, PIECES + 10)}
+    fake = StreamedToolCalls(answered(ROWS, **ending), capabilities=profile)
     options = {"max_tokens": PIECES}
     response = await get(with_structured_output(fake), stream, "x", output_type=Table, options=options)
     assert response.value == Table(rows=[Row(sku="A-100", qty=1)] * 12) and len(fake.calls) == 1
