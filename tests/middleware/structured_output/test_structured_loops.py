@@ -6,6 +6,9 @@ sampled otherwise or ends the run. Scripted backends: both sides asserted."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
+import pkgutil
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,12 +26,11 @@ from so_middleware import (
     IncompleteOutputError,
     ModelBehaviorError,
     UsageDetails,
+    providers,
 )
 from so_middleware.core import Capabilities
 from so_middleware.middleware.structured_output import with_structured_output
-from so_middleware.providers.anthropic import _profiles as anthropic_profiles
 from so_middleware.providers.anthropic._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES
-from so_middleware.providers.openai import _profiles as openai_profiles
 from so_middleware.providers.openai._profiles import (
     LLAMA_SERVER_CHAT,
     LLAMA_SERVER_RESPONSES,
@@ -286,9 +288,12 @@ PHRASE = "Thank you for your patience. " * 12  # plain text
 
 def shipped_profiles() -> dict[str, Capabilities]:
     """Every profile the providers ship, by its name in the code (those chosen per model or per
-    discovered server too), so a profile added later is covered without a change here."""
+    discovered server too), so a profile or a provider added later is covered without a change here."""
     found: dict[Capabilities, str] = {}
-    for module in (anthropic_profiles, openai_profiles):
+    for provider in sorted(pkgutil.iter_modules(providers.__path__), key=lambda p: p.name):
+        if not provider.ispkg or importlib.util.find_spec(f"{providers.__name__}.{provider.name}._profiles") is None:
+            continue
+        module = importlib.import_module(f"{providers.__name__}.{provider.name}._profiles")
         for name, value in vars(module).items():
             if isinstance(value, Capabilities):
                 found.setdefault(value, name.strip("_").lower())  # an alias keeps the first name
