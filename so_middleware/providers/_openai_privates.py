@@ -1,4 +1,5 @@
-"""Every use of an SDK's private names, in one place (the openai SDK's, and one of google-genai's).
+"""Every use of an SDK's private names, in one place (the openai SDK's, and one each of
+google-genai's and ollama's).
 
 `SDKPost` sends an adapter's request through the SDK client's documented `post` method instead
 of `create`, which needs two things the SDK does not publish: whether a bound `create` is the
@@ -17,6 +18,7 @@ from typing import Any
 __all__ = [
     "OPENAI_PACKAGE_DIR",
     "genai_base_url",
+    "ollama_base_url",
     "is_the_sdks_own",
     "request_options_know_security",
     "status_error_from_response",
@@ -66,3 +68,10 @@ def genai_base_url(sdk_client: Any) -> str | None:
     options = getattr(getattr(sdk_client, "_api_client", None), "_http_options", None)
     base_url = getattr(options, "base_url", None)
     return base_url if isinstance(base_url, str) else None
+
+
+def ollama_base_url(sdk_client: Any) -> str | None:
+    """Where an `ollama.Client`/`AsyncClient` sends its requests (its private httpx client's
+    `base_url`: the SDK publishes none); None when the SDK moved it."""
+    base_url = getattr(getattr(sdk_client, "_client", None), "base_url", None)
+    return str(base_url) if base_url is not None else None

@@ -50,7 +50,7 @@ def sdk_boundary(sdk_client: Any, is_async: bool = True) -> Iterator[None]:
 
 
 def transport_error(error: BaseException) -> TransportError | None:
-    """`error` as a `TransportError`, when it is an SDK's (OpenAI, Anthropic, google-genai) or httpx's status,
+    """`error` as a `TransportError`, when it is an SDK's (OpenAI, Anthropic, google-genai, ollama) or httpx's status,
     timeout or connection error: of both types, with the SDK error's own fields, the address
     called, and for a connection error a message naming it; else None.
 
@@ -89,6 +89,9 @@ def _kind_of(error: BaseException) -> type[TransportError] | None:
             return ProviderTimeoutError
         if isinstance(error, sdk.APIConnectionError):
             return ProviderConnectionError
+    ollama = sys.modules.get("ollama")
+    if ollama is not None and isinstance(error, ollama.ResponseError):
+        return ProviderStatusError  # its connection errors are Python's own ConnectionError
     genai_errors = sys.modules.get("google.genai.errors")
     if genai_errors is not None and isinstance(error, genai_errors.APIError):
         return ProviderStatusError  # google-genai: its timeouts and connection errors are httpx's own
