@@ -12,7 +12,7 @@ from starlette.responses import Response
 from so_middleware import ChatClient, __version__
 
 from ..wire.responses_items import as_listed_item, items_to_messages
-from ._compact import compact, resolved
+from ._compaction._compact import compact, resolved
 from ._errors import BadRequest, error_response
 from ._json import JSONAnswer
 from ._output import spec_names
@@ -22,6 +22,7 @@ from ._runs import TERMINAL, ResponseRun, Runs
 from ._shared import shared_runs
 from ._store import ResponseStore, StoreError
 from ._telemetry import server_span
+from ._vision import ImageCheck
 from ._watch import event_stream, unless_disconnected
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class Gateway:
     def __init__(self, config: GatewayConfig, sdk: AsyncOpenAI, client: ChatClient, store: ResponseStore) -> None:
         self.config, self.sdk, self.client, self.store = config, sdk, client, store
         self.runs = Runs(config.max_background_runs, config.max_queued_runs)
+        self.images = ImageCheck(client)  # an image for a backend that cannot see is the client's 400
         self.shared = shared_runs(store)  # other processes on the same store see, cancel and delete our runs
         if self.shared is not None:
             self.shared.attach(self.runs.live, self._stop_run)
@@ -63,6 +65,7 @@ class Gateway:
         """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""
         parsed = parse_request(read_json(await request.body()), default_model=self.config.default_model)
         owner = _owner(request)
+        await self.images.check(parsed.input_items)
         history: list[dict[str, Any]] = []
         if parsed.previous_response_id:
             known = is_response_id(parsed.previous_response_id)  # else it cannot exist: not asked for

@@ -124,6 +124,7 @@ class Sockets:
             request = {key: value for key, value in body.items() if key != "type"}
             parsed = parse_request({**request, "stream": True}, default_model=self.config.default_model)
             previous_id = parsed.previous_response_id
+            await self.gateway.images.check(parsed.input_items)
             history = await self._history(previous_id, latest, owner)
             parsed.input_items = await self._resolved(parsed.input_items, owner)
             _check_outputs(history, parsed.input_items)
