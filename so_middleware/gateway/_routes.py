@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from openai import AsyncOpenAI
@@ -28,9 +28,26 @@ from ._watch import event_stream, unless_disconnected
 if TYPE_CHECKING:
     from ._config import GatewayConfig
 
-__all__ = ["SPEC_HEADER", "Gateway"]
+__all__ = ["SPEC_HEADER", "Gateway", "reads_spec_names"]
 
 SPEC_HEADER = "openresponses-version"  # any value: the client reads the Open Responses spec's event names
+
+
+def reads_spec_names(headers: Mapping[str, str]) -> bool:
+    """Whether a client reads the Open Responses spec's event names for reasoning deltas
+    (`response.reasoning.delta`), not OpenAI's (`response.reasoning_text.delta`).
+
+    The spec defines no header for a client to send, so a client that does not say what it is (the
+    spec's compliance runner, curl) gets the spec's names. OpenAI's clients say what they are, and
+    the OpenAI SDK for Node throws on an event it does not know: the OpenAI SDKs (`X-Stainless-*`
+    headers), Codex CLI (`originator`) and the Vercel AI SDK (`ai-sdk-openai/` in its user agent)
+    get OpenAI's. `OpenResponses-Version` (any value) asks for the spec's names whoever sends it.
+    """
+    if SPEC_HEADER in headers:
+        return True
+    if "x-stainless-lang" in headers or "originator" in headers:
+        return False
+    return "ai-sdk-openai/" not in headers.get("user-agent", "")
 
 
 class Gateway:
@@ -211,9 +228,9 @@ def _owner(request: Request) -> str:
 
 
 def _named(request: Request, batches: AsyncIterator[list[dict[str, Any]]]) -> AsyncIterator[list[dict[str, Any]]]:
-    """A stream's events under OpenAI's names (what its SDKs read), or the Open Responses spec's where
-    they differ (reasoning deltas) for a client that sends `OpenResponses-Version`."""
-    return spec_names(batches) if SPEC_HEADER in request.headers else batches
+    """A stream's events under the Open Responses spec's names where they differ from OpenAI's
+    (reasoning deltas), or OpenAI's for a client that reads those (see `reads_spec_names`)."""
+    return spec_names(batches) if reads_spec_names(request.headers) else batches
 
 
 async def _drain(events: AsyncIterator[dict[str, Any]]) -> None:

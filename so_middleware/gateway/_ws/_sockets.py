@@ -23,6 +23,7 @@ from ...wire.responses_items import items_to_messages
 from .._errors import BadRequest, error_response, to_error_response
 from .._request import is_reference, parse_request, read_json
 from .._response import is_response_id, new_id, response_skeleton
+from .._routes import reads_spec_names
 from .._runs import ResponseRun
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ __all__ = ["Sockets"]
 
 _TRANSPORT_FIELDS = ("stream", "stream_options", "background")  # HTTP's own: the spec forbids them here
 _QUEUED_MESSAGES = 8  # messages read ahead of the turn in progress; past it the client waits
-_SPEC_HEADER = b"openresponses-version"
 
 
 class Sockets:
@@ -98,7 +98,7 @@ class Sockets:
 
     async def _turns(self, websocket: WebSocket, owner: str, messages: ObjectReceiveStream[str]) -> str:
         """Serve turns until the socket idles out; the reason it closes."""
-        spec_names = _SPEC_HEADER in dict(websocket.scope["headers"])
+        spec_names = reads_spec_names(websocket.headers)
         latest: tuple[str, list[dict[str, Any]]] | None = None  # the socket's newest response: id, its items
         while True:
             raw: str | None = None
