@@ -40,14 +40,14 @@ def reads_spec_names(headers: Mapping[str, str]) -> bool:
     The spec defines no header for a client to send, so a client that does not say what it is (the
     spec's compliance runner, curl) gets the spec's names. OpenAI's clients say what they are, and
     the OpenAI SDK for Node throws on an event it does not know: the OpenAI SDKs (`X-Stainless-*`
-    headers), Codex CLI (`originator`) and the Vercel AI SDK (`ai-sdk-openai/` in its user agent)
+    headers), Codex CLI (`originator`) and the Vercel AI SDK (`ai-sdk` in its user agent)
     get OpenAI's. `OpenResponses-Version` (any value) asks for the spec's names whoever sends it.
     """
     if SPEC_HEADER in headers:
         return True
     if "x-stainless-lang" in headers or "originator" in headers:
         return False
-    return "ai-sdk-openai/" not in headers.get("user-agent", "")
+    return "ai-sdk" not in headers.get("user-agent", "")
 
 
 class Gateway:

@@ -25,7 +25,8 @@ CLIENTS = {  # headers a client sends -> the names it gets
     "an OpenAI SDK": ({"X-Stainless-Lang": "js", "X-Stainless-Package-Version": "6.10.0"}, OPENAI),
     "an OpenAI SDK asking for the spec": ({"X-Stainless-Lang": "python", "OpenResponses-Version": "latest"}, SPEC),
     "Codex CLI": ({"originator": "codex_exec", "User-Agent": "codex_exec/0.169.0"}, OPENAI),
-    "the Vercel AI SDK": ({"User-Agent": "ai-sdk-openai/4.0.118 ai-sdk/provider-utils/4.0.0 runtime/node"}, OPENAI),
+    # as the pinned `ai` 7.0.173 with @ai-sdk/openai 4.0.118 sends it (tests/clients/package.json)
+    "the Vercel AI SDK": ({"User-Agent": "ai/7.0.173 ai-sdk-provider-utils/5.0.81 node.js/v20.20.2"}, OPENAI),
 }
 
 
