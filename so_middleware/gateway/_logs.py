@@ -1,7 +1,7 @@
 """The gateway's logs: one access line per request, as text or JSON.
 
 `AccessLog` writes one INFO record per HTTP request to the `so_middleware.gateway.access` logger
-when the request ends (a stream: when its last byte is sent): the client's address, method, path
+when the request ends (a stream: when its last byte is sent), and `log_turn` one per WebSocket turn: the client's address, method, path
 (as sent, still percent-encoded: a `%0A` cannot start a forged line), status, duration, the
 response id and the client key's id. The key's id is the first 12 hex digits of its SHA-256 (the
 owner the store records), never the key; no body, query or content is logged. A client that hung
@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ._response import is_response_id
 from ._watch import server_stopping
 
-__all__ = ["ACCESS_LOGGER", "LOG_FORMATS", "LOG_LEVELS", "AccessLog", "JSONFormatter", "logging_config"]
+__all__ = ["ACCESS_LOGGER", "LOG_FORMATS", "LOG_LEVELS", "AccessLog", "JSONFormatter", "log_turn", "logging_config"]
 
 ACCESS_LOGGER = "so_middleware.gateway.access"
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -78,6 +78,15 @@ class AccessLog:
             raise
         finally:
             _log_request(scope, state, status, time.perf_counter() - started)
+
+
+def log_turn(scope: Scope, status: int, seconds: float, response_id: str | None) -> None:
+    """The access record of one WebSocket turn, as of an HTTP request: its method is
+    `response.create`, its status 200 for a turn that streamed its response (whatever its end),
+    the error event's status for one refused, 499 for one whose client left."""
+    if _access.isEnabledFor(logging.INFO):
+        state = {**scope.get("state", {}), "response_id": response_id}
+        _log_request({**scope, "method": "response.create"}, state, status, seconds)
 
 
 def _log_request(scope: Scope, state: dict[str, Any], status: int, seconds: float) -> None:

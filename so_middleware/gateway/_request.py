@@ -25,8 +25,8 @@ from so_middleware import ChatOptions, ResponseFormat
 from ..core import describe_surrogate, lone_surrogate_at
 from ..wire.responses import WireError, text_format_to_chat, tool_choice_from_wire, tool_from_wire
 from ..wire.responses_items import item_to_message
+from ._compaction._window import expanded
 from ._errors import BadRequest
-from ._window import expanded
 
 __all__ = ["MAX_DEPTH", "GatewayRequest", "input_items", "is_reference", "parse_request", "read_json"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from openai import AsyncOpenAI
@@ -13,7 +13,7 @@ from so_middleware import ChatClient, __version__
 
 from ..providers import sdk_boundary
 from ..wire.responses_items import as_listed_item, items_to_messages
-from ._compact import compact, resolved
+from ._compaction._compact import compact, resolved
 from ._errors import BadRequest, error_response
 from ._json import JSONAnswer
 from ._output import spec_names
@@ -23,14 +23,32 @@ from ._runs import TERMINAL, ResponseRun, Runs
 from ._shared import shared_runs
 from ._store import ResponseStore, StoreError
 from ._telemetry import server_span
+from ._vision import ImageCheck
 from ._watch import event_stream, unless_disconnected
 
 if TYPE_CHECKING:
     from ._config import GatewayConfig
 
-__all__ = ["SPEC_HEADER", "Gateway"]
+__all__ = ["SPEC_HEADER", "Gateway", "reads_spec_names"]
 
 SPEC_HEADER = "openresponses-version"  # any value: the client reads the Open Responses spec's event names
+
+
+def reads_spec_names(headers: Mapping[str, str]) -> bool:
+    """Whether a client reads the Open Responses spec's event names for reasoning deltas
+    (`response.reasoning.delta`), not OpenAI's (`response.reasoning_text.delta`).
+
+    The spec defines no header for a client to send, so a client that does not say what it is (the
+    spec's compliance runner, curl) gets the spec's names. OpenAI's clients say what they are, and
+    the OpenAI SDK for Node throws on an event it does not know: the OpenAI SDKs (`X-Stainless-*`
+    headers), Codex CLI (`originator`) and the Vercel AI SDK (`ai-sdk` in its user agent)
+    get OpenAI's. `OpenResponses-Version` (any value) asks for the spec's names whoever sends it.
+    """
+    if SPEC_HEADER in headers:
+        return True
+    if "x-stainless-lang" in headers or "originator" in headers:
+        return False
+    return "ai-sdk" not in headers.get("user-agent", "")
 
 
 class Gateway:
@@ -39,6 +57,7 @@ class Gateway:
     def __init__(self, config: GatewayConfig, sdk: AsyncOpenAI, client: ChatClient, store: ResponseStore) -> None:
         self.config, self.sdk, self.client, self.store = config, sdk, client, store
         self.runs = Runs(config.max_background_runs, config.max_queued_runs)
+        self.images = ImageCheck(client)  # an image for a backend that cannot see is the client's 400
         self.shared = shared_runs(store)  # other processes on the same store see, cancel and delete our runs
         if self.shared is not None:
             self.shared.attach(self.runs.live, self._stop_run)
@@ -65,6 +84,7 @@ class Gateway:
         """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""
         parsed = parse_request(read_json(await request.body()), default_model=self.config.default_model)
         owner = _owner(request)
+        await self.images.check(parsed.input_items)
         history: list[dict[str, Any]] = []
         if parsed.previous_response_id:
             known = is_response_id(parsed.previous_response_id)  # else it cannot exist: not asked for
@@ -210,9 +230,9 @@ def _owner(request: Request) -> str:
 
 
 def _named(request: Request, batches: AsyncIterator[list[dict[str, Any]]]) -> AsyncIterator[list[dict[str, Any]]]:
-    """A stream's events under OpenAI's names (what its SDKs read), or the Open Responses spec's where
-    they differ (reasoning deltas) for a client that sends `OpenResponses-Version`."""
-    return spec_names(batches) if SPEC_HEADER in request.headers else batches
+    """A stream's events under the Open Responses spec's names where they differ from OpenAI's
+    (reasoning deltas), or OpenAI's for a client that reads those (see `reads_spec_names`)."""
+    return spec_names(batches) if reads_spec_names(request.headers) else batches
 
 
 async def _drain(events: AsyncIterator[dict[str, Any]]) -> None:

@@ -100,6 +100,9 @@ def classify(answers: Mapping[str, Any]) -> ServerInfo:
         facts: dict[str, Any] = {}
         if isinstance(caps, dict) and isinstance(caps.get("supports_tools"), bool):
             facts["supports_tools"] = caps["supports_tools"]
+        modalities = props.get("modalities")  # llama-server with a vision projector: {"vision": true}
+        if isinstance(modalities, dict) and isinstance(modalities.get("vision"), bool):
+            facts["vision"] = modalities["vision"]
         build = props.get("build_info")
         return ServerInfo("llama.cpp", build if isinstance(build, str) else None, facts)
     health = answers.get("/health")

@@ -17,6 +17,8 @@ import httpx2
 import pytest
 from node_run import node_modules
 
+from so_middleware.gateway._routes import reads_spec_names
+
 # Codex also offers tools no Chat Completions backend can serve: `web_search` (hosted by OpenAI) and the
 # `multi_agent_v1` namespace of sub-agent tools. The gateway refuses both with a 400 naming the tool, so
 # they are switched off here; every tool Codex still offers is a function tool, or its custom
@@ -98,6 +100,8 @@ def test_codex_exec_runs_a_tool_call_through_the_gateway(scripted: Any, tmp_path
     backend.reasoning = "The user wants a file; run one command."
     home, work = _dirs(tmp_path)
     events, _ = _codex_exec(gateway.base_url, home, work, "Write first.txt")
+    # Codex says what it is (`originator`): its streams name reasoning as OpenAI does
+    assert gateway.app.headers and not [h for h in gateway.app.headers if reads_spec_names(h)]
     offered = [t["function"]["name"] for t in backend.bodies[0]["tools"]]
     assert "exec_command" in offered and "apply_patch" not in offered  # Codex's catalog has no entry for "m"
     assert (work / "first.txt").read_text() == "first\n"

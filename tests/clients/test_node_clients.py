@@ -8,6 +8,8 @@ from typing import Any
 from node_run import run_node
 from scripted import WEATHER
 
+from so_middleware.gateway._routes import reads_spec_names
+
 
 def test_openai_node_zod_text_format_and_tool_round_trip(scripted: Any) -> None:
     backend, gateway = scripted
@@ -32,6 +34,7 @@ def test_openai_node_streams_backend_reasoning(scripted: Any) -> None:
         assert results[mode]["reasoning"] == [backend.reasoning], mode
         assert results[mode]["after_tool"] == WEATHER, mode
     assert "response.reasoning_text.delta" in results["streamed"]["kinds"]  # OpenAI's name, the one it reads
+    assert gateway.app.headers and not [h for h in gateway.app.headers if reads_spec_names(h)]
 
 
 def _check_ai_sdk(results: dict[str, Any], backend: Any) -> None:
@@ -62,6 +65,8 @@ def test_vercel_ai_sdk_with_a_reasoning_backend_and_store_false(scripted: Any) -
     _check_ai_sdk(results, backend)
     assert results["generateText"]["reasoning"] == [1, 1]
     assert {"reasoning-start", "reasoning-end"} <= set(results["streamText"]["parts"])
+    # the SDK says what it is (its user agent): its streams name reasoning as OpenAI does
+    assert gateway.app.headers and not [h for h in gateway.app.headers if reads_spec_names(h)]
 
 
 def test_vercel_ai_sdk_with_a_reasoning_backend_and_store(scripted: Any) -> None:

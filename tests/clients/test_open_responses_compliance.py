@@ -31,6 +31,18 @@ def test_every_runner_test_passes_against_the_gateway(scripted: Any) -> None:
     assert tool_results == ["64 degrees and clear"]  # the round trip's output reached the backend
 
 
+def test_every_runner_test_passes_over_a_backend_that_reasons(scripted: Any) -> None:
+    """The runner sends no `OpenResponses-Version` (the spec defines none) and accepts only the spec's
+    event names: reasoning (`reasoning_content` from the backend) streams to it as `response.reasoning.*`."""
+    backend, gateway = scripted
+    backend.reasoning = "Answer as asked, then stop."
+    results = asyncio.run(run_all(gateway.base_url))
+    failed = {name: errors for name, errors in results.items() if errors}
+    assert failed == {}, json.dumps(failed, indent=1)[:4000]
+    streamed = b"".join(body for _, kind, body in gateway.app.answers if kind.startswith("text/event-stream"))
+    assert b"event: response.reasoning.delta" in streamed and b"response.reasoning_text" not in streamed
+
+
 class _Broken:
     """ASGI middleware that rewrites each whole answer body of the Responses routes with `change`."""
 

@@ -1,8 +1,7 @@
 """The Open Responses compliance runner's WebSocket tests, ported: the same requests and the same checks,
 against the gateway over the scripted backend on a real socket (the `websockets` client, with the key in
 the upgrade's Authorization header as the runner sends it). Every event is checked against the spec's
-OpenAPI, every turn ends on a terminal event or the spec's error envelope. The runner's seventh test
-(a `/responses/compact` window as a socket's base input) needs the compaction endpoint and is not here."""
+OpenAPI, every turn ends on a terminal event or the spec's error envelope."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 import pytest
 from scripted import ScriptedChatBackend
 from spec_tap import event_problems, response_problems
@@ -102,6 +102,10 @@ def url() -> Iterator[str]:
             yield f"ws://{gateway.host}:{gateway.port}/v1/responses"
 
 
+def _text(role: str, kind: str, text: str) -> dict[str, Any]:
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
 def test_websocket_response(url: str) -> None:
     message = {"type": "message", "role": "user", "content": "Count from 1 to 3."}
     [turn] = session(url, [create(input=[message])])
@@ -151,3 +155,20 @@ def test_websocket_failed_continuation_evicts_cache(url: str) -> None:
     assert checked(first) == []
     assert failed.error_event is not None or code_of(failed) or (failed.final or {}).get("status") == "failed"
     assert retry.errors == [] and code_of(retry) == "previous_response_not_found"
+
+
+def test_websocket_compact_new_chain(url: str) -> None:
+    """`/responses/compact`'s output, passed back as is, is the base input of a new chain on a socket
+    (no `previous_response_id`)."""
+    window = [_text("user", "input_text", "Remember the compaction code word: slate."),
+              _text("assistant", "output_text", "OK."),
+              _text("user", "input_text", "Compress this conversation for later continuation.")]  # fmt: skip
+    compact_url = url.replace("ws://", "http://", 1) + "/compact"
+    reply = httpx2.post(compact_url, json={"model": MODEL, "input": window},
+                        headers={"Authorization": f"Bearer {KEY}"}, timeout=30)  # fmt: skip
+    assert reply.status_code == 200, reply.text
+    output = reply.json().get("output")
+    assert isinstance(output, list), "Compaction response did not include an output array"
+    follow_up = {"type": "message", "role": "user", "content": "Continue from here. Reply with exactly: compacted"}
+    [turn] = session(url, [create(store=False, input=[*output, follow_up], tools=[])])
+    assert checked(turn) == []

@@ -19,6 +19,7 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+from websockets.sync.client import connect
 
 from so_middleware.gateway._logs import ACCESS_LOGGER, JSONFormatter
 from so_middleware.gateway._server import free_port
@@ -68,6 +69,34 @@ def test_one_access_line_per_request_with_no_key_and_no_content(
         logged = record.getMessage() + JSONFormatter().format(record)
         assert KEY not in logged and "wrong" not in logged
         assert SECRET_INPUT not in logged and backend.text not in logged and "web_search" not in logged
+
+
+def test_one_access_line_per_websocket_turn(fake_gateway: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Each `response.create` on a socket is a line as an HTTP request is: 200 for a turn that
+    streamed its response, the error event's status for one refused; no key, no content."""
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    backend, gateway = fake_gateway(api_keys=(KEY,))
+    url = gateway.base_url.replace("http", "ws", 1) + "/responses"
+    with connect(url, additional_headers={"Authorization": f"Bearer {KEY}"}) as socket:
+        socket.send(json.dumps({"type": "response.create", "model": "m", "input": SECRET_INPUT}))
+        while (event := json.loads(socket.recv(timeout=30)))["type"] != "response.completed":
+            pass
+        socket.send(json.dumps({"type": "response.create", "model": "m", "input": SECRET_INPUT, "stream": True}))
+        assert json.loads(socket.recv(timeout=30))["status"] == 400
+        _wait(lambda: len([r for r in caplog.records if r.name == ACCESS_LOGGER]) == 2)
+    done, refused = [r for r in caplog.records if r.name == ACCESS_LOGGER]
+    key_id = hashlib.sha256(KEY.encode()).hexdigest()[:12]
+    assert (done.method, done.path, done.status, done.response_id, done.key_id) == (  # type: ignore[attr-defined]
+        "response.create", "/v1/responses", 200, event["response"]["id"], key_id,
+    )  # fmt: skip
+    assert (refused.method, refused.status, refused.response_id, refused.key_id) == (  # type: ignore[attr-defined]
+        "response.create", 400, None, key_id,
+    )  # fmt: skip
+    assert '"response.create /v1/responses" 200 ' in done.getMessage()
+    for record in (done, refused):
+        assert record.duration_ms >= 0  # type: ignore[attr-defined]
+        logged = record.getMessage() + JSONFormatter().format(record)
+        assert KEY not in logged and SECRET_INPUT not in logged and backend.text not in logged
 
 
 def test_a_path_cannot_forge_a_line(fake_gateway: Any, caplog: pytest.LogCaptureFixture) -> None:

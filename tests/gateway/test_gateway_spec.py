@@ -20,6 +20,7 @@ SCHEMA = {
     "additionalProperties": False,
 }
 SPEC_MODE = {"OpenResponses-Version": "2026-04-24"}  # the client reads the spec's event names
+OPENAI_SDK = {"X-Stainless-Lang": "python"}  # as an OpenAI SDK says what it is: it reads OpenAI's names
 SCENARIOS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {  # request body extras, backend settings
     "plain": ({}, {}),
     "tools": (
@@ -107,7 +108,7 @@ def test_a_background_stream_is_replayed_in_each_readers_names(fake_gateway: Any
     created = httpx2.post(f"{gateway.base_url}/responses", json=body, timeout=30).json()
     url, query = f"{gateway.base_url}/responses/{created['id']}", {"stream": "true"}
     spec = _events(httpx2.get(url, params=query, headers=SPEC_MODE, timeout=30))
-    openai = _events(httpx2.get(url, params=query, timeout=30))
+    openai = _events(httpx2.get(url, params=query, headers=OPENAI_SDK, timeout=30))
     assert [e["sequence_number"] for e in spec] == [e["sequence_number"] for e in openai]
     renamed = {"response.reasoning.delta": "response.reasoning_text.delta",
                "response.reasoning.done": "response.reasoning_text.done"}  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections import Counter
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, cast
@@ -21,8 +22,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ...wire.responses import SPEC_NAMES
 from ...wire.responses_items import items_to_messages
 from .._errors import BadRequest, error_response, to_error_response
+from .._logs import CLIENT_CLOSED, log_turn
 from .._request import is_reference, parse_request, read_json
 from .._response import is_response_id, new_id, response_skeleton
+from .._routes import reads_spec_names
 from .._runs import ResponseRun
 
 if TYPE_CHECKING:
@@ -32,7 +35,6 @@ __all__ = ["Sockets"]
 
 _TRANSPORT_FIELDS = ("stream", "stream_options", "background")  # HTTP's own: the spec forbids them here
 _QUEUED_MESSAGES = 8  # messages read ahead of the turn in progress; past it the client waits
-_SPEC_HEADER = b"openresponses-version"
 
 
 class Sockets:
@@ -98,7 +100,7 @@ class Sockets:
 
     async def _turns(self, websocket: WebSocket, owner: str, messages: ObjectReceiveStream[str]) -> str:
         """Serve turns until the socket idles out; the reason it closes."""
-        spec_names = _SPEC_HEADER in dict(websocket.scope["headers"])
+        spec_names = reads_spec_names(websocket.headers)
         latest: tuple[str, list[dict[str, Any]]] | None = None  # the socket's newest response: id, its items
         while True:
             raw: str | None = None
@@ -114,6 +116,7 @@ class Sockets:
     ) -> tuple[str, list[dict[str, Any]]] | None:  # fmt: skip
         """One `response.create`: its events, or an error envelope; returns the socket's newest response."""
         previous_id: str | None = None
+        started, status, response_id = time.perf_counter(), CLIENT_CLOSED, None
         try:
             body = read_json(raw.encode())
             if not isinstance(body, dict) or body.get("type") != "response.create":
@@ -124,12 +127,14 @@ class Sockets:
             request = {key: value for key, value in body.items() if key != "type"}
             parsed = parse_request({**request, "stream": True}, default_model=self.config.default_model)
             previous_id = parsed.previous_response_id
+            await self.gateway.images.check(parsed.input_items)
             history = await self._history(previous_id, latest, owner)
             parsed.input_items = await self._resolved(parsed.input_items, owner)
             _check_outputs(history, parsed.input_items)
             history = history + parsed.input_items
             run = ResponseRun(self.gateway.client, parsed, response_skeleton(parsed, new_id("resp"), "in_progress"),
                               items_to_messages(history), history, self.gateway.store, self.config.validate, owner)  # fmt: skip
+            response_id = run.response["id"]
             async with contextlib.aclosing(
                 cast("AsyncGenerator[dict[str, Any], None]", run.events())
             ) as events:  # a client gone closes the backend call
@@ -137,12 +142,16 @@ class Sockets:
                     if spec_names and event["type"] in SPEC_NAMES:
                         event = {**event, "type": SPEC_NAMES[event["type"]]}
                     await websocket.send_text(json.dumps(event, ensure_ascii=False))
+            status = 200
         except WebSocketDisconnect:
             raise
         except Exception as error:  # a refused request or a backend's refusal: the spec's error envelope
             answer = to_error_response(error)
+            status = answer.status_code
             await websocket.send_text(_envelope(answer.status_code, json.loads(bytes(answer.body))))
             return _evicted(latest, previous_id)
+        finally:
+            log_turn(websocket.scope, status, time.perf_counter() - started, response_id)
         if run.response["status"] == "failed":  # a failed continuation forgets what it continued
             return _evicted(latest, previous_id)
         return run.response["id"], history + run.response["output"]

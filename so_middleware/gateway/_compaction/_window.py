@@ -13,7 +13,7 @@ import json
 import zlib
 from typing import Any
 
-from ._errors import BadRequest
+from .._errors import BadRequest
 
 __all__ = ["MAX_COMPACTED", "expanded", "is_compaction", "packed"]
 

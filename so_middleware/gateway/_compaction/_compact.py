@@ -13,14 +13,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..wire.responses import WireError
-from ._errors import BadRequest
-from ._request import input_items, is_reference
-from ._response import is_response_id, new_id
+from ...wire.responses import WireError
+from .._errors import BadRequest
+from .._request import input_items, is_reference
+from .._response import is_response_id, new_id
 from ._window import packed
 
 if TYPE_CHECKING:
-    from ._store import ResponseStore
+    from .._store import ResponseStore
 
 __all__ = ["compact", "resolved"]
 
