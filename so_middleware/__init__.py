@@ -67,10 +67,8 @@ from .core import (
     as_messages,
     cancel_run,
     chain,
-    chat_format_to_responses,
     failure_of,
     find_feature,
-    responses_format_to_chat,
     run_sync,
     wait_for_response,
 )
@@ -95,6 +93,7 @@ from .middleware.retries import RetryingChatClient, with_retries
 from .middleware.structured_output import StructuredOutput, StructuredOutputChatClient, with_structured_output
 from .middleware.telemetry import TelemetryChatClient, with_telemetry
 from .schema import OutputSchema
+from .wire.chat import chat_format_to_responses, responses_format_to_chat
 
 __all__ = [
     "AgentResponse",

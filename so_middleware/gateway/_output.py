@@ -25,13 +25,11 @@ from so_middleware import (
 )
 
 from ..core import mend_text
-from ..wire.responses import SPEC_NAMES, STATUS_EVENTS, Event, usage_to_wire
+from ..wire.responses import SPEC_NAMES, STATUS_EVENTS, Event, incomplete_reason_to_wire, usage_to_wire
 from ..wire.responses_items import call_item, custom_input, message_item, reasoning_item, text_part
 from ._response import new_id
 
 __all__ = ["ResponseWriter", "spec_names"]
-
-_INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
 
 
 def _writable(value: str) -> str:
@@ -88,7 +86,7 @@ class ResponseWriter:
     def finish(self, error: str | None = None) -> list[dict[str, Any]]:
         """Close the open items and emit the terminal event (`failed` when `error` is given)."""
         first = len(self.events)
-        reason = _INCOMPLETE.get(self._finish) if self._finish else None
+        reason = incomplete_reason_to_wire(self._finish)
         # the last message is the answer unless the response asks for tool results first
         self._close_item("incomplete" if reason or error is not None else "completed", final=not self._calls)
         if error is not None:

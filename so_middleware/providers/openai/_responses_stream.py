@@ -18,10 +18,9 @@ from ...core import (
     TextContent,
     UsageDetails,
 )
-from ...wire.responses import Event
+from ...wire.prefill import EchoFilter
+from ...wire.responses import Event, finish_reason_from_wire, reported_failure, usage_from
 from .._bridge import kept_body
-from .._prefill import EchoFilter
-from ._responses_wire import finish_reason, reported_failure, usage_from
 
 __all__ = ["StreamReader"]
 
@@ -86,7 +85,7 @@ class StreamReader:
                 contents,
                 role="assistant",
                 usage=usage_from(getattr(response, "usage", None)),
-                finish_reason=finish_reason(response, called=self._called, refused=self._refused),
+                finish_reason=finish_reason_from_wire(response, called=self._called, refused=self._refused),
                 response_id=getattr(response, "id", None),
                 model_id=getattr(response, "model", None),
                 raw_representation=event,

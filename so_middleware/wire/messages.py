@@ -1,4 +1,6 @@
-"""Anthropic Messages wire translation: so_middleware types to `messages.create` kwargs, SDK objects back.
+"""Anthropic Messages, both directions: the request a client sends (`request_to_wire`), the
+message it reads (`response_from_wire`) and its stream events (`StreamReader`), and the message a
+server writes (`response_to_wire`). One table, `STOP_REASONS`, reads and writes `stop_reason`.
 
 Pure functions (and one small stateful reader for streams): no client, no I/O.
 
@@ -16,7 +18,7 @@ Request mapping:
 | `temperature`, `top_p`                 | the same names, in `extra_body` (the SDK has no keyword for them)   |
 | `FunctionTool`                         | `{"name", "description", "input_schema", "strict"}`                 |
 | `tool_choice`                          | `{"type": "auto" / "any" / "tool" / "none"}`; a forced choice becomes `auto` when thinking is on |
-| `response_format` json_schema          | `output_config.format` (`ResponseFormat.to_anthropic()`)            |
+| `response_format` json_schema          | `output_config.format` (`output_format_to_wire`)                   |
 | `response_format` json_object          | nothing: not expressible on this API (the adapter warns)           |
 
 Consecutive turns of the same role are merged (tool results of several tool messages go back in
@@ -29,12 +31,14 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ...core import (
+from ..core import (
     ChatMessage,
     ChatOptions,
     ChatResponse,
+    ChatResponseUpdate,
     Content,
     DataContent,
     FinishReason,
@@ -45,23 +49,32 @@ from ...core import (
     ProviderResponseError,
     ReasoningContent,
     RefusalContent,
+    ResponseFormat,
     TextContent,
     UsageDetails,
     UserError,
+    copy_json,
 )
-from ...wire.common import chosen_model, function_fields, tool_choice_to_wire, tools_to_wire
-from .._prefill import prefill_of, strip_echo
+from .common import chosen_model, function_fields, tool_choice_to_wire, tools_to_wire
+from .prefill import EchoFilter, strip_echo
 
 __all__ = [
-    "build_request",
-    "finish_reason",
-    "message_to_chat",
-    "prefill_of",
-    "strip_echo",
+    "STOP_REASONS",
+    "StreamReader",
+    "finish_reason_from_wire",
+    "finish_reason_to_wire",
+    "output_format_to_wire",
+    "refusal_of",
+    "request_to_wire",
+    "response_from_wire",
+    "response_to_wire",
     "usage_from",
+    "usage_to_wire",
 ]
 
-_STOP_REASONS = {
+# `stop_reason`, read and written: each wire value and the library's reason; a reason is written
+# as the first value listed for it.
+STOP_REASONS = {
     "end_turn": FinishReason.STOP,
     "stop_sequence": FinishReason.STOP,
     "pause_turn": FinishReason.STOP,
@@ -70,10 +83,11 @@ _STOP_REASONS = {
     "tool_use": FinishReason.TOOL_CALLS,
     "refusal": FinishReason.REFUSAL,
 }
+_WRITTEN_REASONS = {reason: value for value, reason in reversed(STOP_REASONS.items())}
 _TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
 
 
-def build_request(
+def request_to_wire(
     messages: list[ChatMessage], options: ChatOptions, *, model: str | None, max_tokens: int
 ) -> dict[str, Any]:
     """The keyword arguments of `messages.create` for this call (without `stream`)."""
@@ -115,13 +129,25 @@ def build_request(
         if choice["type"] in ("any", "tool") and _thinking_on(extra_body):
             choice = {"type": "auto"}  # a forced tool is refused together with extended thinking
         request["tool_choice"] = choice
-    output_format = options.response_format.to_anthropic() if options.response_format is not None else None
+    output_format = output_format_to_wire(options.response_format) if options.response_format is not None else None
     if output_format is not None:
         output_config = dict(extra_body.pop("output_config", None) or {})
         request["output_config"] = {**output_config, "format": output_format}
     if extra_body:
         request["extra_body"] = extra_body
     return request
+
+
+def output_format_to_wire(fmt: ResponseFormat) -> dict[str, Any] | None:
+    """`output_config.format` for `fmt` (None: send nothing, or not expressible here): a json_schema
+    format as `{"type": "json_schema", "schema": ...}` (a copy of the schema); a format forwarded
+    as is (`raw`) of a type this API has no form for, as given."""
+    if fmt.raw is not None and fmt.type != "json_schema":
+        forwarded: dict[str, Any] = copy_json(dict(fmt.raw))
+        return forwarded
+    if fmt.type != "json_schema" or fmt.schema is None:
+        return None
+    return {"type": "json_schema", "schema": copy_json(dict(fmt.schema))}
 
 
 def _thinking_on(extra_body: Mapping[str, Any]) -> bool:
@@ -217,9 +243,27 @@ def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -
     )
 
 
-def finish_reason(stop_reason: str | None) -> FinishReason | None:
+def finish_reason_from_wire(stop_reason: str | None) -> FinishReason | None:
     """Map a `stop_reason` (`end_turn`/`stop_sequence` stop, `max_tokens` length, ...)."""
-    return _STOP_REASONS.get(stop_reason) if stop_reason else None
+    return STOP_REASONS.get(stop_reason) if stop_reason else None
+
+
+def finish_reason_to_wire(reason: FinishReason | None) -> str | None:
+    """`stop_reason` as a server writes it (`STOP_REASONS` read backwards: `end_turn` for a stop)."""
+    return _WRITTEN_REASONS.get(reason) if reason is not None else None
+
+
+def usage_to_wire(usage: UsageDetails) -> dict[str, Any]:
+    """Usage as a server writes it: `input_tokens` without the cache reads and writes, which have
+    their own counts (the inverse of `usage_from`)."""
+    cached, created = usage.cached_input_tokens, usage.cache_creation_input_tokens
+    wire: dict[str, Any] = {"input_tokens": (usage.input_tokens or 0) - (cached or 0) - (created or 0)}
+    if created is not None:
+        wire["cache_creation_input_tokens"] = created
+    if cached is not None:
+        wire["cache_read_input_tokens"] = cached
+    wire["output_tokens"] = usage.output_tokens or 0
+    return wire
 
 
 def refusal_of(stop_details: Any) -> RefusalContent | None:
@@ -230,7 +274,7 @@ def refusal_of(stop_details: Any) -> RefusalContent | None:
     return RefusalContent(explanation or "refused")
 
 
-def message_to_chat(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
+def response_from_wire(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
     """Map a `Message` to a `ChatResponse`; `prefill` is stripped from the text when echoed.
 
     A message without a `content` list raises `ProviderResponseError`.
@@ -254,8 +298,106 @@ def message_to_chat(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
     return ChatResponse(
         ChatMessage("assistant", contents, raw_representation=message),
         usage=usage_from(getattr(message, "usage", None)),
-        finish_reason=finish_reason(getattr(message, "stop_reason", None)),
+        finish_reason=finish_reason_from_wire(getattr(message, "stop_reason", None)),
         response_id=getattr(message, "id", None),
         model_id=getattr(message, "model", None),
         raw_representation=message,
     )
+
+
+def response_to_wire(response: ChatResponse[Any]) -> dict[str, Any]:
+    """A `ChatResponse` as the message a server answers: thinking, text and tool_use blocks in the
+    answer's order, `stop_reason` from `STOP_REASONS`, `usage` where known. What
+    `response_from_wire` reads back (a refusal is said by `stop_reason` alone)."""
+    blocks: list[dict[str, Any]] = []
+    for content in (c for m in response.messages for c in m.contents):
+        if isinstance(content, TextContent):
+            blocks.append({"type": "text", "text": content.text})
+        elif isinstance(content, FunctionCallContent):
+            blocks.append({"type": "tool_use", "id": content.call_id, "name": content.name,
+                           "input": json.loads(content.arguments or "{}")})  # fmt: skip
+        elif isinstance(content, ReasoningContent):
+            blocks.append({"type": "thinking", "thinking": content.text, "signature": content.signature})
+    message: dict[str, Any] = {"id": response.response_id, "type": "message", "role": "assistant"}
+    message.update(model=response.model_id, content=blocks, stop_reason=finish_reason_to_wire(response.finish_reason))
+    if response.usage is not None:
+        message["usage"] = usage_to_wire(response.usage)
+    return message
+
+
+# ---------------------------------------------------------------- streams
+
+
+@dataclass
+class StreamReader:
+    """Turns Messages stream events into updates; keeps what spans events (block kinds, text).
+
+    `read(event)` returns an update or None; `finished` turns True on `message_stop`.
+    """
+
+    prefill: str = ""
+    text: list[str] = field(default_factory=list)
+    finished: bool = False
+    _calls: dict[int, str] = field(default_factory=dict)  # block index -> tool_use id
+    _echo: EchoFilter | None = None
+
+    def __post_init__(self) -> None:
+        self._echo = EchoFilter(self.prefill) if self.prefill else None
+
+    def _text(self, piece: str) -> list[Content]:
+        piece = self._echo.feed(piece) if self._echo else piece
+        if not piece:
+            return []
+        self.text.append(piece)
+        return [TextContent(piece)]
+
+    def read(self, event: Any) -> ChatResponseUpdate[Any] | None:
+        kind = getattr(event, "type", None)
+        contents: list[Content] = []
+        if kind == "message_start":
+            message = event.message
+            return ChatResponseUpdate(
+                role="assistant",
+                usage=usage_from(getattr(message, "usage", None), part="input"),
+                response_id=getattr(message, "id", None),
+                model_id=getattr(message, "model", None),
+                raw_representation=event,
+            )
+        if kind == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self._calls[event.index] = block.id
+                contents.append(FunctionCallContent(block.id, block.name, ""))
+            elif block.type == "text" and block.text:
+                contents.extend(self._text(block.text))
+            elif block.type == "thinking" and getattr(block, "thinking", ""):
+                contents.append(ReasoningContent(block.thinking))
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                contents.extend(self._text(delta.text))
+            elif delta.type == "input_json_delta":
+                call_id = self._calls.get(event.index, f"toolu_{event.index}")
+                contents.append(FunctionCallContent(call_id, "", delta.partial_json))
+            elif delta.type == "thinking_delta":
+                contents.append(ReasoningContent(delta.thinking))
+            elif delta.type == "signature_delta":  # closes the thinking block; the API wants it back
+                contents.append(ReasoningContent("", delta.signature))
+        elif kind == "message_delta":
+            if self._echo:
+                contents.extend(self._text(self._echo.flush()))
+            refusal = refusal_of(getattr(event.delta, "stop_details", None))
+            if refusal is not None:
+                contents.append(refusal)
+            return ChatResponseUpdate(
+                contents,
+                role="assistant",
+                usage=usage_from(getattr(event, "usage", None), part="output"),
+                finish_reason=finish_reason_from_wire(getattr(event.delta, "stop_reason", None)),
+                raw_representation=event,
+            )
+        elif kind == "message_stop":
+            self.finished = True
+        if not contents:
+            return None
+        return ChatResponseUpdate(contents, role="assistant", raw_representation=event)
