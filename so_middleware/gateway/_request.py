@@ -20,7 +20,8 @@ from typing import Any
 from so_middleware import ChatOptions
 
 from ..core import describe_surrogate, lone_surrogate_at
-from ..wire.responses import WireError, field_of, options_from_wire
+from ..wire.common import WireError, field_of
+from ..wire.responses import options_from_wire
 from ..wire.responses_items import item_to_message
 from ._errors import BadRequest
 from ._window import expanded

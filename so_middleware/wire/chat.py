@@ -36,7 +36,16 @@ from ..core import (
     copy_json,
     flat_format,
 )
-from .common import JSONView, chosen_model, data_uri, flat_format_to_wire, function_fields, tools_to_wire
+from .common import (
+    JSONView,
+    WireError,
+    chosen_model,
+    data_uri,
+    field_of,
+    flat_format_to_wire,
+    function_fields,
+    tools_to_wire,
+)
 from .common import tool_choice_to_wire as _choice
 from .prefill import EchoFilter, strip_echo
 
@@ -47,6 +56,7 @@ __all__ = [
     "finish_reason_from_wire",
     "finish_reason_to_wire",
     "part_to_wire",
+    "request_from_wire",
     "request_to_wire",
     "responses_format_to_chat",
     "response_format_to_wire",
@@ -237,6 +247,80 @@ def request_to_wire(
     if options.extra_body:
         request["extra_body"] = dict(options.extra_body)
     return request
+
+
+# The request fields `request_from_wire` reads into the options; any other goes to `extra_body`.
+_READ_FIELDS = frozenset({
+    "model", "messages", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "stop", "tools",
+    "tool_choice", "response_format",
+})  # fmt: skip
+
+
+def request_from_wire(body: Mapping[str, Any]) -> tuple[list[ChatMessage], ChatOptions]:
+    """A Chat Completions request body as a server reads it: its messages and its options (other
+    fields in `extra_body`). The inverse of `request_to_wire` for text, tool calls and tool results;
+    a content part other than text, or a field of the wrong type, is a `WireError` naming it.
+
+    Example: `request_from_wire({"model": "m", "messages": [{"role": "user", "content": "Hi"}]})`
+    gives `([ChatMessage("user", "Hi")], ChatOptions(model="m"))`."""
+    wire = field_of(body, "messages", list)
+    if not wire:
+        raise WireError("messages must be a non-empty list of messages", "messages")
+    messages = [_message_from_wire(message, f"messages[{i}]") for i, message in enumerate(wire)]
+    options: dict[str, Any] = {"model": field_of(body, "model", str), "seed": field_of(body, "seed", int)}
+    options["temperature"] = field_of(body, "temperature", (int, float))
+    options["top_p"] = field_of(body, "top_p", (int, float))
+    options["max_tokens"] = field_of(body, "max_completion_tokens", int) or field_of(body, "max_tokens", int)
+    stop = field_of(body, "stop", (str, list))
+    options["stop"] = [stop] if isinstance(stop, str) else stop
+    tools = field_of(body, "tools", list)
+    if tools:
+        options["tools"] = [_tool_from_wire(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
+    choice = body.get("tool_choice")
+    if isinstance(choice, Mapping):
+        options["tool_choice"] = ForcedTool(str((choice.get("function") or {}).get("name")))
+    elif choice is not None:
+        options["tool_choice"] = choice
+    if body.get("response_format") is not None:
+        options["response_format"] = ResponseFormat.from_wire(body["response_format"])
+    options["extra_body"] = {k: v for k, v in body.items() if k not in _READ_FIELDS} or None
+    return messages, ChatOptions(**{k: v for k, v in options.items() if v is not None})
+
+
+def _tool_from_wire(tool: Any, where: str) -> FunctionTool:
+    function = tool.get("function") if isinstance(tool, Mapping) and tool.get("type") == "function" else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise WireError(f"{where} must be a function tool with a string name", f"{where}.function.name")
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    return FunctionTool(function["name"], parameters, function.get("description"), function.get("strict"))
+
+
+def _message_from_wire(message: Any, where: str) -> ChatMessage:
+    if not isinstance(message, Mapping) or message.get("role") not in (
+        "system",
+        "developer",
+        "user",
+        "assistant",
+        "tool",
+    ):
+        raise WireError(f"{where} must be a message with a role", f"{where}.role")
+    role, content = message["role"], message.get("content")
+    if role == "tool":
+        return ChatMessage("tool", [FunctionResultContent(str(message.get("tool_call_id")), content)])
+    contents: list[Content] = []
+    for i, part in enumerate([content] if isinstance(content, str) else content or ()):
+        text = part if isinstance(part, str) else part.get("text") if isinstance(part, Mapping) else None
+        if not isinstance(text, str) or not (isinstance(part, str) or part.get("type") == "text"):
+            raise WireError(f"{where}.content[{i}]: only text parts are read", f"{where}.content[{i}].type")
+        if text:
+            contents.append(TextContent(text))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        contents.append(
+            FunctionCallContent(call.get("id"), function.get("name") or "", function.get("arguments") or "")
+        )
+    author = message.get("name")
+    return ChatMessage("system" if role == "developer" else role, contents, author_name=author)
 
 
 def _message_to_wire(message: ChatMessage) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ __all__ = [
     "WireError",
     "chosen_model",
     "data_uri",
+    "field_of",
     "flat_format_to_wire",
     "function_fields",
     "tool_choice_to_wire",
@@ -39,6 +40,19 @@ class WireError(UserError):
     def __init__(self, message: str, param: str | None) -> None:
         super().__init__(message)
         self.param = param
+
+
+def field_of(body: Mapping[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
+    """`body[name]`, None when absent or null; a value not of `kinds` is a `WireError` naming the
+    field (a bool is no number here, as in JSON)."""
+    value = body.get(name)
+    if value is None:
+        return None
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise WireError(f"{name} must be of type {expected}, got {type(value).__name__}", name)
+    return value
 
 
 def chosen_model(options: ChatOptions, model: str | None) -> str:

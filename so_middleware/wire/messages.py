@@ -55,7 +55,7 @@ from ..core import (
     UserError,
     copy_json,
 )
-from .common import chosen_model, function_fields, tool_choice_to_wire, tools_to_wire
+from .common import JSONView, chosen_model, function_fields, tool_choice_to_wire, tools_to_wire
 from .prefill import EchoFilter, strip_echo
 
 __all__ = [
@@ -289,7 +289,8 @@ def response_from_wire(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
             if text:
                 contents.append(TextContent(text))
         elif kind == "tool_use":
-            contents.append(FunctionCallContent(block.id, block.name, json.dumps(block.input)))
+            arguments = block.input.to_dict() if isinstance(block.input, JSONView) else block.input  # read as JSON too
+            contents.append(FunctionCallContent(block.id, block.name, json.dumps(arguments)))
         elif kind == "thinking":
             contents.append(ReasoningContent(block.thinking, getattr(block, "signature", None)))
     refusal = refusal_of(getattr(message, "stop_details", None))

@@ -36,7 +36,7 @@ from ..core import (
     UserError,
 )
 from .chat import response_format_to_wire, responses_format_to_chat
-from .common import WireError, chosen_model, flat_format_to_wire, function_fields, tools_to_wire
+from .common import WireError, chosen_model, field_of, flat_format_to_wire, function_fields, tools_to_wire
 from .common import tool_choice_to_wire as _choice
 from .prefill import strip_echo
 from .responses_items import items_to_messages, message_to_items, output_contents
@@ -52,7 +52,6 @@ __all__ = [
     "WireError",
     "echoed_text",
     "echoed_tool",
-    "field_of",
     "finish_reason_from_wire",
     "incomplete_reason_to_wire",
     "options_from_wire",
@@ -285,19 +284,6 @@ def _extra_body(body: Mapping[str, Any], text: Mapping[str, Any]) -> dict[str, A
         extra["verbosity"] = text["verbosity"]
     field_of(body, "metadata", dict)
     return extra or None
-
-
-def field_of(body: Mapping[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
-    """`body[name]`, None when absent or null; a value not of `kinds` is a `WireError` naming the
-    field (a bool is no number here, as in JSON)."""
-    value = body.get(name)
-    if value is None:
-        return None
-    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        expected = " or ".join(k.__name__ for k in kinds)
-        raise WireError(f"{name} must be of type {expected}, got {type(value).__name__}", name)
-    return value
 
 
 # ---------------------------------------------------------------- responses
