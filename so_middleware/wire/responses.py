@@ -1,14 +1,21 @@
-"""The Responses API's request fields, both directions: what a client sends (the adapter writes it
-from the library's types) and what a server reads (the gateway turns it back into them); usage as
-a client reads it and as a server writes it. Items are in `responses_items`.
+"""The Responses API, both directions: the request a client sends (`request_to_wire`) and a server
+reads (`request_from_wire`, `options_from_wire`); the answer a client reads (`response_from_wire`;
+the gateway's `ResponseWriter` writes it); usage both ways; `incomplete_details.reason` read and
+written with one table, `INCOMPLETE_REASONS`. Items are in `responses_items`.
 
-| library                  | Responses API                                                     |
-|--------------------------|-------------------------------------------------------------------|
-| `FunctionTool`           | `{"type": "function", "name", "parameters", "strict", "description"}` |
-| a custom tool            | `{"type": "custom", "name", ...}`: read as a function of one string `input` |
-| `ForcedTool(name)`       | `{"type": "function" (or "custom"), "name"}`                      |
-| `UsageDetails`           | `usage` (`input_tokens`, `output_tokens`, their details, `total_tokens`) |
-| Chat `response_format`   | `text.format` (json_schema's fields flat instead of nested)       |
+| library                               | Responses API                                                  |
+|---------------------------------------|----------------------------------------------------------------|
+| `instructions` option + system messages | `instructions` (joined by a blank line)                      |
+| messages, calls, results              | input items (`responses_items`)                                |
+| `max_tokens`                          | `max_output_tokens`                                            |
+| `FunctionTool`                        | `{"type": "function", "name", "parameters", "strict", "description"}` |
+| a custom tool                         | `{"type": "custom", "name", ...}`: read as a function of one string `input` |
+| `ForcedTool(name)`                    | `{"type": "function" (or "custom"), "name"}`                   |
+| `response_format`                     | `text.format` (`text_format_to_wire`: flat)                    |
+| `background`                          | `background: true`                                             |
+| `UsageDetails`                        | `usage` (`input_tokens`, `output_tokens`, their details, `total_tokens`) |
+
+`seed` has no Responses field and is not sent; `stop` has none either and raises `UserError`.
 
 Streaming events are named once, in `Event` (OpenAI's names) and `SPEC_NAMES` (the Open Responses
 spec's, where they differ): the gateway writes them, the adapter's stream reader reads them.

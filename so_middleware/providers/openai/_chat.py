@@ -73,15 +73,14 @@ class OpenAIChatClient(SDKChatClient):
 
     def create_for(self, options: ChatOptions) -> Callable[..., Any]:
         """The function that sends this call's request: `chat.completions.create` of the call's SDK
-        client, sent as `post` (see `CreateCalls`). It takes `request_for`'s keyword arguments (and
-        `stream=True` for a stream) and returns what `create` returns. Override it to send the
-        request another way, e.g. on another HTTP client; every call, plain and streamed, goes through it.
+        client, sent as an `SDKPost` (see `CreateCalls`). Plain and streamed calls go through it.
+        Override it to send the request another way: return an `SDKPost` (the gateway returns one
+        that posts on its own HTTP client) or the SDK's own bound `create`.
 
-        Example:
-            class Audited(OpenAIChatClient):
+        Example (the SDK's own method, for an instrumentation that wraps it):
+            class SDKCreateChatClient(OpenAIChatClient):
                 def create_for(self, options):
-                    create = super().create_for(options)
-                    return lambda **request: audit(request) or create(**request)
+                    return self.sdk_for(options).chat.completions.create
         """
         sdk = self.sdk_for(options)
         return self._creates(sdk, sdk.chat.completions)
