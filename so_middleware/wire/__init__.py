@@ -7,6 +7,7 @@ new protocol is one new module here (and a provider folder for its client and tr
 - `responses`: the Responses API: requests both ways, answers read, tools, `text.format`, usage,
   streaming event names, `incomplete_details.reason`.
 - `responses_items`: Responses input and output items.
+- `responses_events`: Responses streaming events: written from updates, read back into them.
 - `messages`: Anthropic Messages: requests written, answers both ways, stream events, `stop_reason`.
 - `common`: what every protocol shares (the model, data URIs, function tools, `WireError`, `JSONView`).
 - `prefill`: an assistant prefill a server echoes back, removed.
@@ -19,6 +20,6 @@ Example:
     messages, options = chat.request_from_wire({"model": "m", "messages": [{"role": "user", "content": "Hi"}]})
 """
 
-from . import chat, common, messages, prefill, responses, responses_items
+from . import chat, common, messages, prefill, responses, responses_events, responses_items
 
-__all__ = ["chat", "common", "messages", "prefill", "responses", "responses_items"]
+__all__ = ["chat", "common", "messages", "prefill", "responses", "responses_events", "responses_items"]

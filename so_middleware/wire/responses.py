@@ -1,6 +1,6 @@
 """The Responses API, both directions: the request a client sends (`request_to_wire`) and a server
 reads (`request_from_wire`, `options_from_wire`); the answer a client reads (`response_from_wire`;
-the gateway's `ResponseWriter` writes it); usage both ways; `incomplete_details.reason` read and
+`responses_events.ResponseWriter` writes it); usage both ways; `incomplete_details.reason` read and
 written with one table, `INCOMPLETE_REASONS`. Items are in `responses_items`.
 
 | library                               | Responses API                                                  |

@@ -105,7 +105,7 @@ def test_output_a_server_writes_reads_back_on_a_client() -> None:
     from openai.types.responses import Response
 
     from so_middleware import ChatResponseUpdate, FinishReason, ReasoningContent
-    from so_middleware.gateway._output import ResponseWriter
+    from so_middleware.wire.responses_events import ResponseWriter
 
     contents = [
         ReasoningContent("First the name."),
@@ -172,8 +172,7 @@ def test_the_events_a_server_writes_are_named_in_the_table_and_read_back_on_a_cl
     from openai.types.responses import ResponseStreamEvent
     from pydantic import TypeAdapter
 
-    from so_middleware.gateway._output import ResponseWriter
-    from so_middleware.providers.openai._responses_stream import StreamReader
+    from so_middleware.wire.responses_events import ResponseWriter, StreamReader
 
     contents = [
         ReasoningContent("First the name."),

@@ -30,7 +30,7 @@ from ...core import (
     UserError,
 )
 from ...wire.responses import reported_failure, response_from_wire
-from ._responses_stream import StreamReader
+from ...wire.responses_events import StreamReader
 
 __all__ = [
     "PENDING_STATUSES",

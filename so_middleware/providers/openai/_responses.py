@@ -29,13 +29,13 @@ from ...core import (
 )
 from ...wire.common import warn_if_not_enforced
 from ...wire.responses import Event, request_to_wire
+from ...wire.responses_events import StreamReader
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
 from ._background import ResumableReader, answer_to_chat, background_to_chat, ended_run_error, final_of_resumed
 from ._profiles import profile_for, server_profile
-from ._responses_stream import StreamReader
 
 __all__ = ["OpenAIResponsesClient"]
 
