@@ -42,6 +42,7 @@ from ..core import (
     Content,
     DataContent,
     FinishReason,
+    ForcedTool,
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
@@ -55,7 +56,7 @@ from ..core import (
     UserError,
     copy_json,
 )
-from .common import JSONView, chosen_model, function_fields, tool_choice_to_wire, tools_to_wire
+from .common import JSONView, WireError, chosen_model, field_of, function_fields, tool_choice_to_wire, tools_to_wire
 from .prefill import EchoFilter, strip_echo
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "finish_reason_to_wire",
     "output_format_to_wire",
     "refusal_of",
+    "request_from_wire",
     "request_to_wire",
     "response_from_wire",
     "response_to_wire",
@@ -136,6 +138,82 @@ def request_to_wire(
     if extra_body:
         request["extra_body"] = extra_body
     return request
+
+
+# The request fields `request_from_wire` reads into the options; any other goes to `extra_body`.
+_READ_FIELDS = frozenset({
+    "model", "system", "messages", "max_tokens", "stop_sequences", "temperature", "top_p", "tools", "tool_choice",
+})  # fmt: skip
+_CHOICES_READ = {"auto": "auto", "any": "required", "none": "none"}
+
+
+def request_from_wire(body: Mapping[str, Any]) -> tuple[list[ChatMessage], ChatOptions]:
+    """A Messages request body as a server reads it: its turns as messages (text, tool_use,
+    tool_result and signed thinking blocks; `system` as the instructions) and its options (other
+    fields in `extra_body`, `output_config`'s other keys too). The inverse of `request_to_wire`; an
+    image or document block, or a field of the wrong type, is a `WireError` naming it.
+
+    Example: `request_from_wire({"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "Hi"}]})`
+    gives `([ChatMessage("user", "Hi")], ChatOptions(model="m", max_tokens=9))`."""
+    turns = field_of(body, "messages", list) or []
+    messages = [_turn_from_wire(turn, f"messages[{i}]") for i, turn in enumerate(turns)]
+    options: dict[str, Any] = {"model": field_of(body, "model", str), "instructions": field_of(body, "system", str)}
+    options["max_tokens"] = field_of(body, "max_tokens", int)
+    options["stop"] = field_of(body, "stop_sequences", list)
+    options["temperature"] = field_of(body, "temperature", (int, float))
+    options["top_p"] = field_of(body, "top_p", (int, float))
+    tools = field_of(body, "tools", list)
+    if tools:
+        options["tools"] = [_tool_from_wire(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
+    choice = field_of(body, "tool_choice", dict)
+    if choice is not None:
+        named = choice.get("name")
+        options["tool_choice"] = (
+            ForcedTool(named) if choice.get("type") == "tool" else _CHOICES_READ.get(choice.get("type"))
+        )
+        if options["tool_choice"] is None or (choice.get("type") == "tool" and not isinstance(named, str)):
+            raise WireError("tool_choice must be auto, any, none or a tool by name", "tool_choice.type")
+    extra = {k: v for k, v in body.items() if k not in _READ_FIELDS}
+    config = dict(field_of(extra, "output_config", dict) or {})
+    fmt = config.pop("format", None)
+    if isinstance(fmt, Mapping) and fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), Mapping):
+        options["response_format"] = ResponseFormat.json_schema(fmt["schema"])
+        extra.pop("output_config")
+        if config:
+            extra["output_config"] = config
+    options["extra_body"] = extra or None
+    return messages, ChatOptions(**{k: v for k, v in options.items() if v is not None})
+
+
+def _tool_from_wire(tool: Any, where: str) -> FunctionTool:
+    if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
+        raise WireError(f"{where} must be a tool with a string name", f"{where}.name")
+    schema = tool.get("input_schema") or {"type": "object", "properties": {}}
+    return FunctionTool(tool["name"], schema, tool.get("description"), tool.get("strict"))
+
+
+def _turn_from_wire(turn: Any, where: str) -> ChatMessage:
+    if not isinstance(turn, Mapping) or turn.get("role") not in ("user", "assistant"):
+        raise WireError(f"{where} must be a turn of role user or assistant", f"{where}.role")
+    content = turn.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list):
+        raise WireError(f"{where}.content must be a string or a list of blocks", f"{where}.content")
+    contents: list[Content] = []
+    for i, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "text":
+            contents.append(TextContent(block["text"]))
+        elif kind == "tool_use":
+            contents.append(FunctionCallContent(block["id"], block["name"], json.dumps(block.get("input") or {})))
+        elif kind == "tool_result":
+            result = block.get("content")
+            contents.append(FunctionResultContent(block["tool_use_id"], result, bool(block.get("is_error"))))
+        elif kind == "thinking":
+            contents.append(ReasoningContent(block["thinking"], block.get("signature")))
+        else:
+            raise WireError(f"{where}.content[{i}]: a {kind} block is not read", f"{where}.content[{i}].type")
+    return ChatMessage(turn["role"], contents)
 
 
 def output_format_to_wire(fmt: ResponseFormat) -> dict[str, Any] | None:

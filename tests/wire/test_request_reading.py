@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from so_middleware import ChatOptions, ForcedTool
-from so_middleware.wire import chat, responses
+from so_middleware.wire import chat, messages, responses
 from so_middleware.wire.common import WireError
 
 
@@ -66,3 +66,23 @@ def test_a_format_read_from_a_request_is_written_in_each_protocols_spelling() ->
     nested = chat.response_format_to_wire(fmt)
     assert nested == {"type": "json_schema", "json_schema": {k: v for k, v in text_format.items() if k != "type"}}
     assert list(nested["json_schema"]) == ["name", "schema", "x-extra", "strict"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("read", "body", "param"),
+    [
+        (chat.request_from_wire, {"model": "m", "messages": []}, "messages"),
+        (chat.request_from_wire, {"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
+        (chat.request_from_wire, {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+         "messages[0].content[0].type"),
+        (messages.request_from_wire, {"messages": [{"role": "user", "content": [{"type": "image"}]}]},
+         "messages[0].content[0].type"),
+        (messages.request_from_wire, {"messages": [], "tool_choice": {"type": "sometimes"}}, "tool_choice.type"),
+        (messages.request_from_wire, {"messages": [], "max_tokens": "9"}, "max_tokens"),
+    ],
+    ids=repr,
+)  # fmt: skip
+def test_what_a_request_reader_cannot_read_is_named(read: Any, body: dict[str, Any], param: str) -> None:
+    with pytest.raises(WireError) as caught:
+        read(body)
+    assert caught.value.param == param

@@ -182,6 +182,36 @@ def test_responses_requests_read_back_what_was_written(turns: list[tuple[Any, st
 # ---------------------------------------------------------------- Anthropic Messages
 
 
+@pytest.mark.parametrize("body", [body for body, _ in recorded("/messages")], ids=repr)
+def test_a_recorded_messages_request_is_written_back_as_it_was_read(body: dict[str, Any]) -> None:
+    body = {k: v for k, v in body.items() if k != "stream"}  # `stream` is the adapter's, not the codec's
+    messages_, options = messages.request_from_wire(body)
+    assert sent(messages.request_to_wire(messages_, options, model=None, max_tokens=1024)) == body
+
+
+def test_a_documented_messages_request_with_tools_is_written_back_as_it_was_read() -> None:
+    """The tool-use guide's request: a system prompt, a call and its result in the turns, a forced
+    tool, a structured output format beside another `output_config` key, a field of the server's own."""
+    body = {
+        "model": "claude-sonnet-4-5", "max_tokens": 100, "system": "Be brief.", "temperature": 0.5,
+        "stop_sequences": ["END"], "top_k": 5,
+        "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Look it up.", "signature": "sig"},
+                {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}},
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C",
+                                          "is_error": False}]},
+        ],
+        "tools": [{"name": "weather", "input_schema": {"type": "object"}, "description": "The weather."}],
+        "tool_choice": {"type": "tool", "name": "weather"},
+        "output_config": {"effort": "low", "format": {"type": "json_schema", "schema": {"type": "object"}}},
+    }  # fmt: skip
+    messages_, options = messages.request_from_wire(body)
+    assert sent(messages.request_to_wire(messages_, options, model=None, max_tokens=1024)) == body
+
+
 @pytest.mark.parametrize("answer", plain_answers("/messages"), ids=repr)
 def test_a_recorded_messages_answer_is_written_back_as_it_was_read(answer: str) -> None:
     body = json.loads(answer)
