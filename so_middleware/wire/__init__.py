@@ -3,12 +3,12 @@ and what a server reads and answers. The adapters (`providers/`) write requests 
 with them; the gateway reads requests and writes answers with the same functions and tables. A
 new protocol is one new module here (and a provider folder for its client and transport).
 
-- `chat`: Chat Completions: requests both ways, answers both ways, streamed chunks, `finish_reason`.
+- `chat`: Chat Completions: requests both ways, answers both ways, streamed chunks read, `finish_reason`.
 - `responses`: the Responses API: requests both ways, answers read, tools, `text.format`, usage,
   streaming event names, `incomplete_details.reason`.
 - `responses_items`: Responses input and output items.
 - `responses_events`: Responses streaming events: written from updates, read back into them.
-- `messages`: Anthropic Messages: requests written, answers both ways, stream events, `stop_reason`.
+- `messages`: Anthropic Messages: requests both ways, answers both ways, stream events, `stop_reason`.
 - `common`: what every protocol shares (the model, data URIs, function tools, `WireError`, `JSONView`).
 - `prefill`: an assistant prefill a server echoes back, removed.
 
