@@ -76,10 +76,8 @@ from .core import (
     as_messages,
     cancel_run,
     chain,
-    chat_format_to_responses,
     failure_of,
     find_feature,
-    responses_format_to_chat,
     run_sync,
     wait_for_response,
 )
@@ -105,6 +103,7 @@ from .middleware.structured_output import StructuredOutput, StructuredOutputChat
 from .middleware.telemetry import TelemetryChatClient, with_telemetry
 from .schema import OutputSchema
 from .schema.text import Grammar, Regex
+from .wire.chat import chat_format_to_responses, responses_format_to_chat
 
 __all__ = [
     "AgentResponse",

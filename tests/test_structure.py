@@ -46,7 +46,7 @@ ALLOWED = {
     "testing": {"core", "schema", "testing"},
     "local": {"core", "local", "wire", "providers"},
     "top": {"core", "schema", "middleware", "wire", "providers", "agents", "local", "testing", "top"},
-    "root": {"core", "schema", "middleware", "agents"},
+    "root": {"core", "schema", "middleware", "agents", "wire"},
     # the applications
     "batch": LIBRARY | {"batch"},
     "gateway": LIBRARY | {"gateway"},

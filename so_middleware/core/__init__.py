@@ -59,8 +59,9 @@ from ._failures import (
     is_transient,
 )
 from ._features import Feature
-from ._formats import ResponseFormat, chat_format_to_responses, responses_format_to_chat
+from ._formats import ResponseFormat
 from ._formats import copy_json as copy_json  # for schema and middleware: JSON values copied without deepcopy
+from ._formats import flat_format as flat_format  # for wire: either OpenAI spelling of a format read flat
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
 from ._record_keys import (
@@ -165,7 +166,6 @@ __all__ = [
     "carry",
     "cancel_run",
     "chain",
-    "chat_format_to_responses",
     "check_sendable",
     "describe_surrogate",
     "failure_of",
@@ -180,7 +180,6 @@ __all__ = [
     "register_provider",
     "redact",
     "redact_url",
-    "responses_format_to_chat",
     "retry_after_seconds",
     "run_interruptibly",
     "run_sync",

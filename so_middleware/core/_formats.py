@@ -1,16 +1,13 @@
-"""The response format: one neutral value, rendered for each wire protocol.
+"""The response format: one neutral value; each protocol's module in `wire/` writes it.
 
-A `ResponseFormat` is what a caller (or the structured-output layer) asks for. Each adapter renders
-it with one of the `to_*` methods; `responses_format_to_chat` and `chat_format_to_responses`
-translate the two OpenAI spellings into each other (the adapters and the gateway alike: one table,
-`_nested` and `_flat`). Name, strict, description and schema are carried unchanged, never
-re-interpreted; an unknown `type` is forwarded as given (read into a `ResponseFormat`, with a warning).
+A `ResponseFormat` is what a caller (or the structured-output layer) asks for. It is read from
+either OpenAI spelling (`from_wire`) and carries name, strict, description and schema unchanged;
+an unknown `type` is kept as given (`raw`, with a warning). How each protocol spells it is the
+wire's business: `wire.chat.response_format_to_wire`, `wire.responses.text_format_to_wire`,
+`wire.messages.output_format_to_wire`.
 
-| neutral                | Chat Completions `response_format`                         | Responses `text.format`                    | Anthropic `output_config.format` |
-|------------------------|-------------------------------------------------------------|--------------------------------------------|----------------------------------|
-| `text`                 | nothing sent                                                | nothing sent                               | nothing sent                     |
-| `json_object`          | `{"type": "json_object"}`                                   | `{"type": "json_object"}`                  | not supported: `None`            |
-| `json_schema`          | `{"type": "json_schema", "json_schema": {name, schema, strict, description}}` | `{"type": "json_schema", name, schema, strict, description}` | `{"type": "json_schema", "schema": ...}` |
+`raw` is a format in the Responses spelling (a json_schema's fields flat beside `type`), forwarded
+as is: each protocol writes it in its own spelling, never another protocol's.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ from typing import Any
 
 from ._exceptions import UserError
 
-__all__ = ["ResponseFormat", "chat_format_to_responses", "responses_format_to_chat"]
+__all__ = ["ResponseFormat", "copy_json", "flat_format"]
 
 _KNOWN_TYPES = ("text", "json_object", "json_schema")
 
@@ -41,7 +38,8 @@ class ResponseFormat:
     schema: Mapping[str, Any] | None = None
     strict: bool | None = None
     description: str | None = None
-    # The caller's original dict, for unknown types that are forwarded unchanged.
+    # A format forwarded unchanged, in the Responses spelling (flat): an unknown type as the
+    # caller gave it, or a gateway client's `text.format`.
     raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -100,7 +98,7 @@ class ResponseFormat:
             return cls(kind, raw=value)
         if kind != "json_schema":
             return cls(kind)
-        body = _flat(value, "response_format")  # either spelling
+        body = flat_format(value, "response_format")  # either spelling
         if not isinstance(body.get("schema"), Mapping):
             raise UserError("a json_schema response format needs a 'schema' object")
         return cls(
@@ -110,40 +108,6 @@ class ResponseFormat:
             strict=body.get("strict"),
             description=body.get("description"),
         )
-
-    # ------------------------------------------------------------ rendering
-
-    def to_chat_completions(self) -> dict[str, Any] | None:
-        """Chat Completions `response_format` (None: send nothing): `to_responses()` in the Chat
-        Completions spelling. A format given as a dict (`raw`) is sent as given."""
-        flat = self.to_responses()
-        return flat if flat is None or self.raw is not None else _nested(flat)
-
-    def to_responses(self) -> dict[str, Any] | None:
-        """Responses API `text.format` (flat; None: send nothing)."""
-        if self.raw is not None:
-            return dict(self.raw)
-        if self.type == "text":
-            return None
-        if self.type == "json_object":
-            return {"type": "json_object"}
-        return {"type": "json_schema", **self._schema_fields()}
-
-    def to_anthropic(self) -> dict[str, Any] | None:
-        """Anthropic `output_config.format` (None: send nothing, or not expressible there)."""
-        if self.raw is not None:
-            return dict(self.raw)
-        if self.type != "json_schema" or self.schema is None:
-            return None
-        return {"type": "json_schema", "schema": copy_json(dict(self.schema))}
-
-    def _schema_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {"name": self.name or "response", "schema": copy_json(dict(self.schema or {}))}
-        if self.strict is not None:
-            fields["strict"] = self.strict
-        if self.description is not None:
-            fields["description"] = self.description
-        return fields
 
 
 def copy_json(value: Any) -> Any:
@@ -156,50 +120,9 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def responses_format_to_chat(text_format: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Translate a Responses `text.format` into a Chat Completions `response_format`, as is.
-
-    The one spelling difference is a json_schema's fields, nested under `json_schema`; every key,
-    unknown ones included, keeps its value (a copy, the caller's own) and its order, and an unknown
-    type is forwarded unchanged. `text` or no format gives None (send nothing); a format without a
-    string `type` is a `UserError`. Example:
-        responses_format_to_chat({"type": "json_schema", "name": "p", "schema": s, "strict": True})
-        == {"type": "json_schema", "json_schema": {"name": "p", "schema": s, "strict": True}}
-    """
-    if text_format is None or _kind(text_format, "text.format") == "text":
-        return None
-    return _nested(copy_json(dict(text_format)))
-
-
-def chat_format_to_responses(response_format: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Translate a Chat Completions `response_format` into a Responses `text.format` (the inverse:
-    a json_schema's fields lifted out of `json_schema`, every key and its order kept)."""
-    if response_format is None or _kind(response_format, "response_format") == "text":
-        return None
-    return _flat(copy_json(dict(response_format)), "response_format")
-
-
-def _kind(value: Any, where: str) -> str:
-    """A wire format's `type`; a value that is no dict with a string type is a `UserError`."""
-    kind = value.get("type") if isinstance(value, Mapping) else None
-    if not isinstance(kind, str):
-        raise UserError(f"{where}.type must be a string ({where} an object), got {value!r:.200}")
-    return kind
-
-
-# The two OpenAI spellings of a format: a json_schema's fields flat beside `type` (Responses) or
-# nested under `json_schema` (Chat Completions); every other type is spelled the same in both.
-
-
-def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """The Chat Completions spelling of a Responses format (its values not copied)."""
-    if flat.get("type") != "json_schema":
-        return dict(flat)
-    return {"type": "json_schema", "json_schema": {key: value for key, value in flat.items() if key != "type"}}
-
-
-def _flat(nested: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """The Responses spelling of a Chat Completions format (one already flat is kept as it is)."""
+def flat_format(nested: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A format in either OpenAI spelling, flat (a Chat Completions json_schema's fields lifted out
+    of `json_schema`; one already flat is kept as it is)."""
     if nested.get("type") != "json_schema" or "json_schema" not in nested:
         return dict(nested)
     fields = nested["json_schema"]

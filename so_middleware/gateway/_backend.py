@@ -127,8 +127,9 @@ class DirectChatClient(OpenAIChatClient):
         super().__init__(sdk_client, **options)
         self._direct = DirectPost(sdk_client, http_client, "/chat/completions")
 
-    def _create(self, options: ChatOptions) -> Any:
-        call = super()._create(options)  # the SDK's `create` itself when something wrapped it: kept
+    def create_for(self, options: ChatOptions) -> Any:
+        """The adapter's `create`, or the `DirectPost` when the SDK is not to retry."""
+        call = super().create_for(options)  # the SDK's `create` itself when something wrapped it: kept
         if isinstance(call, SDKPost) and call.sdk_client.max_retries == 0:
             return self._direct
         return call

@@ -1,29 +1,27 @@
 """Reading a Responses API request: the body checked field by field, then translated into the
 library's own types (`ChatMessage`, `ChatOptions`) for the Chat Completions adapter.
 
-`text.format` is forwarded as is (seed 004 FR-001…FR-007): the Chat Completions `response_format`
-is the same dict with a json_schema's fields nested under `json_schema` (the one spelling
-difference); every key, unknown ones included, keeps its value and its order, and an unknown
-`type` goes through untouched. `text` or no format sends nothing.
-
-Fields the Responses API has and Chat Completions lacks are used by the gateway itself (`store`,
-`background`, `previous_response_id`, `metadata`, ...). Fields the Responses API does not know
-are forwarded into the backend's request body unchanged (the passthrough philosophy): vLLM's
-`top_k` or llama.cpp's `min_p` reach the backend; a client's `client_metadata` (about itself) does not.
+The options are read in one call, `wire.responses.options_from_wire` (the codec every adapter
+shares): `text.format` forwarded as is (seed 004 FR-001…FR-007), and fields the Responses API does
+not know forwarded into the backend's request body unchanged (the passthrough philosophy: vLLM's
+`top_k` or llama.cpp's `min_p` reach the backend; a client's `client_metadata` does not). The
+fields the Responses API has and Chat Completions lacks are the gateway's own (`store`,
+`background`, `previous_response_id`, ...); the input items are checked here, where item
+references and compaction windows are known.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from so_middleware import ChatOptions, ResponseFormat
+from so_middleware import ChatOptions
 
 from ..core import describe_surrogate, lone_surrogate_at
-from ..wire.responses import WireError, text_format_to_chat, tool_choice_from_wire, tool_from_wire
+from ..wire.common import WireError, field_of
+from ..wire.responses import options_from_wire
 from ..wire.responses_items import item_to_message
 from ._compaction._window import expanded
 from ._errors import BadRequest
@@ -31,18 +29,6 @@ from ._errors import BadRequest
 __all__ = ["MAX_DEPTH", "GatewayRequest", "input_items", "is_reference", "parse_request", "read_json"]
 
 MAX_DEPTH = 64  # levels of nesting in a request body (a JSON schema's are far fewer)
-
-# Responses fields that shape the gateway's behaviour or are echoed; never sent on as they are.
-_GATEWAY_FIELDS = {
-    "model", "input", "instructions", "tools", "tool_choice", "temperature", "top_p", "max_output_tokens",
-    "parallel_tool_calls", "metadata", "user", "reasoning", "text", "stream", "store", "background",
-    "previous_response_id", "include", "truncation", "service_tier", "stream_options", "prompt_cache_key",
-    "safety_identifier", "top_logprobs", "max_tool_calls", "conversation", "prompt",
-    # What a client says about itself, not to the model: Codex CLI's installation, session and thread
-    # ids. Like `metadata`, it stays at the gateway; a backend may be a third party's. (`user` is the
-    # API's field for the provider, and goes on.)
-    "client_metadata",
-}  # fmt: skip
 
 
 @dataclass
@@ -118,38 +104,18 @@ def parse_request(body: Any, *, default_model: str | None = None) -> GatewayRequ
 def _parse(body: Any, default_model: str | None) -> GatewayRequest:
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object", None)
-    model = _get(body, "model", str) or default_model
-    if not model:
-        raise BadRequest("model is required", "model")
-    items = input_items(body.get("input"))
-    text = _get(body, "text", dict) or {}
-    response_format = text_format_to_chat(text.get("format"))
-    options: dict[str, Any] = {"model": model, "instructions": _get(body, "instructions", str)}
-    options["temperature"] = _get(body, "temperature", (int, float))
-    options["top_p"] = _get(body, "top_p", (int, float))
-    options["max_tokens"] = _get(body, "max_output_tokens", int)
-    if response_format is not None:
-        fmt = text["format"]
-        schema = fmt.get("schema") if isinstance(fmt.get("schema"), Mapping) else None
-        options["response_format"] = ResponseFormat(
-            fmt["type"], name=fmt.get("name"), schema=schema, raw=response_format
-        )
-    tools = _get(body, "tools", list)
-    if tools:
-        options["tools"] = [tool_from_wire(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
-    if body.get("tool_choice") is not None:
-        options["tool_choice"] = tool_choice_from_wire(body["tool_choice"])
-    options["extra_body"] = _extra_body(body, text)
+    options = options_from_wire(body, default_model=default_model)
+    assert options.model is not None  # options_from_wire requires one
     return GatewayRequest(
         body=body,
-        model=model,
-        input_items=items,
-        options=ChatOptions(**{k: v for k, v in options.items() if v is not None}),
-        text=text,
-        stream=bool(_get(body, "stream", bool)),
-        store=_get(body, "store", bool) is not False,
-        background=bool(_get(body, "background", bool)),
-        previous_response_id=_get(body, "previous_response_id", str),
+        model=options.model,
+        input_items=input_items(body.get("input")),
+        options=options,
+        text=field_of(body, "text", dict) or {},
+        stream=bool(field_of(body, "stream", bool)),
+        store=field_of(body, "store", bool) is not False,
+        background=bool(field_of(body, "background", bool)),
+        previous_response_id=field_of(body, "previous_response_id", str),
     )
 
 
@@ -175,33 +141,3 @@ def is_reference(item: dict[str, Any]) -> bool:
     """An `item_reference` (its `type` may be left out or null, the spec says: then an id and no role)."""
     kind = item.get("type")
     return kind == "item_reference" or (kind is None and "id" in item and "role" not in item)
-
-
-def _extra_body(body: dict[str, Any], text: dict[str, Any]) -> dict[str, Any] | None:
-    extra = {k: v for k, v in body.items() if k not in _GATEWAY_FIELDS}
-    if _get(body, "parallel_tool_calls", bool) is not None and body.get("tools"):
-        extra["parallel_tool_calls"] = body["parallel_tool_calls"]
-    if _get(body, "user", str) is not None:
-        extra["user"] = body["user"]
-    reasoning = _get(body, "reasoning", dict)
-    if reasoning and reasoning.get("effort") is not None:
-        extra["reasoning_effort"] = reasoning["effort"]
-    if text.get("verbosity") is not None:
-        extra["verbosity"] = text["verbosity"]
-    _get(body, "metadata", dict)
-    return extra or None
-
-
-def _get(body: dict[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
-    value = body.get(name)
-    if value is None:
-        return None
-    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in _as_tuple(kinds))
-    if not ok:
-        expected = " or ".join(k.__name__ for k in _as_tuple(kinds))
-        raise BadRequest(f"{name} must be of type {expected}, got {type(value).__name__}", name)
-    return value
-
-
-def _as_tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kinds if isinstance(kinds, tuple) else (kinds,)

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from typing import Any
 
 from ..wire.responses import echoed_text, echoed_tool
+from ..wire.responses_events import new_id
 from ._request import GatewayRequest
 
 __all__ = ["is_response_id", "new_id", "response_skeleton"]
 
 _RESPONSE_ID = re.compile(r"resp_[0-9A-Za-z_-]{1,128}")
-
-
-def new_id(prefix: str) -> str:
-    """A unique id in OpenAI's style: `resp_…`, `msg_…`, `fc_…`."""
-    return f"{prefix}_{os.urandom(16).hex()}"  # as random as uuid4's hex, without building a UUID
 
 
 def is_response_id(value: str) -> bool:

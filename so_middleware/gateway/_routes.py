@@ -12,11 +12,11 @@ from starlette.responses import Response
 from so_middleware import ChatClient, __version__
 
 from ..providers import sdk_boundary
+from ..wire.responses_events import spec_names
 from ..wire.responses_items import as_listed_item, items_to_messages
 from ._compaction._compact import compact, resolved
 from ._errors import BadRequest, error_response
 from ._json import JSONAnswer
-from ._output import spec_names
 from ._request import parse_request, read_json
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, ResponseRun, Runs

@@ -20,8 +20,8 @@ from so_middleware import ChatClient, ChatMessage, ChatOptions, ChatResponseUpda
 from so_middleware.core import mend_surrogates
 
 from ..wire.responses import TERMINAL_EVENTS, Event
+from ..wire.responses_events import ResponseWriter
 from ._errors import BadRequest
-from ._output import ResponseWriter
 from ._request import GatewayRequest
 from ._shared import SharedRuns
 from ._store import ResponseStore, StoreError

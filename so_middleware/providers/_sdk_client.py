@@ -36,6 +36,7 @@ from ..core import (
     redact_url,
     seconds_left,
 )
+from ..wire.prefill import prefill_of
 from ._bridge import (
     UNREADABLE,
     IdleTimeout,
@@ -53,7 +54,6 @@ from ._bridge import (
 )
 from ._discovery import PROBE_TIMEOUT, ServerInfo, identify_server, is_hosted, server_root
 from ._post import SDKPost
-from ._prefill import prefill_of
 from ._sdk_use import sdk_boundary
 from ._sse import EventStream
 

@@ -22,50 +22,11 @@ import httpx2
 import jiter
 
 from ..core import ProviderResponseError
+from ..wire.common import JSONView
+from ..wire.common import view_of as _view
 from ._bridge import failure_from_body
 
 __all__ = ["EventStream", "JSONView"]
-
-
-class JSONView:
-    """A JSON object read by attribute: `view.delta.content`; a missing key reads as None,
-    nested objects are views, lists of objects lists of views. `view.model_extra` is the whole
-    object (where the SDK keeps fields it does not know)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):  # copy, pickle and friends look these up
-            raise AttributeError(name)
-        if name == "model_extra":
-            return self._data
-        return _view(self._data.get(name))
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._data
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, JSONView) and other._data == self._data
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event's JSON object (not a copy)."""
-        return self._data
-
-    def __repr__(self) -> str:
-        return f"JSONView({self._data!r})"
-
-
-def _view(value: Any) -> Any:
-    if isinstance(value, dict):
-        return JSONView(value)
-    if isinstance(value, list):
-        return [JSONView(item) if isinstance(item, dict) else item for item in value]
-    return value
 
 
 class EventStream:

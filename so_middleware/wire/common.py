@@ -13,18 +13,46 @@ from ..core import (
     DataContent,
     ForcedTool,
     FunctionTool,
+    ResponseFormat,
     UserError,
+    copy_json,
     warn_at_callers_line,
 )
 
 __all__ = [
+    "JSONView",
+    "WireError",
     "chosen_model",
     "data_uri",
+    "field_of",
+    "flat_format_to_wire",
     "function_fields",
     "tool_choice_to_wire",
     "tools_to_wire",
+    "view_of",
     "warn_if_not_enforced",
 ]
+
+
+class WireError(UserError):
+    """A request field a server cannot read; `param` names it (`tools[0].type`)."""
+
+    def __init__(self, message: str, param: str | None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def field_of(body: Mapping[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
+    """`body[name]`, None when absent or null; a value not of `kinds` is a `WireError` naming the
+    field (a bool is no number here, as in JSON)."""
+    value = body.get(name)
+    if value is None:
+        return None
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise WireError(f"{name} must be of type {expected}, got {type(value).__name__}", name)
+    return value
 
 
 def chosen_model(options: ChatOptions, model: str | None) -> str:
@@ -50,6 +78,25 @@ def function_fields(tool: FunctionTool, *, parameters: str = "parameters") -> di
     if tool.strict is not None:
         fields["strict"] = tool.strict
     return fields
+
+
+def flat_format_to_wire(fmt: ResponseFormat) -> dict[str, Any] | None:
+    """`fmt` in the OpenAI Responses spelling, a json_schema's fields flat beside `type` (None: send
+    nothing). Name (`response` when unset), a copy of the schema, strict and description where set;
+    a format forwarded as is (`raw`) is a copy of it. The Chat Completions spelling nests this."""
+    if fmt.raw is not None:
+        forwarded: dict[str, Any] = copy_json(dict(fmt.raw))
+        return forwarded
+    if fmt.type == "text":
+        return None
+    if fmt.type == "json_object":
+        return {"type": "json_object"}
+    fields: dict[str, Any] = {"name": fmt.name or "response", "schema": copy_json(dict(fmt.schema or {}))}
+    if fmt.strict is not None:
+        fields["strict"] = fmt.strict
+    if fmt.description is not None:
+        fields["description"] = fmt.description
+    return {"type": fmt.type, **fields}
 
 
 def tools_to_wire(
@@ -90,3 +137,44 @@ def warn_if_not_enforced(
     warn_at_callers_line(
         f"the {fmt.type} response format {reason}: the answer may not follow it; validate it (with_structured_output does)"
     )
+
+
+class JSONView:
+    """A JSON object read by attribute: `view.delta.content`; a missing key reads as None,
+    nested objects are views, lists of objects lists of views. `view.model_extra` is the whole
+    object (where the SDK keeps fields it does not know)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy, pickle and friends look these up
+            raise AttributeError(name)
+        if name == "model_extra":
+            return self._data
+        return view_of(self._data.get(name))
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._data
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JSONView) and other._data == self._data
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON object (not a copy)."""
+        return self._data
+
+    def __repr__(self) -> str:
+        return f"JSONView({self._data!r})"
+
+
+def view_of(value: Any) -> Any:
+    if isinstance(value, dict):
+        return JSONView(value)
+    if isinstance(value, list):
+        return [JSONView(item) if isinstance(item, dict) else item for item in value]
+    return value

@@ -1,14 +1,21 @@
-"""The Responses API's request fields, both directions: what a client sends (the adapter writes it
-from the library's types) and what a server reads (the gateway turns it back into them); usage as
-a client reads it and as a server writes it. Items are in `responses_items`.
+"""The Responses API, both directions: the request a client sends (`request_to_wire`) and a server
+reads (`request_from_wire`, `options_from_wire`); the answer a client reads (`response_from_wire`;
+`responses_events.ResponseWriter` writes it); usage both ways; `incomplete_details.reason` read and
+written with one table, `INCOMPLETE_REASONS`. Items are in `responses_items`.
 
-| library                  | Responses API                                                     |
-|--------------------------|-------------------------------------------------------------------|
-| `FunctionTool`           | `{"type": "function", "name", "parameters", "strict", "description"}` |
-| a custom tool            | `{"type": "custom", "name", ...}`: read as a function of one string `input` |
-| `ForcedTool(name)`       | `{"type": "function" (or "custom"), "name"}`                      |
-| `UsageDetails`           | `usage` (`input_tokens`, `output_tokens`, their details, `total_tokens`) |
-| Chat `response_format`   | `text.format` (json_schema's fields flat instead of nested)       |
+| library                               | Responses API                                                  |
+|---------------------------------------|----------------------------------------------------------------|
+| `instructions` option + system messages | `instructions` (joined by a blank line)                      |
+| messages, calls, results              | input items (`responses_items`)                                |
+| `max_tokens`                          | `max_output_tokens`                                            |
+| `FunctionTool`                        | `{"type": "function", "name", "parameters", "strict", "description"}` |
+| a custom tool                         | `{"type": "custom", "name", ...}`: read as a function of one string `input` |
+| `ForcedTool(name)`                    | `{"type": "function" (or "custom"), "name"}`                   |
+| `response_format`                     | `text.format` (`text_format_to_wire`: flat)                    |
+| `background`                          | `background: true`                                             |
+| `UsageDetails`                        | `usage` (`input_tokens`, `output_tokens`, their details, `total_tokens`) |
+
+`seed` has no Responses field and is not sent; `stop` has none either and raises `UserError`.
 
 Streaming events are named once, in `Event` (OpenAI's names) and `SPEC_NAMES` (the Open Responses
 spec's, where they differ): the gateway writes them, the adapter's stream reader reads them.
@@ -16,14 +23,35 @@ spec's, where they differ): the gateway writes them, the adapter's stream reader
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..core import ForcedTool, FunctionTool, UsageDetails, UserError, responses_format_to_chat
-from .common import function_fields
+from ..core import (
+    Capabilities,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    FinishReason,
+    ForcedTool,
+    FunctionCallContent,
+    FunctionTool,
+    ProviderResponseError,
+    RefusalContent,
+    ResponseFormat,
+    TextContent,
+    UsageDetails,
+    UserError,
+)
+from .chat import response_format_to_wire, responses_format_to_chat
+from .common import WireError, chosen_model, field_of, flat_format_to_wire, function_fields, tools_to_wire
 from .common import tool_choice_to_wire as _choice
+from .prefill import strip_echo
+from .responses_items import items_to_messages, message_to_items, output_contents
 
 __all__ = [
     "CUSTOM_TOOL_PARAMETERS",
+    "INCOMPLETE_REASONS",
+    "REQUEST_FIELDS",
     "SPEC_NAMES",
     "STATUS_EVENTS",
     "TERMINAL_EVENTS",
@@ -31,7 +59,15 @@ __all__ = [
     "WireError",
     "echoed_text",
     "echoed_tool",
+    "finish_reason_from_wire",
+    "incomplete_reason_to_wire",
+    "options_from_wire",
+    "reported_failure",
+    "request_from_wire",
+    "request_to_wire",
+    "response_from_wire",
     "text_format_to_chat",
+    "text_format_to_wire",
     "tool_choice_from_wire",
     "tool_choice_to_wire",
     "tool_from_wire",
@@ -45,14 +81,6 @@ __all__ = [
 CUSTOM_TOOL_PARAMETERS = {
     "type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"], "additionalProperties": False,
 }  # fmt: skip
-
-
-class WireError(UserError):
-    """A request field a server cannot read; `param` names it (`tools[0].type`)."""
-
-    def __init__(self, message: str, param: str | None) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 # ---------------------------------------------------------------- tools
@@ -130,6 +158,208 @@ def echoed_text(text: dict[str, Any] | None) -> dict[str, Any]:
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         echoed["format"] = {**fmt, "description": fmt.get("description"), "strict": fmt.get("strict", False)}
     return echoed
+
+
+def text_format_to_wire(fmt: ResponseFormat) -> dict[str, Any] | None:
+    """`text.format` for `fmt` (None: send nothing): flat, a json_schema's fields beside `type`.
+
+    Example: `text_format_to_wire(ResponseFormat.json_object()) == {"type": "json_object"}`."""
+    return flat_format_to_wire(fmt)
+
+
+# ---------------------------------------------------------------- requests
+
+# `incomplete_details.reason`, read and written: each wire value and the library's reason. An
+# incomplete response for a reason not listed here (`max_messages`, ...) is read as `length`.
+INCOMPLETE_REASONS = {"max_output_tokens": FinishReason.LENGTH, "content_filter": FinishReason.CONTENT_FILTER}
+_WRITTEN_REASONS = {reason: value for value, reason in INCOMPLETE_REASONS.items()}
+
+
+def request_to_wire(
+    messages: list[ChatMessage], options: ChatOptions, *, model: str | None, capabilities: Capabilities
+) -> dict[str, Any]:
+    """The keyword arguments of `responses.create` for this call (without `stream`).
+
+    With `capabilities.response_format_passthrough` the format is also sent as a Chat
+    Completions `response_format` key (in `extra_body`), for servers that ignore `text.format`.
+    """
+    chosen = chosen_model(options, model)
+    if options.stop:
+        raise UserError("the Responses API has no stop sequences; drop 'stop' or use the Chat Completions adapter")
+    system = [options.instructions] if options.instructions else []
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            system.append(message.text)
+        else:
+            items.extend(message_to_items(message))
+    request: dict[str, Any] = {"model": chosen, "input": items}
+    if system:
+        request["instructions"] = "\n\n".join(system)
+    if options.background:
+        request["background"] = True
+    if options.max_tokens is not None:
+        request["max_output_tokens"] = options.max_tokens
+    for name in ("temperature", "top_p"):
+        value = getattr(options, name)
+        if value is not None:
+            request[name] = value
+    if options.tools:
+        request["tools"] = tools_to_wire(options.tools, tool_to_wire)
+    if options.tool_choice is not None:
+        request["tool_choice"] = tool_choice_to_wire(options.tool_choice)
+    extra_body: dict[str, Any] = {}
+    if options.response_format is not None:
+        text_format = text_format_to_wire(options.response_format)
+        if text_format is not None:
+            request["text"] = {"format": text_format}
+            if capabilities.response_format_passthrough:
+                extra_body["response_format"] = response_format_to_wire(options.response_format)
+    extra_body.update(options.extra_body or {})  # the caller's own fields win
+    if extra_body:
+        request["extra_body"] = extra_body
+    return request
+
+
+# The request fields the Responses API defines: read into the options, or used by a server itself
+# (`store`, `background`, `previous_response_id`, `metadata`, ...). Any other field is the
+# backend's (vLLM's `top_k`, llama.cpp's `min_p`) and goes on in `extra_body`.
+REQUEST_FIELDS = frozenset({
+    "model", "input", "instructions", "tools", "tool_choice", "temperature", "top_p", "max_output_tokens",
+    "parallel_tool_calls", "metadata", "user", "reasoning", "text", "stream", "store", "background",
+    "previous_response_id", "include", "truncation", "service_tier", "stream_options", "prompt_cache_key",
+    "safety_identifier", "top_logprobs", "max_tool_calls", "conversation", "prompt",
+    # What a client says about itself, not to the model: Codex CLI's installation, session and thread
+    # ids. Like `metadata`, it stays at the server; a backend may be a third party's. (`user` is the
+    # API's field for the provider, and goes on.)
+    "client_metadata",
+})  # fmt: skip
+
+
+def request_from_wire(body: Mapping[str, Any]) -> tuple[list[ChatMessage], ChatOptions]:
+    """A Responses request body as a server reads it: the messages of its `input` (a string is one
+    user message) and `instructions`, and its options (`options_from_wire`). The inverse of
+    `request_to_wire`; a field it cannot read is a `WireError` naming it.
+
+    Example: `request_from_wire({"model": "m", "input": "Hi"})`
+    gives `([ChatMessage("user", "Hi")], ChatOptions(model="m"))`."""
+    value = body.get("input")
+    if isinstance(value, str):
+        value = [{"type": "message", "role": "user", "content": value}]
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise WireError("input must be a string or a list of input items", "input")
+    return items_to_messages(value), options_from_wire(body)
+
+
+def options_from_wire(body: Mapping[str, Any], *, default_model: str | None = None) -> ChatOptions:
+    """A Responses request's options, in one pass over the body: the model (`default_model` when
+    the body names none), instructions, sampling, `max_output_tokens`, `text.format` (forwarded as
+    is: `raw`, the flat spelling), tools, tool choice, and the fields for the backend in
+    `extra_body` (those the API does not define, and `parallel_tool_calls`, `user`,
+    `reasoning.effort`, `text.verbosity`). A field of the wrong type is a `WireError` naming it."""
+    model = field_of(body, "model", str) or default_model
+    if not model:
+        raise WireError("model is required", "model")
+    options: dict[str, Any] = {"model": model, "instructions": field_of(body, "instructions", str)}
+    options["temperature"] = field_of(body, "temperature", (int, float))
+    options["top_p"] = field_of(body, "top_p", (int, float))
+    options["max_tokens"] = field_of(body, "max_output_tokens", int)
+    text = field_of(body, "text", dict) or {}
+    if text_format_to_chat(text.get("format")) is not None:  # checked, and `text` sends nothing
+        fmt = text["format"]
+        schema = fmt.get("schema") if isinstance(fmt.get("schema"), Mapping) else None
+        options["response_format"] = ResponseFormat(fmt["type"], name=fmt.get("name"), schema=schema, raw=fmt)
+    tools = field_of(body, "tools", list)
+    if tools:
+        options["tools"] = [tool_from_wire(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
+    if body.get("tool_choice") is not None:
+        options["tool_choice"] = tool_choice_from_wire(body["tool_choice"])
+    options["extra_body"] = _extra_body(body, text)
+    return ChatOptions(**{k: v for k, v in options.items() if v is not None})
+
+
+def _extra_body(body: Mapping[str, Any], text: Mapping[str, Any]) -> dict[str, Any] | None:
+    extra = {k: v for k, v in body.items() if k not in REQUEST_FIELDS}
+    if field_of(body, "parallel_tool_calls", bool) is not None and body.get("tools"):
+        extra["parallel_tool_calls"] = body["parallel_tool_calls"]
+    if field_of(body, "user", str) is not None:
+        extra["user"] = body["user"]
+    reasoning = field_of(body, "reasoning", dict)
+    if reasoning and reasoning.get("effort") is not None:
+        extra["reasoning_effort"] = reasoning["effort"]
+    if text.get("verbosity") is not None:
+        extra["verbosity"] = text["verbosity"]
+    field_of(body, "metadata", dict)
+    return extra or None
+
+
+# ---------------------------------------------------------------- responses
+
+
+def incomplete_reason_to_wire(reason: FinishReason | None) -> str | None:
+    """`incomplete_details.reason` for a finish reason that leaves a response incomplete (None:
+    the response is complete): `INCOMPLETE_REASONS` read backwards."""
+    return _WRITTEN_REASONS.get(reason) if reason is not None else None
+
+
+def finish_reason_from_wire(response: Any, *, called: bool = False, refused: bool = False) -> FinishReason | None:
+    """Map `status` and `incomplete_details.reason`; a refusal or a tool call refines `completed`.
+
+    An incomplete response for any other reason (`max_messages`, ...) is reported as `length`:
+    its output is cut off either way.
+    """
+    status = getattr(response, "status", None)
+    if status == "incomplete":
+        reason = getattr(getattr(response, "incomplete_details", None), "reason", None)
+        return INCOMPLETE_REASONS.get(reason or "", FinishReason.LENGTH)
+    if status == "completed":
+        if refused:
+            return FinishReason.REFUSAL
+        return FinishReason.TOOL_CALLS if called else FinishReason.STOP
+    return None
+
+
+def reported_failure(response: Any) -> ProviderResponseError | None:
+    """The typed error of a `failed`/`cancelled` response (None when it did not fail)."""
+
+    def field(name: str) -> Any:  # an event of a type the SDK does not know carries a plain dict
+        return response.get(name) if isinstance(response, Mapping) else getattr(response, name, None)
+
+    status = field("status")
+    if status not in ("failed", "cancelled"):
+        return None
+    error = field("error")
+    code = getattr(error, "code", None) or (error.get("code") if isinstance(error, Mapping) else None)
+    code = code if isinstance(code, str) else "cancelled" if status == "cancelled" else None
+    return ProviderResponseError(f"the response {status}: {code or 'no error code given'}", code=code, reported=True)
+
+
+def response_from_wire(response: Any, *, prefill: str = "") -> ChatResponse[Any]:
+    """Map a `Response` to a `ChatResponse`; `prefill` is stripped from the text when echoed.
+
+    A `failed` or `cancelled` response, or one without an `output` list, raises
+    `ProviderResponseError`.
+    """
+    failure = reported_failure(response)
+    if failure is not None:
+        raise failure
+    if not isinstance(getattr(response, "output", None), list):
+        raise ProviderResponseError("the server's answer could not be read: a response without an output list")
+    contents = output_contents(response.output)
+    if prefill:
+        first = next((i for i, c in enumerate(contents) if isinstance(c, TextContent)), None)
+        if first is not None:
+            contents[first] = TextContent(strip_echo(contents[first].text, prefill))  # type: ignore[union-attr]
+    called = any(isinstance(c, FunctionCallContent) for c in contents)
+    refused = any(isinstance(c, RefusalContent) for c in contents)
+    return ChatResponse(
+        ChatMessage("assistant", contents, raw_representation=response),
+        usage=usage_from(getattr(response, "usage", None)),
+        finish_reason=finish_reason_from_wire(response, called=called, refused=refused),
+        response_id=getattr(response, "id", None),
+        model_id=getattr(response, "model", None),
+        raw_representation=response,
+    )
 
 
 # ---------------------------------------------------------------- streaming events

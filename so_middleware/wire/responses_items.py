@@ -34,8 +34,7 @@ from ..core import (
     TextContent,
     UserError,
 )
-from .common import data_uri
-from .responses import WireError
+from .common import WireError, data_uri
 
 __all__ = [
     "as_listed_item",

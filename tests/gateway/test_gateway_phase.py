@@ -11,7 +11,7 @@ import pytest
 from fakes import sdk
 
 from so_middleware import ChatResponseUpdate, FinishReason, FunctionCallContent, TextContent
-from so_middleware.gateway._output import ResponseWriter
+from so_middleware.wire.responses_events import ResponseWriter
 
 HISTORY = [
     {"type": "message", "role": "assistant", "phase": "commentary", "content": "I should answer with the number."},

@@ -13,9 +13,10 @@ import pytest
 from pydantic import BaseModel
 
 from so_middleware import ResponseFormat, UserError, with_structured_output
-from so_middleware.core._formats import copy_json
+from so_middleware.core import copy_json
 from so_middleware.openai import OPENAI_API, OpenAIChatClient
 from so_middleware.schema import OutputSchema
+from so_middleware.wire.chat import response_format_to_wire
 
 
 class Person(BaseModel):
@@ -51,7 +52,7 @@ def test_check_profile_raises_what_json_schema_raises() -> None:
 
 def test_request_schema_is_not_the_format_schema() -> None:
     fmt = ResponseFormat.json_schema({"type": "object", "properties": {"x": {"type": "integer"}}}, name="X")
-    wire = fmt.to_chat_completions()
+    wire = response_format_to_wire(fmt)
     assert wire is not None
     wire["json_schema"]["schema"]["properties"]["x"]["type"] = "string"
     assert fmt.schema is not None and fmt.schema["properties"]["x"]["type"] == "integer"

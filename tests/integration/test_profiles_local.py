@@ -18,6 +18,9 @@ from so_middleware import Capabilities, ChatMessage, ChatOptions, ForcedTool, Fu
 from so_middleware.anthropic import LLAMA_SERVER_MESSAGES, AnthropicChatClient
 from so_middleware.local import LocalModelServer
 from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OpenAIChatClient, OpenAIResponsesClient
+from so_middleware.wire.chat import response_format_to_wire
+from so_middleware.wire.messages import output_format_to_wire
+from so_middleware.wire.responses import text_format_to_wire
 
 pytestmark = pytest.mark.anyio
 
@@ -100,14 +103,18 @@ async def test_responses_route(local_server: LocalModelServer, local_sdk: Any) -
     sdk = local_sdk("async-openai")
     model = local_server.model
     text_format_alone = await sdk.responses.create(
-        model=model, input=QUESTION, max_output_tokens=30, temperature=0, text={"format": ZEBRA_FORMAT.to_responses()}
+        model=model,
+        input=QUESTION,
+        max_output_tokens=30,
+        temperature=0,
+        text={"format": text_format_to_wire(ZEBRA_FORMAT)},
     )
     passthrough_alone = await sdk.responses.create(
         model=model,
         input=QUESTION,
         max_output_tokens=30,
         temperature=0,
-        extra_body={"response_format": ZEBRA_FORMAT.to_chat_completions()},
+        extra_body={"response_format": response_format_to_wire(ZEBRA_FORMAT)},
     )
     assert not conforms(text_format_alone.output_text)  # seed 004, live: text.format alone is ignored
     assert conforms(passthrough_alone.output_text)
@@ -156,7 +163,7 @@ async def test_messages_route(local_server: LocalModelServer, local_sdk: Any) ->
         model=model,
         max_tokens=30,
         messages=user,
-        output_config={"format": ZEBRA_FORMAT.to_anthropic()},
+        output_config={"format": output_format_to_wire(ZEBRA_FORMAT)},
         extra_body={"temperature": 0},
     )
     tool = {"name": WEATHER.name, "description": WEATHER.description, "input_schema": dict(WEATHER.parameters)}

@@ -10,7 +10,7 @@ from typing import Any
 
 from so_middleware import FinishReason, FunctionCallContent, ReasoningContent, RefusalContent, TextContent
 from so_middleware.providers._sse import JSONView
-from so_middleware.providers.openai._chat_wire import ChunkReader
+from so_middleware.wire.chat import ChunkReader
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> JSONView:

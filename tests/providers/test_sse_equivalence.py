@@ -23,9 +23,9 @@ import yaml
 from so_middleware import ChatMessage, ChatResponse, ChatResponseUpdate, StreamInterruptedError
 from so_middleware.local import LocalModelServer, chat_client
 from so_middleware.providers._sse import JSONView
-from so_middleware.providers.anthropic._messages_stream import StreamReader as MessagesReader
-from so_middleware.providers.openai._chat_wire import ChunkReader
-from so_middleware.providers.openai._responses_stream import StreamReader as ResponsesReader
+from so_middleware.wire.chat import ChunkReader
+from so_middleware.wire.messages import StreamReader as MessagesReader
+from so_middleware.wire.responses_events import StreamReader as ResponsesReader
 
 pytestmark = pytest.mark.anyio
 

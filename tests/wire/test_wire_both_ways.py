@@ -32,8 +32,10 @@ from so_middleware import (
     chat_format_to_responses,
     responses_format_to_chat,
 )
-from so_middleware.providers.anthropic._messages_wire import build_request as anthropic_request
 from so_middleware.wire import chat, responses, responses_items
+from so_middleware.wire.chat import response_format_to_wire
+from so_middleware.wire.messages import request_to_wire as anthropic_request
+from so_middleware.wire.responses import text_format_to_wire
 
 TOOLS = [
     FunctionTool("lookup", {"type": "object", "properties": {"q": {"type": "string"}}}, "Look it up.", True),
@@ -103,7 +105,7 @@ def test_output_a_server_writes_reads_back_on_a_client() -> None:
     from openai.types.responses import Response
 
     from so_middleware import ChatResponseUpdate, FinishReason, ReasoningContent
-    from so_middleware.gateway._output import ResponseWriter
+    from so_middleware.wire.responses_events import ResponseWriter
 
     contents = [
         ReasoningContent("First the name."),
@@ -147,7 +149,7 @@ def test_the_gateway_and_the_library_translate_text_format_one_way(text_format: 
     assert json.dumps(chat_format_to_responses(served)) == json.dumps(text_format)  # and back, as it was
     if text_format["type"] == "json_schema" and "name" in text_format:
         fmt = ResponseFormat.json_schema(text_format["schema"], name="p", strict=True)
-        assert fmt.to_chat_completions() == responses.text_format_to_chat(fmt.to_responses())
+        assert response_format_to_wire(fmt) == responses.text_format_to_chat(text_format_to_wire(fmt))
 
 
 def test_a_text_format_a_server_cannot_read_names_its_field() -> None:
@@ -170,8 +172,7 @@ def test_the_events_a_server_writes_are_named_in_the_table_and_read_back_on_a_cl
     from openai.types.responses import ResponseStreamEvent
     from pydantic import TypeAdapter
 
-    from so_middleware.gateway._output import ResponseWriter
-    from so_middleware.providers.openai._responses_stream import StreamReader
+    from so_middleware.wire.responses_events import ResponseWriter, StreamReader
 
     contents = [
         ReasoningContent("First the name."),

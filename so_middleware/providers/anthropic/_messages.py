@@ -33,10 +33,9 @@ from anthropic.types import Message
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
 from ...wire.common import warn_if_not_enforced
+from ...wire.messages import StreamReader, request_to_wire, response_from_wire
 from .._discovery import ServerInfo
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
-from ._messages_stream import StreamReader
-from ._messages_wire import build_request, message_to_chat
 from ._profiles import profile_for, rejects_prefill, server_profile
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatClient"]
@@ -97,7 +96,7 @@ class AnthropicChatClient(SDKChatClient):
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
         warn_if_not_enforced(options, self.capabilities, "Anthropic", forms=("json_schema",))
-        return build_request(messages, options, model=self.model, max_tokens=self.max_tokens)
+        return request_to_wire(messages, options, model=self.model, max_tokens=self.max_tokens)
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
@@ -106,7 +105,7 @@ class AnthropicChatClient(SDKChatClient):
             self.sdk_for(options).messages.create,
             request,
             Message,
-            lambda message: message_to_chat(message, prefill=prefill),
+            lambda message: response_from_wire(message, prefill=prefill),
         )
 
     async def _stream(

@@ -29,8 +29,8 @@ from ...core import (
     ProviderResponseError,
     UserError,
 )
-from ._responses_stream import StreamReader
-from ._responses_wire import reported_failure, response_to_chat
+from ...wire.responses import reported_failure, response_from_wire
+from ...wire.responses_events import StreamReader
 
 __all__ = [
     "PENDING_STATUSES",
@@ -52,7 +52,7 @@ def background_to_chat(
     (`token`, the caller's, kept with its trace; else a new one), a finished one as usual."""
     status = getattr(response, "status", None)
     if status not in PENDING_STATUSES:
-        return response_to_chat(response, prefill=prefill)
+        return response_from_wire(response, prefill=prefill)
     response_id = getattr(response, "id", None) or (token.response_id if token else "")
     return ChatResponse(
         usage=None,
@@ -74,7 +74,7 @@ def answer_to_chat(response: Any, *, prefill: str = "") -> ChatResponse[Any]:
             f"the server answered a request that started no background run with status {status!r}: "
             "the answer is unfinished; its body is on this error's .attempts"
         )
-    return response_to_chat(response, prefill=prefill)
+    return response_from_wire(response, prefill=prefill)
 
 
 @dataclass
@@ -116,7 +116,7 @@ class ResumableReader:
         if not self.inner.finished:
             update.continuation_token = self.token.after(_field(event, "sequence_number"))
         elif self.resumed:
-            update.additional_properties[RESUMED_KEY] = response_to_chat(response)
+            update.additional_properties[RESUMED_KEY] = response_from_wire(response)
         return update
 
 

@@ -15,10 +15,10 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
+from ...wire.chat import ChunkReader, request_to_wire, response_from_wire
 from .._discovery import ServerInfo
 from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
-from ._chat_wire import ChunkReader, build_request, completion_to_response
 from ._profiles import profile_for, server_profile
 from ._tool_emulation import ToolEmulation
 
@@ -69,10 +69,19 @@ class OpenAIChatClient(SDKChatClient):
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
-        return build_request(messages, options, model=self.model, max_tokens_field=self._max_tokens_field)
+        return request_to_wire(messages, options, model=self.model, max_tokens_field=self._max_tokens_field)
 
-    def _create(self, options: ChatOptions) -> Callable[..., Any]:
-        """`chat.completions.create` of the call's SDK client, sent as `post` (see `CreateCalls`)."""
+    def create_for(self, options: ChatOptions) -> Callable[..., Any]:
+        """The function that sends this call's request: `chat.completions.create` of the call's SDK
+        client, sent as an `SDKPost` (see `CreateCalls`). Plain and streamed calls go through it.
+        Override it to send the request another way: return an `SDKPost` (the gateway returns one
+        that posts on its own HTTP client) or the SDK's own bound `create`.
+
+        Example (the SDK's own method, for an instrumentation that wraps it):
+            class SDKCreateChatClient(OpenAIChatClient):
+                def create_for(self, options):
+                    return self.sdk_for(options).chat.completions.create
+        """
         sdk = self.sdk_for(options)
         return self._creates(sdk, sdk.chat.completions)
 
@@ -84,11 +93,9 @@ class OpenAIChatClient(SDKChatClient):
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         to_chat = (
-            (lambda completion: completion_to_response(completion, prefill=prefill))
-            if prefill
-            else completion_to_response
+            (lambda completion: response_from_wire(completion, prefill=prefill)) if prefill else response_from_wire
         )
-        return await self.fetch(self._create(options), request, ChatCompletion, to_chat)
+        return await self.fetch(self.create_for(options), request, ChatCompletion, to_chat)
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
@@ -102,7 +109,7 @@ class OpenAIChatClient(SDKChatClient):
             return
         request = self.request_for(messages, options)
         request["stream_options"] = {"include_usage": True}
-        stream = await self.open_stream(self._create(options), request, options)
+        stream = await self.open_stream(self.create_for(options), request, options)
         reader = ChunkReader(self.echoed_prefill(messages))
         events = self.read_events(stream, reader, ending="a finish reason", idle_timeout=self.idle_timeout_for(options))
         async with contextlib.aclosing(events):  # closing this stream closes the HTTP response at once

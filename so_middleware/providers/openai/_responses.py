@@ -28,15 +28,14 @@ from ...core import (
     StreamInterruptedError,
 )
 from ...wire.common import warn_if_not_enforced
-from ...wire.responses import Event
+from ...wire.responses import Event, request_to_wire
+from ...wire.responses_events import StreamReader
 from .._bridge import call_sdk
 from .._discovery import ServerInfo
 from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
 from ._background import ResumableReader, answer_to_chat, background_to_chat, ended_run_error, final_of_resumed
 from ._profiles import profile_for, server_profile
-from ._responses_stream import StreamReader
-from ._responses_wire import build_request
 
 __all__ = ["OpenAIResponsesClient"]
 
@@ -87,11 +86,12 @@ class OpenAIResponsesClient(SDKChatClient):
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `create` keyword arguments this adapter would send (for inspection and tests)."""
         warn_if_not_enforced(options, self.capabilities, "Responses")
-        return build_request(messages, options, model=self.model, capabilities=self.capabilities)
+        return request_to_wire(messages, options, model=self.model, capabilities=self.capabilities)
 
-    def _create(self, options: ChatOptions) -> Callable[..., Any]:
-        """`responses.create` of the call's SDK client, sent as `post` (see `CreateCalls`); a
-        background create is sent once (the SDK's own retries off)."""
+    def create_for(self, options: ChatOptions) -> Callable[..., Any]:
+        """The function that sends this call's request: `responses.create` of the call's SDK client,
+        sent as `post` (see `CreateCalls`); a background create is sent once (the SDK's own retries
+        off). Override it to send the request another way, as `OpenAIChatClient.create_for`."""
         sdk = self.sdk_for(_once_if_background(options))
         return self._creates(sdk, sdk.responses)
 
@@ -104,7 +104,7 @@ class OpenAIResponsesClient(SDKChatClient):
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         to_chat = background_to_chat if options.starts_background_run else answer_to_chat
-        return await self.fetch(self._create(options), request, Response, lambda r: to_chat(r, prefill=prefill))
+        return await self.fetch(self.create_for(options), request, Response, lambda r: to_chat(r, prefill=prefill))
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
@@ -117,7 +117,7 @@ class OpenAIResponsesClient(SDKChatClient):
             stream = await self.open_stream(self.sdk_for(options).responses.retrieve, request, options)
         else:
             request = self.request_for(messages, options)
-            stream = await self.open_stream(self._create(options), request, options)
+            stream = await self.open_stream(self.create_for(options), request, options)
         reader: EventReader = StreamReader(prefill=self.echoed_prefill(messages))
         if options.starts_background_run or token is not None:  # updates carry tokens to resume with
             reader = ResumableReader(StreamReader(prefill=self.echoed_prefill(messages)), token, token is not None)

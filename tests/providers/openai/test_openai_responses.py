@@ -42,6 +42,7 @@ from so_middleware.openai import (
     OpenAIResponsesClient,
 )
 from so_middleware.testing import HttpRecorder
+from so_middleware.wire.chat import response_format_to_wire
 
 pytestmark = pytest.mark.anyio
 
@@ -203,7 +204,7 @@ def test_format_rendering_and_passthrough() -> None:
         {"response_format": fmt, "extra_body": {"top_k": 1}},
         capabilities=LLAMA_SERVER_RESPONSES,
     )
-    assert passthrough["extra_body"] == {"response_format": fmt.to_chat_completions(), "top_k": 1}
+    assert passthrough["extra_body"] == {"response_format": response_format_to_wire(fmt), "top_k": 1}
     text = request_for(
         [ChatMessage("user", "x")], {"response_format": {"type": "text"}}, capabilities=LLAMA_SERVER_RESPONSES
     )

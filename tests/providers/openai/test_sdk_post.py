@@ -274,10 +274,10 @@ async def test_an_adapter_reuses_its_post_while_the_calls_sdk_client_is_the_same
     _, by_post, captured = sdk_pair(True)
     adapter_kind = OpenAIChatClient if route == "chat" else OpenAIResponsesClient
     adapter = adapter_kind(by_post, "m", capabilities=LLAMA_SERVER)
-    first = adapter._create(ChatOptions())
+    first = adapter.create_for(ChatOptions())
     assert isinstance(first, SDKPost) and first.sdk_client is by_post
-    assert adapter._create(ChatOptions()) is first
-    other = adapter._create(ChatOptions(sdk_max_retries=5))
+    assert adapter.create_for(ChatOptions()) is first
+    other = adapter.create_for(ChatOptions(sdk_max_retries=5))
     assert isinstance(other, SDKPost) and other is not first and other.sdk_client.max_retries == 5
     for options in (ChatOptions(), ChatOptions(sdk_max_retries=5), ChatOptions()):
         assert (await adapter.get_response("Hi", options=options)).text == '{"a": 1}'

@@ -1,4 +1,6 @@
-"""Writing Responses API output: the response object and its streaming events.
+"""Responses API events, both directions: `ResponseWriter` writes a response and its streaming
+events from chat updates (a server's side), `StreamReader` reads them back into updates (a
+client's side).
 
 `ResponseWriter` turns the chat updates of one run into the documented event sequence
 (`response.created`, `response.in_progress`, `response.output_item.added`,
@@ -10,28 +12,48 @@ their output one way (seed 004 FR-009).
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import time
-from collections.abc import AsyncIterator
+import warnings
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from so_middleware import (
+from ..core import (
+    MAX_RAW_TEXT,
     ChatResponseUpdate,
+    Content,
     FinishReason,
     FunctionCallContent,
+    ProviderResponseError,
     ReasoningContent,
     RefusalContent,
     TextContent,
     UsageDetails,
+    mend_text,
 )
+from .common import JSONView
+from .prefill import EchoFilter
+from .responses import (
+    SPEC_NAMES,
+    STATUS_EVENTS,
+    Event,
+    finish_reason_from_wire,
+    incomplete_reason_to_wire,
+    reported_failure,
+    usage_from,
+    usage_to_wire,
+)
+from .responses_items import call_item, custom_input, message_item, reasoning_item, text_part
 
-from ..core import mend_text
-from ..wire.responses import SPEC_NAMES, STATUS_EVENTS, Event, usage_to_wire
-from ..wire.responses_items import call_item, custom_input, message_item, reasoning_item, text_part
-from ._response import new_id
+__all__ = ["ResponseWriter", "StreamReader", "new_id", "spec_names"]
 
-__all__ = ["ResponseWriter", "spec_names"]
 
-_INCOMPLETE = {FinishReason.LENGTH: "max_output_tokens", FinishReason.CONTENT_FILTER: "content_filter"}
+def new_id(prefix: str) -> str:
+    """A unique id in OpenAI's style: `resp_…`, `msg_…`, `fc_…`."""
+    return f"{prefix}_{os.urandom(16).hex()}"  # as random as uuid4's hex, without building a UUID
 
 
 def _writable(value: str) -> str:
@@ -88,7 +110,7 @@ class ResponseWriter:
     def finish(self, error: str | None = None) -> list[dict[str, Any]]:
         """Close the open items and emit the terminal event (`failed` when `error` is given)."""
         first = len(self.events)
-        reason = _INCOMPLETE.get(self._finish) if self._finish else None
+        reason = incomplete_reason_to_wire(self._finish)
         # the last message is the answer unless the response asks for tool results first
         self._close_item("incomplete" if reason or error is not None else "completed", final=not self._calls)
         if error is not None:
@@ -218,3 +240,120 @@ async def spec_names(batches: AsyncIterator[list[dict[str, Any]]]) -> AsyncItera
     same sequence numbers. A copy is renamed: the run's own events serve every other reader as they are."""
     async for batch in batches:
         yield [{**e, "type": SPEC_NAMES[e["type"]]} if e["type"] in SPEC_NAMES else e for e in batch]
+
+
+# ---------------------------------------------------------------- reading events
+
+
+@dataclass
+class StreamReader:
+    """Turns Responses stream events into updates; keeps what spans events (call ids, text).
+
+    `read(event)` returns an update or None (events that carry nothing for the caller), and
+    raises `ProviderResponseError` for `error` and `response.failed` events. `finished` turns True on
+    `response.completed` / `response.incomplete`.
+    """
+
+    prefill: str = ""
+    text: list[str] = field(default_factory=list)
+    finished: bool = False
+    _calls: dict[str, str] = field(default_factory=dict)  # item id -> call id
+    _arguments_seen: set[str] = field(default_factory=set)
+    _called: bool = False
+    _refused: bool = False
+    _echo: EchoFilter | None = None
+
+    def __post_init__(self) -> None:
+        self._echo = EchoFilter(self.prefill) if self.prefill else None
+
+    def read(self, event: Any) -> ChatResponseUpdate[Any] | None:
+        kind = getattr(event, "type", None)
+        contents: list[Content] = []
+        if kind == Event.OUTPUT_TEXT_DELTA:
+            piece = self._echo.feed(event.delta) if self._echo else event.delta
+            if piece:
+                contents.append(TextContent(piece))
+        elif kind == Event.REFUSAL_DELTA:
+            self._refused = True
+            contents.append(RefusalContent(event.delta))
+        elif kind in (Event.REASONING_SUMMARY_TEXT_DELTA, Event.REASONING_TEXT_DELTA):
+            contents.append(ReasoningContent(event.delta))
+        elif kind == Event.OUTPUT_ITEM_ADDED and getattr(event.item, "type", None) == "function_call":
+            self._called = True
+            self._calls[event.item.id or event.item.call_id] = event.item.call_id
+            contents.append(FunctionCallContent(event.item.call_id, event.item.name, event.item.arguments or ""))
+            if event.item.arguments:
+                self._arguments_seen.add(event.item.call_id)
+        elif kind == Event.FUNCTION_CALL_ARGUMENTS_DELTA:
+            item_id: str = event.item_id
+            call_id = self._calls.get(item_id, item_id)
+            self._arguments_seen.add(call_id)
+            contents.append(FunctionCallContent(call_id, "", event.delta))
+        elif kind == Event.OUTPUT_ITEM_DONE and getattr(event.item, "type", None) == "function_call":
+            if event.item.call_id not in self._arguments_seen:  # a server that sends whole calls only
+                self._called = True
+                self._arguments_seen.add(event.item.call_id)
+                contents.append(FunctionCallContent(event.item.call_id, event.item.name, event.item.arguments or ""))
+        elif kind in (Event.COMPLETED, Event.INCOMPLETE):
+            self.finished = True
+            if self._echo:
+                rest = self._echo.flush()
+                if rest:
+                    contents.append(TextContent(rest))
+            response = event.response
+            self.text.extend(c.text for c in contents if isinstance(c, TextContent))
+            return ChatResponseUpdate(
+                contents,
+                role="assistant",
+                usage=usage_from(getattr(response, "usage", None)),
+                finish_reason=finish_reason_from_wire(response, called=self._called, refused=self._refused),
+                response_id=getattr(response, "id", None),
+                model_id=getattr(response, "model", None),
+                raw_representation=event,
+            )
+        elif kind in (Event.FAILED, Event.CANCELLED):
+            failure = reported_failure(event.response) or ProviderResponseError("the response failed", reported=True)
+            # paid for, as a plain call's failed response is: the text so far (else the response) and its usage
+            raise failure.with_answer("".join(self.text) or _body(event.response), _usage(event.response))
+        elif kind == Event.ERROR:
+            code = getattr(event, "code", None)
+            code = code if isinstance(code, str) else None
+            raise ProviderResponseError(f"error event: {code or 'no error code given'}", code=code, reported=True)
+        elif kind == Event.CREATED:
+            response = event.response
+            return ChatResponseUpdate(
+                role="assistant",
+                response_id=getattr(response, "id", None),
+                model_id=getattr(response, "model", None),
+                raw_representation=event,
+            )
+        if not contents:
+            return None
+        self.text.extend(c.text for c in contents if isinstance(c, TextContent))
+        return ChatResponseUpdate(contents, role="assistant", raw_representation=event)
+
+
+def _body(response: Any) -> str:
+    """A failed response as the JSON it came as (a response of a type the SDK does not know is a
+    dict; one read as JSON a `JSONView`; the SDK's own a model)."""
+    data = response.to_dict() if isinstance(response, JSONView) else response
+    if isinstance(data, Mapping):
+        return json.dumps(data, default=str)[:MAX_RAW_TEXT]
+    dump = getattr(response, "model_dump_json", None)
+    if callable(dump):
+        with warnings.catch_warnings(), contextlib.suppress(Exception):  # a shape the model does not expect
+            warnings.simplefilter("ignore")
+            return str(dump(exclude_unset=True))[:MAX_RAW_TEXT]
+    return ""
+
+
+def _usage(response: Any) -> UsageDetails | None:
+    usage = response.get("usage") if isinstance(response, Mapping) else getattr(response, "usage", None)
+    if not isinstance(usage, Mapping):
+        return usage_from(usage)
+
+    def count(name: str) -> int | None:
+        value = usage.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return UsageDetails(count("input_tokens"), count("output_tokens"), count("total_tokens"))

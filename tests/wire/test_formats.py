@@ -30,6 +30,9 @@ from so_middleware.openai import (
     OpenAIResponsesClient,
 )
 from so_middleware.testing import HttpRecorder
+from so_middleware.wire.chat import response_format_to_wire
+from so_middleware.wire.messages import output_format_to_wire
+from so_middleware.wire.responses import text_format_to_wire
 
 pytestmark = pytest.mark.anyio
 
@@ -131,13 +134,13 @@ def test_a_format_without_a_string_type_is_a_user_error(value: Any) -> None:
 
 
 def test_the_adapters_rendering_is_the_same_translation() -> None:
-    """`to_chat_completions` is `to_responses` in the other spelling: one table for both."""
+    """The Chat Completions spelling is the Responses one nested: one table for both."""
     for fmt in (
         ResponseFormat.json_schema(NESTED, name="P", strict=True, description="d"),
         ResponseFormat.json_object(),
     ):
-        assert fmt.to_chat_completions() == responses_format_to_chat(fmt.to_responses())
-        assert fmt.to_responses() == chat_format_to_responses(fmt.to_chat_completions())
+        assert response_format_to_wire(fmt) == responses_format_to_chat(text_format_to_wire(fmt))
+        assert text_format_to_wire(fmt) == chat_format_to_responses(response_format_to_wire(fmt))
 
 
 # --------------------------------------------------------------- on the wire, every route
@@ -262,13 +265,13 @@ async def test_streaming_sends_the_same_format_as_non_streaming(route: str, fmt:
     assert plain == streamed  # the whole request, format included, is the same
     sent = format_fields(plain)
     expected: dict[str, Any] = {
-        "chat": {"response_format": fmt.to_chat_completions()},
-        "responses": {"text": {"format": fmt.to_responses()}},
+        "chat": {"response_format": response_format_to_wire(fmt)},
+        "responses": {"text": {"format": text_format_to_wire(fmt)}},
         "responses-llama-server": {
-            "text": {"format": fmt.to_responses()},
-            "response_format": fmt.to_chat_completions(),
+            "text": {"format": text_format_to_wire(fmt)},
+            "response_format": response_format_to_wire(fmt),
         },
-        "anthropic": {"output_config": {"format": fmt.to_anthropic()}},
+        "anthropic": {"output_config": {"format": output_format_to_wire(fmt)}},
     }[route]
     assert sent == {key: value for key, value in expected.items() if value not in (None, {"format": None})}
     if fmt.type == "json_schema":  # the nested schema reaches the wire as given, in every spelling
