@@ -9,6 +9,8 @@ new protocol is one new module here (and a provider folder for its client and tr
 - `responses_items`: Responses input and output items.
 - `responses_events`: Responses streaming events: written from updates, read back into them.
 - `messages`: Anthropic Messages: requests both ways, answers both ways, stream events, `stop_reason`.
+- `gemini`: Gemini `generateContent`: requests written, answers and stream chunks read, `finish_reason`.
+- `ollama`: Ollama's native `/api/chat`: requests written, answers and stream chunks read, `done_reason`.
 - `common`: what every protocol shares (the model, data URIs, function tools, `WireError`, `JSONView`).
 - `prefill`: an assistant prefill a server echoes back, removed.
 
@@ -20,6 +22,16 @@ Example:
     messages, options = chat.request_from_wire({"model": "m", "messages": [{"role": "user", "content": "Hi"}]})
 """
 
-from . import chat, common, messages, prefill, responses, responses_events, responses_items
+from . import chat, common, gemini, messages, ollama, prefill, responses, responses_events, responses_items
 
-__all__ = ["chat", "common", "messages", "prefill", "responses", "responses_events", "responses_items"]
+__all__ = [
+    "chat",
+    "common",
+    "gemini",
+    "messages",
+    "ollama",
+    "prefill",
+    "responses",
+    "responses_events",
+    "responses_items",
+]
