@@ -19,7 +19,7 @@ Request mapping (`ollama`'s `AsyncClient.chat(model=, messages=, ...)`, docs.oll
 | `tool_choice`                           | none: Ollama has no tool choice (`none` sends no tools)      |
 | `response_format` json_schema           | `format`: the schema object                                  |
 | `response_format` json_object           | `format: "json"`                                             |
-| `extra_body`                            | merged into the call (`keep_alive`, `think`, `options`, ...) |
+| `extra_body`                            | merged into the call (`keep_alive`, `think`, `options`, ...); a model option at its top (`repeat_penalty`, `top_k`, ...) goes into `options` |
 
 Answer mapping: `message.content` is the answer, `message.thinking` is `ReasoningContent`, each
 `tool_calls` entry a `FunctionCallContent` (an id is made: Ollama gives none); `done_reason`
@@ -55,12 +55,24 @@ from ..core import (
 )
 from .common import chosen_model, function_fields, tools_to_wire
 
-__all__ = ["DONE_REASONS", "OllamaStreamReader", "request_to_wire", "response_from_wire", "usage_from_wire"]
+__all__ = [
+    "DONE_REASONS",
+    "MODEL_OPTIONS",
+    "OllamaStreamReader",
+    "request_to_wire",
+    "response_from_wire",
+    "usage_from_wire",
+]
 
 DONE_REASONS: Mapping[str, FinishReason] = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
 """Ollama's `done_reason` read as ours (`load`, `unload` and others: no reason)."""
 
 _OPTIONS = (("temperature", "temperature"), ("top_p", "top_p"), ("max_tokens", "num_predict"), ("seed", "seed"))
+# Model options (docs.ollama.com modelfile parameters) given at the top of `extra_body`: moved into `options`.
+MODEL_OPTIONS = frozenset(
+    {"repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty", "top_k", "min_p", "num_ctx",
+     "typical_p", "mirostat", "mirostat_eta", "mirostat_tau", "tfs_z", "num_keep", "penalize_newline"}
+)  # fmt: skip
 
 
 def request_to_wire(messages: list[ChatMessage], options: ChatOptions, *, model: str | None) -> dict[str, Any]:
@@ -89,8 +101,10 @@ def request_to_wire(messages: list[ChatMessage], options: ChatOptions, *, model:
     elif form is not None and form.type in ("json_object", "json_schema"):
         request["format"] = "json"
     extra = dict(options.extra_body or {})
-    if isinstance(extra.get("options"), Mapping):  # the caller's model options join ours, theirs winning
-        request["options"] = {**request.get("options", {}), **extra.pop("options")}
+    moved = {name: extra.pop(name) for name in list(extra) if name in MODEL_OPTIONS}
+    given = extra.pop("options") if isinstance(extra.get("options"), Mapping) else {}
+    if moved or given:  # the caller's model options join ours, theirs winning
+        request["options"] = {**request.get("options", {}), **moved, **given}
     request.update(extra)
     return request
 

@@ -23,6 +23,6 @@ OLLAMA_NATIVE = Capabilities(
     assistant_prefill=True,
     prefill_echoed=False,
     schema_profile="ollama",
-    loop_breaking=(("options", {"repeat_penalty": 1.3}),),
+    loop_breaking=(("repeat_penalty", 1.3),),  # the codec moves a model option into `options`
     prone_to_loops=True,
 )

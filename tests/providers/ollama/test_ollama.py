@@ -192,3 +192,18 @@ def test_bad_input_is_a_user_error_before_any_request(ollama_sync: tuple[OllamaS
     with pytest.raises(UserError, match="not application/pdf"):
         _client(sdk).get_response_sync([ChatMessage("user", [DataContent(b"%PDF", "application/pdf")])])
     assert server.requests == []
+
+
+async def test_model_options_in_extra_body_go_into_options(
+    local_ollama: tuple[OllamaServer, ollama.AsyncClient],
+) -> None:
+    """The profile's loop-breaking field (`repeat_penalty`) arrives where Ollama reads it."""
+    server, sdk = local_ollama
+    server.script(Answer(chat_answer("ok")))
+    extra = {"repeat_penalty": 1.3, "options": {"num_ctx": 4096}, "think": False}
+    await _client(sdk).get_response("x", options={"temperature": 0.0, "extra_body": extra})
+    sent = server.requests[0]
+    assert sent["options"] == {"temperature": 0.0, "repeat_penalty": 1.3, "num_ctx": 4096}
+    assert sent["think"] is False and "repeat_penalty" not in sent
+    assert dict(OLLAMA_NATIVE.loop_breaking) == {"repeat_penalty": 1.3}
+    assert hash(OLLAMA_NATIVE)
