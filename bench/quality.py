@@ -533,6 +533,32 @@ def run_outline(*, only: list[str] | None, limit: int | None) -> None:
         print(f"{row['route']:10} {row['mode']:22} valid {row['valid_share']:.0%}  exact {row['exact_share']:.0%}")
 
 
+def outline_section() -> list[str]:
+    """BENCHMARKS.md's lines for `--outline`'s result (none when it was not run)."""
+    path = RESULTS / "quality_outline.json"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    lines = [
+        "",
+        f"The schema outline in `native` instructions (`Capabilities.schema_in_instructions`, on in the "
+        f"llama-server profiles), on and off, {len(data['tasks'])} tasks in one run of their own, measured "
+        f"{data['measured']} with `SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline` (load "
+        f"average {data['load_average_before']} before, {data['load_average_after']} after). The Messages route "
+        "runs `prompted` on llama-server (every format ignored there), whose instructions carry the skeleton "
+        "already: not measured.",
+        "",
+        "| route | outline | valid typed value | exactly correct | attempts per task | tokens per task |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for row in data["summary"]:
+        lines.append(
+            f"| {row['route']} | {row['mode'].rsplit(' ', 1)[-1]} | {row['valid_share']:.0%} | "
+            f"{row['exact_share']:.0%} | {row['attempts_per_task']:.2f} | {row['tokens_per_task']:.0f} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--defaults", action="store_true", help="only the default-strategy rows, merged in")

@@ -16,14 +16,18 @@ from emulation_backend import Backend, get
 from pydantic import BaseModel, Field
 
 from so_middleware import Capabilities, with_structured_output
+from so_middleware.anthropic import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, VLLM_MESSAGES
 from so_middleware.openai import (
     LLAMA_SERVER_CHAT,
     LLAMA_SERVER_RESPONSES,
     OLLAMA_CHAT,
     OPENAI_API,
+    OPENAI_API_RESPONSES,
+    OPENAI_COMPATIBLE,
     VLLM_CHAT,
     OpenAIChatClient,
 )
+from so_middleware.testing import FakeChatClient
 
 OUTLINE = 'The answer is JSON: object City\n- city: string — the city\'s name; e.g. "Oslo"'
 
@@ -74,3 +78,24 @@ async def test_the_outline_follows_the_callers_instructions_which_are_not_change
     await get(client_on(backend, LLAMA_SERVER_CHAT), False, "Where?", output_type=City, options=options)
     assert system_text(backend.bodies[0]) == "Answer briefly.\n\n" + OUTLINE
     assert options == {"instructions": "Answer briefly."}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("profile", "outlined"),
+    [
+        (OPENAI_COMPATIBLE, True),
+        (VLLM_MESSAGES, True),
+        (OPENAI_API_RESPONSES, False),
+        (ANTHROPIC_API, False),
+        (ANTHROPIC_COMPATIBLE, False),  # no enforced format: `native` is not used there
+    ],
+    ids=lambda value: value.name if isinstance(value, Capabilities) else str(value),
+)
+async def test_every_profile_that_enforces_the_schema_unseen_says_so(profile: Capabilities, outlined: bool) -> None:
+    assert profile.schema_in_instructions is outlined
+    if not profile.native_json_schema:
+        return
+    fake = FakeChatClient('{"city": "Oslo"}', capabilities=profile)
+    await with_structured_output(fake, mode="native").get_response("Where?", output_type=City)
+    assert (fake.calls[0].options.instructions == OUTLINE) is outlined
