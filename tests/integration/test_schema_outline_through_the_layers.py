@@ -99,3 +99,13 @@ async def test_every_profile_that_enforces_the_schema_unseen_says_so(profile: Ca
     fake = FakeChatClient('{"city": "Oslo"}', capabilities=profile)
     await with_structured_output(fake, mode="native").get_response("Where?", output_type=City)
     assert (fake.calls[0].options.instructions == OUTLINE) is outlined
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reask_carries_the_outline_once(stream: bool) -> None:
+    fake = FakeChatClient(['{"town": 1}', '{"city": "Oslo"}'], capabilities=LLAMA_SERVER_CHAT)
+    options = {"instructions": "Be brief."}
+    response = await get(with_structured_output(fake), stream, "Where?", output_type=City, options=options)
+    assert response.value == City(city="Oslo")
+    assert [call.options.instructions for call in fake.calls] == ["Be brief.\n\n" + OUTLINE] * 2
