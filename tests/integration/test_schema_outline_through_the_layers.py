@@ -1,5 +1,6 @@
 """The schema's outline in a native request's instructions: sent where the engine enforces the schema
-without showing it to the model (by profile), never to a hosted API that reads the schema itself,
+without showing it to the model (by profile; off on llama-server's, whose small model did no better
+with it), never to a hosted API that reads the schema itself,
 and turned on or off with the profile's `schema_in_instructions`.
 
 The backend is httpx MockTransport answering with the documented Chat Completions bodies: what is
@@ -52,15 +53,27 @@ def system_text(body: dict[str, Any]) -> str | None:
 @pytest.mark.parametrize(
     ("profile", "outlined"),
     [
-        (LLAMA_SERVER_CHAT, True),
-        (LLAMA_SERVER_RESPONSES, True),
         (VLLM_CHAT, True),
         (OLLAMA_CHAT, True),
+        (OPENAI_COMPATIBLE, True),
+        (LLAMA_SERVER_CHAT, False),  # measured: its small model did no better with it
+        (LLAMA_SERVER_RESPONSES, False),
         (OPENAI_API, False),  # reads the schema itself
-        (LLAMA_SERVER_CHAT.replace(schema_in_instructions=False), False),
+        (VLLM_CHAT.replace(schema_in_instructions=False), False),
+        (LLAMA_SERVER_CHAT.replace(schema_in_instructions=True), True),
         (OPENAI_API.replace(schema_in_instructions=True), True),
     ],
-    ids=["llama.cpp", "llama.cpp-responses-profile", "vllm", "ollama", "openai", "llama.cpp-off", "openai-on"],
+    ids=[
+        "vllm",
+        "ollama",
+        "compatible",
+        "llama.cpp",
+        "llama.cpp-responses",
+        "openai",
+        "vllm-off",
+        "llama.cpp-on",
+        "openai-on",
+    ],
 )
 async def test_the_outline_goes_where_the_profile_says(profile: Capabilities, outlined: bool, stream: bool) -> None:
     backend = Backend('{"city": "Oslo"}')
@@ -75,7 +88,7 @@ async def test_the_outline_goes_where_the_profile_says(profile: Capabilities, ou
 async def test_the_outline_follows_the_callers_instructions_which_are_not_changed() -> None:
     backend = Backend('{"city": "Oslo"}')
     options: dict[str, Any] = {"instructions": "Answer briefly."}
-    await get(client_on(backend, LLAMA_SERVER_CHAT), False, "Where?", output_type=City, options=options)
+    await get(client_on(backend, VLLM_CHAT), False, "Where?", output_type=City, options=options)
     assert system_text(backend.bodies[0]) == "Answer briefly.\n\n" + OUTLINE
     assert options == {"instructions": "Answer briefly."}
 
@@ -104,7 +117,7 @@ async def test_every_profile_that_enforces_the_schema_unseen_says_so(profile: Ca
 @pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_reask_carries_the_outline_once(stream: bool) -> None:
-    fake = FakeChatClient(['{"town": 1}', '{"city": "Oslo"}'], capabilities=LLAMA_SERVER_CHAT)
+    fake = FakeChatClient(['{"town": 1}', '{"city": "Oslo"}'], capabilities=VLLM_CHAT)
     options = {"instructions": "Be brief."}
     response = await get(with_structured_output(fake), stream, "Where?", output_type=City, options=options)
     assert response.value == City(city="Oslo")
