@@ -85,3 +85,79 @@ def test_local_extra_extracts_from_an_empty_directory(wheel: Path, environment: 
         cwd=tmp_path, env=env, timeout=300,
     )  # fmt: skip
     assert set(json.loads(printed)) == {"name", "age"}
+
+
+@pytest.fixture
+def clean_environment(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new virtual environment of its own: the other tests' extras are not in it."""
+    folder = tmp_path_factory.mktemp("clean-venv")
+    venv.create(folder, with_pip=True, clear=True)
+    return folder / "bin"
+
+
+def test_google_extra_makes_a_typed_call_without_the_other_sdks(
+    wheel: Path, clean_environment: Path, tmp_path: Path
+) -> None:
+    """`[google]` alone: a typed call against the Gemini stand-in, with neither openai nor anthropic
+    installed or imported."""
+    sys.path.insert(0, str(ROOT / "tests" / "providers" / "google"))
+    from gemini_server import Answer, GeminiServer, text_answer
+
+    from so_middleware.gateway._server import AppServer
+
+    run([str(clean_environment / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[google]"], cwd=tmp_path)
+    script = (
+        "import sys\n"
+        "from google import genai\n"
+        "from pydantic import BaseModel\n"
+        "from so_middleware import with_structured_output\n\n\n"
+        "class City(BaseModel):\n    name: str\n    population: int\n\n\n"
+        'client = with_structured_output(genai.Client(), model="gemini-2.5-flash")\n'
+        'print(repr(client.get_response_sync("Oslo?", output_type=City).value))\n'
+        'print(sorted(name for name in ("openai", "anthropic") if name in sys.modules))\n'
+    )
+    (tmp_path / "gemini.py").write_text(script)
+    server = GeminiServer()
+    server.script(Answer(text_answer('{"name": "Oslo", "population": 709000}')))
+    with AppServer(server.app()) as running:
+        env = {**os.environ, "GOOGLE_GEMINI_BASE_URL": running.root_url, "GEMINI_API_KEY": "test-key"}
+        env.pop("PYTHONPATH", None)
+        env.pop("GOOGLE_API_KEY", None)
+        printed = run([str(clean_environment / "python"), "gemini.py"], cwd=tmp_path, env=env, timeout=300)
+    assert printed.splitlines() == ["City(name='Oslo', population=709000)", "[]"]
+    assert server.requests[0][1]["generationConfig"]["responseMimeType"] == "application/json"
+    missing = run(
+        [str(clean_environment / "python"), "-c", "import importlib.util as u; print(u.find_spec('openai'))"], tmp_path
+    )
+    assert missing.strip() == "None"
+
+
+def test_ollama_extra_makes_a_typed_call_without_the_other_sdks(
+    wheel: Path, clean_environment: Path, tmp_path: Path
+) -> None:
+    """`[ollama]` alone: a typed call against the Ollama stand-in, with neither openai nor anthropic imported."""
+    sys.path.insert(0, str(ROOT / "tests" / "providers" / "ollama"))
+    from ollama_server import Answer, OllamaServer, chat_answer
+
+    from so_middleware.gateway._server import AppServer
+
+    run([str(clean_environment / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[ollama]"], cwd=tmp_path)
+    script = (
+        "import sys\n"
+        "import ollama\n"
+        "from pydantic import BaseModel\n"
+        "from so_middleware import with_structured_output\n\n\n"
+        "class Pet(BaseModel):\n    name: str\n    legs: int\n\n\n"
+        'client = with_structured_output(ollama.AsyncClient(), model="llama3.2")\n'
+        'print(repr(client.get_response_sync("Rex?", output_type=Pet).value))\n'
+        'print(sorted(name for name in ("openai", "anthropic", "google") if name in sys.modules))\n'
+    )
+    (tmp_path / "pet.py").write_text(script)
+    server = OllamaServer()
+    server.script(Answer(chat_answer('{"name": "Rex", "legs": 4}')))
+    with AppServer(server.app()) as running:
+        env = {**os.environ, "OLLAMA_HOST": running.root_url}
+        env.pop("PYTHONPATH", None)
+        printed = run([str(clean_environment / "python"), "pet.py"], cwd=tmp_path, env=env, timeout=300)
+    assert printed.splitlines() == ["Pet(name='Rex', legs=4)", "[]"]
+    assert server.requests[0]["format"]["properties"]["legs"] == {"title": "Legs", "type": "integer"}

@@ -52,7 +52,7 @@ ALLOWED = {
     "gateway": LIBRARY | {"gateway"},
     "cli": LIBRARY | {"batch", "gateway", "cli"},
 }
-SDKS = {"openai", "anthropic"}
+SDKS = {"openai", "anthropic", "google", "ollama"}
 SDK_ALLOWED = {"providers", "local", "top", "testing", "batch", "gateway", "cli"}
 # Core modules that import nothing from the package: the other core modules build on them.
 LEAVES = [
@@ -382,6 +382,7 @@ PUBLIC = [
     "FunctionInvokingChatClient",
     "FunctionResultContent",
     "FunctionTool",
+    "Grammar",
     "HostedFileContent",
     "IncompleteOutputError",
     "LayerCall",
@@ -389,18 +390,27 @@ PUBLIC = [
     "LimitsChatClient",
     "LocalServerError",
     "LoggingChatClient",
+    "MemoryPausedRuns",
     "MemoryStore",
     "ModelBehaviorError",
     "OutputError",
     "OutputSchema",
+    "PausedRunStore",
+    "PausedRunStoreError",
+    "PostgresPausedRuns",
+    "ProviderConnectionError",
     "ProviderResponseError",
+    "ProviderStatusError",
+    "ProviderTimeoutError",
     "ReasoningContent",
     "RefusalContent",
     "RefusalError",
+    "Regex",
     "ResponseFormat",
     "ResponseStream",
     "RetryingChatClient",
     "SOMiddlewareError",
+    "SQLitePausedRuns",
     "SecondaryOutput",
     "StreamConsumedError",
     "StreamInterruptedError",
@@ -415,6 +425,7 @@ PUBLIC = [
     "ToolChoice",
     "ToolLoopError",
     "Tools",
+    "TransportError",
     "TransportFailure",
     "UsageDetails",
     "UserError",

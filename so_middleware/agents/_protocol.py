@@ -4,9 +4,11 @@ blocking `run_sync`), with the thread and stream types they name."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
+
+from typing_extensions import TypeVar as DefaultedTypeVar
 
 from ..core import ChatMessage, ContinuationToken, MessageInput, OptionsInput, ResponseStream, run_sync
 from ._response import AgentResponse, AgentResponseUpdate
@@ -14,8 +16,12 @@ from ._response import AgentResponse, AgentResponseUpdate
 __all__ = ["Agent", "AgentCall", "AgentRuns", "AgentStream", "AgentThread", "SyncRuns", "TypedAgentStream"]
 
 T = TypeVar("T")
+# A typed agent's input (`ChatAgent(..., input_type=Order)`: `ChatAgent[Order]`); a chat agent's,
+# messages. Contravariant: an agent that takes any input may stand where one taking `Order` is asked.
+TIn = DefaultedTypeVar("TIn", contravariant=True, default=MessageInput)
 
 TypedAgentStream = ResponseStream[AgentResponseUpdate[T], AgentResponse[T]]
+Decisions = Mapping[str, bool | str] | None  # a paused run's decisions, per call id
 AgentStream = TypedAgentStream[Any]
 
 
@@ -37,12 +43,13 @@ class AgentCall:
     """One `run`'s arguments, as `Agent.run` hands them to a class's `_run` hook (the hook's one
     parameter, so the argument list is written out once more here and nowhere else)."""
 
-    input: MessageInput | None = None
+    input: Any = None
     thread: AgentThread | None = None
     options: OptionsInput = None
     output_type: Any = None
     stream: bool = False
     continuation_token: ContinuationToken | str | None = None
+    approvals: Decisions = None
 
     def given(self) -> dict[str, Any]:
         """The keyword arguments given a value (not left at their defaults), to pass the run on to
@@ -52,7 +59,7 @@ class AgentCall:
 
 
 @runtime_checkable
-class Agent(Protocol):
+class Agent(Protocol[TIn]):
     """What `StructuredOutputAgent` and agent decorators wrap: anything with this `run`.
 
     The run signature is declared here once: the overloads (what a type checker sees) and the one
@@ -63,60 +70,65 @@ class Agent(Protocol):
     @overload
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: type[T],
         stream: Literal[False] = False,
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> Awaitable[AgentResponse[T]]: ...
 
     @overload
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: type[T],
         stream: Literal[True],
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> TypedAgentStream[T]: ...
 
     @overload
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: Any = None,
         stream: Literal[False] = False,
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> Awaitable[AgentResponse[Any]]: ...
 
     @overload
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: Any = None,
         stream: Literal[True],
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> AgentStream: ...
 
     def run(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: Any = None,
         stream: bool = False,
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> Awaitable[AgentResponse[Any]] | AgentStream:
         """Run the agent on `input` (a string, a message or several), continuing `thread`.
 
@@ -128,10 +140,13 @@ class Agent(Protocol):
         1) because the token is not part of the answer: `.text` and `.messages` stay the final
         answer only, and the token is one attribute away instead of a search through contents.
         The thread gets the input when the run starts and the answer when it completes.
+        A run whose tool calls wait for approval ends with `approval_requests` and a
+        `continuation_token`; `run(continuation_token=token, approvals={call_id: True | False |
+        "reason"})` resumes it, in this process or another one (see `ChatAgent`).
         `output_type=T` types the result as `AgentResponse[T]` (see `ChatClient` for which type
         forms keep their type statically).
         """
-        call = AgentCall(input, thread, options, output_type, stream, continuation_token)
+        call = AgentCall(input, thread, options, output_type, stream, continuation_token, approvals)
         return cast(_Running, self)._run(call)
 
 
@@ -145,7 +160,7 @@ if TYPE_CHECKING:
     AgentRuns = Agent
 else:
 
-    class AgentRuns:
+    class AgentRuns(Generic[TIn]):
         """`Agent`'s typed `run` as a plain base class: a class inherits it and implements `_run(call)`.
         Plain because wrapt's pure-Python proxy cannot take a `Protocol` among its bases."""
 

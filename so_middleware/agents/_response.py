@@ -20,7 +20,7 @@ from ..core import (
     UsageDetails,
     UserError,
 )
-from ..middleware.function_invocation import ACTIVITIES_KEY, ToolActivity
+from ..middleware.function_invocation import ACTIVITIES_KEY, APPROVALS_KEY, ApprovalRequest, ToolActivity
 
 __all__ = ["AgentResponse", "AgentResponseUpdate", "SecondaryOutput"]
 
@@ -111,9 +111,15 @@ class AgentResponse(Generic[T]):
 
     @property
     def continuation_token(self) -> ContinuationToken | None:
-        """While `finish_reason` is `LONG_RUNNING`: the token to continue the run with
-        (`agent.run(continuation_token=...)`); None once it is done."""
+        """While `finish_reason` is `LONG_RUNNING`, or while `approval_requests` wait: the token to
+        continue the run with (`agent.run(continuation_token=...)`); None once it is done."""
         return self.chat_response.continuation_token
+
+    @property
+    def approval_requests(self) -> list[ApprovalRequest]:
+        """The tool calls a paused run waits for a decision on (their arguments validated); empty
+        when the run did not pause. Resume with `agent.run(continuation_token=..., approvals=...)`."""
+        return list(self.chat_response.additional_properties.get(APPROVALS_KEY, []))
 
     @overload
     def parse(self, output_type: type[U]) -> U: ...

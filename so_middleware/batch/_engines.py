@@ -7,9 +7,10 @@ waiting, the held requests go out as one batch (OpenAI: a JSONL file uploaded to
 then `/v1/batches`; Anthropic: `/v1/messages/batches`), the engine polls until the batch ends,
 and each answer is handed back as that request's HTTP response. The layer validates it as it
 would a live one; an invalid answer is re-asked, and the re-asks form the next batch, up to
-`max_retries` rounds. A line the provider answered with an error becomes the SDK's own error
-for that item; a request the batch never ran (expired, cancelled) a 408 error naming why; a
-line that cannot be read a 502 for its item alone (`_batch_results`), the other lines are used.
+`max_retries` rounds. A line the provider answered with an error becomes its `ProviderStatusError`
+(also the SDK's own error type) for that item; a request the batch never ran (expired, cancelled)
+a 408 error naming why; a line that cannot be read a 502 for its item alone (`_batch_results`),
+the other lines are used.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from typing import Any, TypeVar
 import anyio
 from typing_extensions import Unpack
 
-from .. import ChatClient, SOMiddlewareError, StructuredOutputChatClient, UserError, as_chat_client, failure_of
-from ..core import redact_url
+from .. import ChatClient, SOMiddlewareError, StructuredOutputChatClient, UserError, as_chat_client
+from ..core import ProviderStatusError, redact_url
 from ..middleware.structured_output import OutputSettings, SettingsKeywords
+from ..providers import sdk_boundary
 from ._batch_results import Answer, BatchAnswers, anthropic_line, openai_line
 from ._inputs import InputSource
 from ._run import BatchRun
@@ -83,9 +85,10 @@ def _no_batch_api(sdk: Any, request: str) -> Iterator[None]:
     """A server that does not know the batch endpoints (a local or self-hosted one) said so in
     `BatchJobError`, not as a bare 404 of an endpoint the caller never named."""
     try:
-        yield
-    except Exception as error:
-        status = failure_of(error).status
+        with sdk_boundary(sdk):
+            yield
+    except ProviderStatusError as error:
+        status = error.status_code
         if status not in (404, 405, 501):
             raise
         raise BatchJobError(
@@ -198,7 +201,8 @@ def extract_batch(
             everyone_waits = transport.held and len(transport.held) >= run.in_flight
             if everyone_waits and (run.inputs_exhausted or run.in_flight >= run.concurrency):
                 held = dict(transport.held)
-                read = await submit(sdk, held, poll_interval)
+                with sdk_boundary(sdk):  # the polls and downloads too: their errors are ours
+                    read = await submit(sdk, held, poll_interval)
                 run.summary.unattributed_lines.extend(read.unattributed)
                 answers = read.finish()
                 for key, request in held.items():

@@ -165,7 +165,8 @@ class BatchRun(Generic[T]):
                     self.inputs_exhausted = True  # no item starts after this
         except BaseExceptionGroup as errors:  # one failure (a failed batch): raised as itself
             if len(errors.exceptions) == 1:
-                raise errors.exceptions[0] from None
+                failure = errors.exceptions[0]
+                raise failure from failure.__cause__  # its own cause (the SDK's error) kept, the group's context not
             raise
         if self._stopped_by is not None:  # raised once the items in flight have ended and been sent
             raise self._stopped_by

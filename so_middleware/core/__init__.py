@@ -48,7 +48,16 @@ from ._exceptions import (
     StreamInterruptedError,
     UserError,
 )
-from ._failures import FailureKind, TransportFailure, classified, failure_of, is_transient
+from ._failures import (
+    FailureKind,
+    ProviderConnectionError,
+    ProviderStatusError,
+    ProviderTimeoutError,
+    TransportError,
+    TransportFailure,
+    failure_of,
+    is_transient,
+)
 from ._features import Feature
 from ._formats import ResponseFormat, chat_format_to_responses, responses_format_to_chat
 from ._formats import copy_json as copy_json  # for schema and middleware: JSON values copied without deepcopy
@@ -125,7 +134,10 @@ __all__ = [
     "ModelBehaviorError",
     "OptionsInput",
     "OutputError",
+    "ProviderConnectionError",
     "ProviderResponseError",
+    "ProviderStatusError",
+    "ProviderTimeoutError",
     "ReasoningContent",
     "RefusalContent",
     "RefusalError",
@@ -140,6 +152,7 @@ __all__ = [
     "SyncResponseStream",
     "TextContent",
     "TextReader",
+    "TransportError",
     "TransportFailure",
     "ToolChoice",
     "TypedChatStream",
@@ -154,7 +167,6 @@ __all__ = [
     "chain",
     "chat_format_to_responses",
     "check_sendable",
-    "classified",
     "describe_surrogate",
     "failure_of",
     "find_feature",

@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 __all__ = ["Capabilities", "SchemaProfile"]
 
-SchemaProfile = Literal["openai-strict", "anthropic", "json-schema"]
+SchemaProfile = Literal[
+    "openai-strict", "anthropic", "json-schema", "gemini", "gemini-openapi", "bedrock", "mistral", "ollama"
+]
 """The JSON-schema dialect a backend accepts, and that `OutputSchema.json_schema` emits."""
 
 
@@ -44,6 +46,10 @@ class Capabilities:
     # The model behind it loops often (a small local model): a streamed answer whose tail repeats
     # is closed once the tokens left cannot close its document, not waited for to the limit.
     prone_to_loops: bool = False
+    # How the backend enforces a regex or grammar on a text answer (`Regex`, `Grammar`): llama.cpp's
+    # GBNF `grammar` body field, or vLLM's `structured_outputs`; None: such answers are checked
+    # and re-asked only.
+    text_constraint: Literal["llama.cpp", "vllm"] | None = None
 
     def replace(self, **changes: Any) -> Capabilities:
         """A copy with some flags changed."""

@@ -8,6 +8,10 @@ SOMiddlewareError
 ├── StreamInterruptedError     a stream stopped before its end (connection cut, idle timeout, no end event)
 ├── ProviderResponseError      the server's answer is unreadable, has no choice 0, or reports a failure
 ├── DeadlineExceededError      with_retries(deadline=...) ran out during an attempt (also a TimeoutError)
+├── TransportError             the call failed in transport (`_failures.py`; over an SDK: also the SDK's type)
+│   ├── ProviderStatusError    an HTTP error status
+│   ├── ProviderTimeoutError   no answer within the timeout
+│   └── ProviderConnectionError not reached, or the connection broke
 └── OutputError                the model answered, but not with a usable value
     ├── ModelBehaviorError     output still invalid after every retry
     ├── RefusalError           the model refused
@@ -17,7 +21,8 @@ SOMiddlewareError
 
 Every error raised after a model call carries `attempts` (the raw text, error and usage of each
 attempt) and `usage` (summed over the attempts), so nothing the model produced is lost.
-Transport errors (rate limits, timeouts, connection errors) are the SDK's own exceptions.
+Transport errors (rate limits, timeouts, connection errors) are `TransportError`s raised `from`
+the SDK's own exception.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""`TransportFailure`: what a failed call says about the transport, read once for every consumer.
+"""Transport errors: `TransportError` and its three kinds, and `failure_of`, their one reading.
 
-An adapter classifies each SDK error where it leaves the SDK (`classified`, at its boundary) and
-raises the SDK's own exception with the record on it; retries, fallback, limits, logging,
-telemetry and the gateway read it with `failure_of`, never the exception's attributes. An error
-that never crossed an adapter (one a user's own `ChatClient` raises, a test fake) is classified
-by the same function when first asked.
-
-What is read: our own errors by type; an HTTP status error by its status (`.status_code`, or the
-`.response` it carries), headers (`retry-after-ms`/`retry-after`, `x-should-retry`) and error
-body (`{"error": {"type", "code"}}` or the error object itself), the shape both official SDKs
-(and httpx's `HTTPStatusError`) document; a timeout or a broken connection by its class:
-Python's `TimeoutError`/`ConnectionError`, the SDKs' `APITimeoutError`/`APIConnectionError`,
-httpx's `TimeoutException`/`NetworkError`/`RemoteProtocolError` (matched by name: no SDK, no
-httpx imported here).
+An adapter raises these where an SDK call leaves the SDK (`providers/_sdk_use.py`, the one
+boundary), `from` the SDK's own error; retries, fallback, limits, logging, telemetry and the
+gateway read them by type, or all alike with `failure_of`. What is read from the server's
+answer: its status, its headers (`retry-after-ms`/`retry-after`, `x-should-retry`) and its
+error body (`{"error": {"type", "code"}}` or the error object itself), the shapes both official
+SDKs document.
 """
 
 from __future__ import annotations
@@ -20,21 +13,27 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from ._carry import carry
 from ._exceptions import TRANSIENT_ERROR_CODES, ProviderResponseError, SOMiddlewareError, StreamInterruptedError
+from ._redaction import redact_url
 from ._retry_after import retry_after_seconds
 
-__all__ = ["FailureKind", "TransportFailure", "classified", "failure_of", "is_transient"]
+__all__ = [
+    "FailureKind",
+    "ProviderConnectionError",
+    "ProviderStatusError",
+    "ProviderTimeoutError",
+    "TransportError",
+    "TransportFailure",
+    "failure_of",
+    "is_transient",
+]
 
 FailureKind = Literal["status", "timeout", "connection", "interrupted", "reported", "other"]
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
-_TIMEOUT_CLASSES = frozenset({"APITimeoutError", "TimeoutException"})
-_CONNECTION_CLASSES = frozenset({"APIConnectionError", "NetworkError", "RemoteProtocolError"})
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")  # a code, not a sentence
-_RECORD = "so_middleware_failure"  # the attribute `classified` sets on the exception, once
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,8 +48,8 @@ class TransportFailure:
     `code`: the provider's error code or type (`rate_limit_exceeded`, `overloaded_error`).
     `body`: the error body the server sent, as the SDK parsed it.
 
-    Example: `failure_of(openai.RateLimitError(...))` is
-    `TransportFailure("status", transient=True, status=429, retry_after=2.0, code="rate_limit_exceeded")`.
+    Example: `failure_of(ProviderStatusError("slow down", status_code=429, headers={"retry-after": "2"}))`
+    is `TransportFailure("status", transient=True, status=429, retry_after=2.0)`.
     """
 
     kind: FailureKind
@@ -61,61 +60,109 @@ class TransportFailure:
     body: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
-def failure_of(error: BaseException) -> TransportFailure:
-    """The `TransportFailure` of `error`: the one its adapter recorded, else read from it now.
+class TransportError(SOMiddlewareError):
+    """A model call failed in transport: the server answered with an error status, did not
+    answer in time, or could not be reached. Raised by the adapters `from` the SDK's own error
+    (its `__cause__`); over an OpenAI or Anthropic SDK client the error is also that SDK's type
+    (`openai.RateLimitError`, `anthropic.APIConnectionError`, ...), so `except openai.APIError`
+    still catches it.
+
+    `url`: the address called (a password in it masked, the query left out), or None;
+    `status_code`: the HTTP status, or None; `body`: the error body as the SDK parsed it;
+    `retry_after`: the seconds the server asked to wait, or None; `transient`: trying the same
+    call again may succeed; `failure`: all of it as one `TransportFailure`.
 
     Example:
-        except openai.RateLimitError as error:
+        try:
+            await client.get_response("Hi")
+        except TransportError as error:
+            print(error.status_code, error.retry_after, error.transient)
+    """
+
+    kind: ClassVar[FailureKind] = "connection"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        status_code: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.describe(url=url, status_code=status_code, headers=headers or {}, body=body)
+
+    def describe(self, *, url: Any, status_code: int | None, headers: Mapping[str, Any], body: Any) -> None:
+        """Set the fields from what the server answered (what `__init__` does; the boundary calls
+        it on an error made as a copy of the SDK's)."""
+        self.url = None if url is None else redact_url(str(url).split("?", 1)[0].split("#", 1)[0])
+        self.status_code = status_code
+        self.body = body
+        self.retry_after = retry_after_seconds(headers)
+        self.transient = _transient(self.kind, status_code, headers, body)
+        self.failure = TransportFailure(self.kind, self.transient, status_code, self.retry_after, _code_of(body), body)
+
+
+class ProviderStatusError(TransportError):
+    """The server answered with an HTTP error status (or a stream carried an error event):
+    `status_code`, `body` and `retry_after` say what it answered.
+
+    Example: `ProviderStatusError("rate limited", status_code=429, headers={"retry-after": "2"}).retry_after` is 2.0.
+    """
+
+    kind = "status"
+
+
+class ProviderTimeoutError(TransportError):
+    """The server did not answer within the request's timeout.
+
+    Example: `except ProviderTimeoutError: ...` (also `openai.APITimeoutError` over an OpenAI client).
+    """
+
+    kind = "timeout"
+
+
+class ProviderConnectionError(TransportError):
+    """The server could not be reached, or the connection broke; the message names the address.
+
+    Example: `except ProviderConnectionError as error: print(error.url)`.
+    """
+
+    kind = "connection"
+
+
+def failure_of(error: BaseException) -> TransportFailure:
+    """What `error` says about the transport: a `TransportError`'s own `failure`; a broken
+    stream (`interrupted`), a failure the server reported (`reported`), Python's `TimeoutError`
+    and `ConnectionError` (transient), else `other`.
+
+    Example:
+        except TransportError as error:
             wait = failure_of(error).retry_after
     """
-    record = getattr(error, _RECORD, None)
-    return record if isinstance(record, TransportFailure) else _classify(error)
+    if isinstance(error, TransportError):
+        return error.failure
+    if isinstance(error, StreamInterruptedError):
+        return TransportFailure("interrupted", transient=True)
+    if isinstance(error, ProviderResponseError):
+        return TransportFailure("reported", error.transient, error.status_code, code=error.code)
+    if isinstance(error, SOMiddlewareError) or not isinstance(error, Exception):  # ours, or cancellation
+        return TransportFailure("other", transient=False)
+    if isinstance(error, TimeoutError):
+        return TransportFailure("timeout", transient=True)
+    if isinstance(error, ConnectionError):
+        return TransportFailure("connection", transient=True)
+    return TransportFailure("other", transient=False)
 
 
 def is_transient(error: BaseException) -> bool:
     """True when trying the same call again may succeed: `failure_of(error).transient` (the
     default `retry_if` of `with_retries`, and `on` of `with_fallback`).
 
-    Example: `is_transient(openai.RateLimitError(...))` is True, `is_transient(openai.BadRequestError(...))` False.
+    Example: `is_transient(ProviderStatusError("x", status_code=503))` is True, with 400 False.
     """
     return failure_of(error).transient
-
-
-def classified(error: BaseException) -> BaseException:
-    """`error` with its `TransportFailure` recorded on it (once: a record already there stays);
-    what an adapter raises. An exception that takes no attributes is returned as it is (and
-    `failure_of` reads it each time)."""
-    if isinstance(getattr(error, _RECORD, None), TransportFailure):
-        return error
-    return carry(error, so_middleware_failure=_classify(error))  # named by _RECORD
-
-
-def _classify(error: BaseException) -> TransportFailure:
-    if not isinstance(error, Exception):  # cancellation, GeneratorExit: never retried
-        return TransportFailure("other", transient=False)
-    if isinstance(error, StreamInterruptedError):
-        return TransportFailure("interrupted", transient=True)
-    if isinstance(error, ProviderResponseError):
-        return TransportFailure("reported", error.transient, error.status_code, code=error.code)
-    status, headers, body = _status_of(error), _headers_of(error), getattr(error, "body", None)
-    kind = _kind_of(error, status)
-    record = TransportFailure(kind, False, status, retry_after_seconds(headers), _code_of(body), body)
-    if isinstance(error, SOMiddlewareError):
-        return record
-    return dataclasses.replace(record, transient=_transient(kind, status, headers, body))
-
-
-def _kind_of(error: Exception, status: int | None) -> FailureKind:
-    names = {cls.__name__ for cls in type(error).__mro__}
-    if isinstance(error, SOMiddlewareError):
-        return "other"
-    if status is not None:
-        return "status"
-    if isinstance(error, TimeoutError) or names & _TIMEOUT_CLASSES:
-        return "timeout"
-    if isinstance(error, ConnectionError) or names & _CONNECTION_CLASSES:
-        return "connection"
-    return "other"
 
 
 def _transient(kind: FailureKind, status: int | None, headers: Mapping[str, Any], body: Any) -> bool:
@@ -127,18 +174,6 @@ def _transient(kind: FailureKind, status: int | None, headers: Mapping[str, Any]
     if status is not None:
         return status in _TRANSIENT_STATUS or status >= 500
     return kind in ("timeout", "connection")
-
-
-def _status_of(error: BaseException) -> int | None:
-    for status in (getattr(error, "status_code", None), getattr(getattr(error, "response", None), "status_code", None)):
-        if isinstance(status, int) and not isinstance(status, bool):
-            return status
-    return None
-
-
-def _headers_of(error: BaseException) -> Mapping[str, Any]:
-    headers = getattr(getattr(error, "response", None), "headers", None)
-    return headers if isinstance(headers, Mapping) or hasattr(headers, "get") else {}  # type: ignore[return-value]
 
 
 def _error_type(body: Any) -> str | None:

@@ -1,9 +1,11 @@
 """OpenAI-shaped error bodies: `{"error": {"message", "type", "param", "code"}}`.
 
-A backend error keeps its status and, when the backend sent an OpenAI-shaped body, that body
-(seed 004: "the gateway forwards the error to the client unchanged"). A backend answer the
-gateway cannot use is a 502 whose error keeps what the backend said in `raw_text` (key-shaped
-strings masked), so the client sees why without access to the gateway's logs.
+Every error a request can end with is answered by one table, `ANSWERS`: a backend's status
+error keeps its status and, when the backend sent an OpenAI-shaped body, that body (seed 004:
+"the gateway forwards the error to the client unchanged"); a timeout is a 504, an unreachable
+backend a 502 (its address is not the client's to know). A backend answer the gateway cannot
+use is a 502 whose error keeps what the backend said in `raw_text` (key-shaped strings masked),
+so the client sees why without access to the gateway's logs.
 """
 
 from __future__ import annotations
@@ -14,13 +16,20 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
-from so_middleware import DeadlineExceededError, SOMiddlewareError, UserError, failure_of
+from so_middleware import (
+    DeadlineExceededError,
+    ProviderConnectionError,
+    ProviderStatusError,
+    ProviderTimeoutError,
+    SOMiddlewareError,
+    UserError,
+)
 from so_middleware.core import MAX_RAW_TEXT
 
 from ..core import redact
 from ._json import JSONAnswer
 
-__all__ = ["BadRequest", "error_response", "to_error_response"]
+__all__ = ["ANSWERS", "BadRequest", "error_response", "to_error_response"]
 
 _log = logging.getLogger("so_middleware.gateway")
 _TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
@@ -61,39 +70,43 @@ def error_response(
     return JSONAnswer(body, status_code=status, headers=headers)
 
 
+_TIMED_OUT = "The backend did not answer in time: {error}"
+
+ANSWERS: tuple[tuple[type[BaseException], int | None, str | None, str], ...] = (
+    # (error type, HTTP status, error code, message): the first row whose type the error is answers it
+    (UserError, 400, None, "{error}"),
+    (ProviderStatusError, None, "backend_error", "{error}"),  # None: the backend's own status (below 400: 502)
+    (ProviderTimeoutError, 504, "backend_timeout", _TIMED_OUT),
+    (DeadlineExceededError, 504, "backend_timeout", _TIMED_OUT),
+    (ProviderConnectionError, 502, "backend_unreachable", "The backend could not be reached."),
+    (SOMiddlewareError, 502, "backend_bad_response", "The backend's answer could not be used: {error}"),
+    (TimeoutError, 504, "backend_timeout", _TIMED_OUT),  # Python's own, from a client that is not an adapter
+    (ConnectionError, 502, "backend_unreachable", "The backend could not be reached."),
+)
+"""How the gateway answers each error a backend call ends with."""
+
+
 def to_error_response(error: BaseException) -> JSONAnswer:
     """The response for an exception raised while serving a request."""
     if isinstance(error, BadRequest):
         return error_response(error.status, error.message, param=error.param, code=error.code, headers=error.headers)
     if isinstance(error, HTTPException):  # the router's own: no such route (404), wrong method (405)
         return error_response(error.status_code, error.detail, headers=error.headers)
-    if isinstance(error, SOMiddlewareError):
-        return _own_error_response(error)
-    failure = failure_of(error)
-    if failure.kind == "status" and failure.status is not None:
-        body: Any = failure.body
+    row = next((row for row in ANSWERS if isinstance(error, row[0])), None)
+    if row is None:
+        _log.exception("unexpected error while serving a request", exc_info=error)
+        return error_response(500, f"{type(error).__name__}: {error}")
+    _, status, code, message = row
+    if isinstance(error, ProviderStatusError):
+        body: Any = error.body
+        status = error.status_code if error.status_code is not None and error.status_code >= 400 else 502
         if isinstance(body, dict) and isinstance(body.get("message"), str):
-            return JSONAnswer({"error": body}, status_code=failure.status)
-        return error_response(failure.status, str(body or error), code="backend_error")
-    if failure.kind == "timeout":
-        return error_response(504, f"The backend did not answer in time: {error}", code="backend_timeout")
-    if failure.kind == "connection":  # its message names the backend's address: not the client's
-        return error_response(502, "The backend could not be reached.", code="backend_unreachable")
-    _log.exception("unexpected error while serving a request", exc_info=error)
-    return error_response(500, f"{type(error).__name__}: {error}")
-
-
-def _own_error_response(error: SOMiddlewareError) -> JSONAnswer:
-    if isinstance(error, UserError):
-        return error_response(400, str(error))
-    if isinstance(error, DeadlineExceededError):
-        return error_response(504, f"The backend did not answer in time: {error}", code="backend_timeout")
-    # an answer that could not be read (HTML, a broken stream) or used (text where a call was required)
-    message = f"The backend's answer could not be used: {error}"
-    text = backend_text(error)
-    if not text:
-        return error_response(502, message, code="backend_bad_response")
-    return error_response(502, message, code="backend_bad_response", raw_text=text)
+            return JSONAnswer({"error": body}, status_code=status)
+        return error_response(status, str(body or error), code=code)
+    assert status is not None  # only a status error takes the backend's
+    text = backend_text(error) if code == "backend_bad_response" else ""
+    extra: dict[str, Any] = {"raw_text": text} if text else {}
+    return error_response(status, message.format(error=error), code=code, **extra)
 
 
 def backend_text(error: BaseException) -> str:

@@ -11,6 +11,7 @@ from starlette.responses import Response
 
 from so_middleware import ChatClient, __version__
 
+from ..providers import sdk_boundary
 from ..wire.responses_items import as_listed_item, items_to_messages
 from ._compact import compact, resolved
 from ._errors import BadRequest, error_response
@@ -52,7 +53,8 @@ class Gateway:
         pages: list[Any] = []
 
         async def fetch() -> None:
-            pages.append(await self.sdk.models.list())
+            with sdk_boundary(self.sdk):
+                pages.append(await self.sdk.models.list())
 
         if not await unless_disconnected(fetch(), request.receive):  # a client gone stops the backend call
             return _gone()

@@ -1,4 +1,5 @@
-"""Every use of the openai SDK's private names, in one place.
+"""Every use of an SDK's private names, in one place (the openai SDK's, and one each of
+google-genai's and ollama's).
 
 `SDKPost` sends an adapter's request through the SDK client's documented `post` method instead
 of `create`, which needs two things the SDK does not publish: whether a bound `create` is the
@@ -14,7 +15,14 @@ import os
 import types
 from typing import Any
 
-__all__ = ["OPENAI_PACKAGE_DIR", "is_the_sdks_own", "request_options_know_security", "status_error_from_response"]
+__all__ = [
+    "OPENAI_PACKAGE_DIR",
+    "genai_base_url",
+    "ollama_base_url",
+    "is_the_sdks_own",
+    "request_options_know_security",
+    "status_error_from_response",
+]
 
 
 def _openai_dir() -> str:
@@ -52,3 +60,18 @@ def status_error_from_response(sdk_client: Any, response: Any) -> Exception:
     `_make_status_error_from_response`)."""
     error: Exception = sdk_client._make_status_error_from_response(response)
     return error
+
+
+def genai_base_url(sdk_client: Any) -> str | None:
+    """Where a `google.genai.Client` sends its requests (its private `_api_client._http_options`:
+    the SDK publishes no base URL); None when the SDK moved it."""
+    options = getattr(getattr(sdk_client, "_api_client", None), "_http_options", None)
+    base_url = getattr(options, "base_url", None)
+    return base_url if isinstance(base_url, str) else None
+
+
+def ollama_base_url(sdk_client: Any) -> str | None:
+    """Where an `ollama.Client`/`AsyncClient` sends its requests (its private httpx client's
+    `base_url`: the SDK publishes none); None when the SDK moved it."""
+    base_url = getattr(getattr(sdk_client, "_client", None), "base_url", None)
+    return str(base_url) if base_url is not None else None

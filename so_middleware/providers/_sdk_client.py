@@ -144,7 +144,8 @@ class SDKChatClient(BaseChatClient):
         with no retries and a short timeout; the JSON body of a 200, else None."""
         sdk = self.sdk_client.with_options(max_retries=0, timeout=PROBE_TIMEOUT)
         url = server_root(self._sdk_base_url) + path
-        response = await call_sdk(self.is_async, sdk.get, path=url, cast_to=httpx2.Response)
+        with sdk_boundary(self.sdk_client, self.is_async):
+            response = await call_sdk(self.is_async, sdk.get, path=url, cast_to=httpx2.Response)
         if response.status_code != 200:
             return None
         if not self.is_async:

@@ -1,5 +1,8 @@
-"""The boundary where an adapter calls its SDK client: each SDK error leaving it carries its
-`TransportFailure` (`so_middleware.core.failure_of`), read once here for every layer above.
+"""The boundary where an adapter calls its SDK client: every transport error leaving an SDK call
+leaves it here as a `TransportError` (`ProviderStatusError`, `ProviderTimeoutError`,
+`ProviderConnectionError`), `from` the SDK's own error. Over the OpenAI and Anthropic SDKs the
+error raised is also of the SDK's type (a class made here once per SDK type, under both), so
+`except openai.RateLimitError` and `except anthropic.APIError` keep catching what they caught.
 
 And two ways an SDK client fails its caller with a message that says nothing useful, caught
 here: an async SDK client used on a second event loop ("... is bound to a different event
@@ -10,33 +13,141 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from ..core import UserError, classified, redact_url
+from ..core import (
+    ProviderConnectionError,
+    ProviderStatusError,
+    ProviderTimeoutError,
+    TransportError,
+    UserError,
+)
 
-__all__ = ["sdk_boundary"]
+__all__ = ["sdk_boundary", "transport_error"]
 
 # The event loop each async SDK client was last used on: its connection pool belongs to that loop.
 _loops: weakref.WeakKeyDictionary[Any, weakref.ref[asyncio.AbstractEventLoop]] = weakref.WeakKeyDictionary()
 
 
 @contextlib.contextmanager
-def sdk_boundary(sdk_client: Any, is_async: bool) -> Iterator[None]:
-    """Around one SDK call: refuse an async SDK client already used on another event loop (before
-    any request), name the server in a connection error (the SDK's own type, its URL added), and
-    record each error's `TransportFailure` on it (`classified`)."""
+def sdk_boundary(sdk_client: Any, is_async: bool = True) -> Iterator[None]:
+    """Around SDK calls: refuse an async SDK client already used on another event loop (before
+    any request), and raise each transport error as a `TransportError` (`transport_error`)."""
     if is_async:
         _check_loop(sdk_client)
     try:
         yield
+    except TransportError:
+        raise
     except Exception as error:
-        named = _naming_the_server(error)
-        if named is None:
-            classified(error)
+        ours = transport_error(error)
+        if ours is None:
             raise
-        raise classified(named) from error
+        raise ours from error
+
+
+def transport_error(error: BaseException) -> TransportError | None:
+    """`error` as a `TransportError`, when it is an SDK's (OpenAI, Anthropic, google-genai, ollama) or httpx's status,
+    timeout or connection error: of both types, with the SDK error's own fields, the address
+    called, and for a connection error a message naming it; else None.
+
+    Example: `transport_error(openai.RateLimitError(...))` is a `ProviderStatusError` and an `openai.RateLimitError`.
+    """
+    kind = _kind_of(error)
+    if kind is None:
+        return None
+    made: TransportError = BaseException.__new__(_both(kind, type(error)))
+    made.__dict__.update(error.__dict__)  # the SDK's own fields: request, response, body, status_code, ...
+    request = _request_of(error)
+    response = getattr(error, "response", None)
+    status = getattr(error, "status_code", None)
+    if not isinstance(status, int) or isinstance(status, bool):
+        status = getattr(response, "status_code", None) if kind is ProviderStatusError else None
+    headers = getattr(response, "headers", None) if kind is ProviderStatusError else None
+    url = getattr(request, "url", None)
+    body = getattr(error, "body", None)
+    if body is None:
+        body = getattr(error, "details", None)  # google-genai keeps the error's JSON there
+    made.describe(url=url, status_code=status, headers=headers or {}, body=body)
+    made.args = (_message(error, made.url),) if kind is ProviderConnectionError else error.args
+    return made
+
+
+def _kind_of(error: BaseException) -> type[TransportError] | None:
+    """Which transport error `error` is, by the types of the SDKs and of httpx (each looked up
+    only when loaded: an error of its type means it is)."""
+    for name in ("openai", "anthropic"):
+        sdk = sys.modules.get(name)
+        if sdk is None:
+            continue
+        if isinstance(error, sdk.APIStatusError):
+            return ProviderStatusError
+        if isinstance(error, sdk.APITimeoutError):
+            return ProviderTimeoutError
+        if isinstance(error, sdk.APIConnectionError):
+            return ProviderConnectionError
+    ollama = sys.modules.get("ollama")
+    if ollama is not None and isinstance(error, ollama.ResponseError):
+        return ProviderStatusError  # its connection errors are Python's own ConnectionError
+    genai_errors = sys.modules.get("google.genai.errors")
+    if genai_errors is not None and isinstance(error, genai_errors.APIError):
+        return ProviderStatusError  # google-genai: its timeouts and connection errors are httpx's own
+    httpx = sys.modules.get("httpx2")
+    if httpx is None:
+        return None
+    if isinstance(error, httpx.HTTPStatusError):
+        return ProviderStatusError
+    if isinstance(error, httpx.TimeoutException):
+        return ProviderTimeoutError
+    if isinstance(error, (httpx.NetworkError, httpx.RemoteProtocolError)):
+        return ProviderConnectionError
+    return None
+
+
+_made: dict[tuple[type[TransportError], type[BaseException]], type[TransportError]] = {}
+
+
+def _both(ours: type[TransportError], theirs: type[BaseException]) -> type[TransportError]:
+    """A subclass of our `ours` and the SDK's `theirs`, named as the SDK's, module and all (what
+    logs, tracebacks and telemetry show stays as it was); made once for each pair."""
+    made = _made.get((ours, theirs))
+    if made is not None:
+        return made
+    namespace = {"__module__": theirs.__module__, "__qualname__": theirs.__qualname__, "__reduce__": _reduce, "__doc__": (
+        f"{ours.__name__} raised for the SDK's {theirs.__module__}.{theirs.__qualname__}: both types.")}  # fmt: skip
+    return _made.setdefault((ours, theirs), type(theirs.__name__, (ours, theirs), namespace))  # one, across threads
+
+
+def _reduce(self: TransportError) -> tuple[Any, ...]:
+    """Pickled as the two types it is made of (the class itself is made at run time)."""
+    ours, theirs = type(self).__bases__
+    return _remade, (ours, theirs, self.args, self.__dict__)
+
+
+def _remade(ours: type[TransportError], theirs: type[BaseException], args: Any, state: dict[str, Any]) -> Any:
+    made = BaseException.__new__(_both(ours, theirs))
+    made.args = args
+    made.__dict__.update(state)
+    return made
+
+
+def _request_of(error: BaseException) -> Any:
+    try:
+        return getattr(error, "request", None)
+    except RuntimeError:  # httpx's `.request` of an error raised without one
+        return None
+
+
+def _message(error: BaseException, address: str | None) -> str:
+    """A connection error's message naming the address it could not reach, and why."""
+    if address is None:
+        return str(error)
+    cause = error.__cause__ or error.__context__
+    reason = f": {type(cause).__name__}: {cause}" if cause is not None and str(cause) else ""
+    return f"Connection error: cannot reach {address}{reason}"
 
 
 def _check_loop(sdk_client: Any) -> None:
@@ -57,22 +168,3 @@ def _check_loop(sdk_client: Any) -> None:
             "*_sync calls a sync client (OpenAI(), Anthropic())"
         )
     _loops[sdk_client] = weakref.ref(loop)
-
-
-def _naming_the_server(error: Exception) -> Exception | None:
-    """The SDK's `APIConnectionError` again, with the address it could not reach: scheme, host,
-    port and path (a password in it hidden, a query string, which may hold a key, left out)."""
-    if type(error).__name__ != "APIConnectionError":  # APITimeoutError, a subclass, has a message of its own
-        return None
-    request = getattr(error, "request", None)
-    url = getattr(request, "url", None)
-    if url is None:
-        return None
-    cause = error.__cause__ or error.__context__
-    reason = f": {type(cause).__name__}: {cause}" if cause is not None and str(cause) else ""
-    address = redact_url(str(url).split("?", 1)[0].split("#", 1)[0])
-    message = f"Connection error: cannot reach {address}{reason}"
-    try:
-        return type(error)(message=message, request=request)  # type: ignore[call-arg]
-    except TypeError:  # another signature: keep the SDK's own error
-        return None

@@ -10,13 +10,12 @@ Example:
     schema.validate_json('{"response": [1]}')  # [1]
 """
 
-from ..core import install_text_reader
+from ..core import SchemaProfile, install_text_reader
 from ._functions import FunctionSchema, function_schema
 from ._loops import BOUND_IT, Loop, LoopWatch, Nesting, loop_in
 from ._output_schema import OutputSchema
 from ._parse import parse_text
 from ._partial import CompletedItem, PartialParser, TextPartialParser
-from ._profiles import SchemaProfile
 from .prompts import opening, schema_outline, shape_hint
 
 install_text_reader(parse_text)  # `ChatResponse.parse` reads text through the core's port

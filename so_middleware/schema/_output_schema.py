@@ -9,12 +9,11 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..core import ModelBehaviorError, UserError, copy_json
+from ..core import ModelBehaviorError, SchemaProfile, UserError, copy_json
 from ._checks import check_schema_values, drop_repeated_enum_values
 from ._lenient import json_spans, lenient_validate
 from ._partial import PartialParser, TextPartialParser
 from ._plan import EnvelopePlan, PartialPlan, plan_for
-from ._profiles import PROFILES, SchemaProfile, render_profile
 from ._refs import anchors_to_pointers, check_references
 from ._schema_tools import check_schema_size, flatten_root, is_object_schema, wrap_schema
 from ._typeddict import pydantic_ready
@@ -28,6 +27,7 @@ from ._typeinfo import (
     sanitize_wire_name,
 )
 from ._validators import RawSchemaValidator, TypedValidator, Validator
+from .dialects import DEFAULT_RECURSION_DEPTH, PROFILES, render_profile
 
 __all__ = ["OutputSchema"]
 
@@ -43,7 +43,7 @@ class _Compiled:
     base_schema: dict[str, Any]
     validator: Validator
     plan: PartialPlan
-    profiles: dict[tuple[str, bool], dict[str, Any]] = field(default_factory=dict)
+    profiles: dict[tuple[str, bool, int], dict[str, Any]] = field(default_factory=dict)
     # Identity cache keys are unique only while the type lives: the entry keeps it alive.
     keepalive: Any = None
 
@@ -129,6 +129,10 @@ class OutputSchema:
     at construction. With `strict=False`, `json_schema("openai-strict")` returns the strict form
     when the type allows it and the plain schema otherwise; send it with `strict: false`.
 
+    Providers that refuse recursive schemas (Anthropic, Bedrock, Ollama, Gemini's OpenAPI form)
+    get a recursive type unrolled `recursion_depth` levels (3 by default) below the root; the
+    answer is still validated against the whole type.
+
     Example:
         schema = OutputSchema(list[int])
         schema.json_schema()["properties"]["response"]  # {"type": "array", "items": {...}}
@@ -136,10 +140,20 @@ class OutputSchema:
         schema.dump_json([1, 2])                         # '{"response":[1,2]}'
     """
 
-    def __init__(self, output_type: Any, *, strict: bool = True, name: str | None = None) -> None:
+    def __init__(
+        self,
+        output_type: Any,
+        *,
+        strict: bool = True,
+        name: str | None = None,
+        recursion_depth: int = DEFAULT_RECURSION_DEPTH,
+    ) -> None:
+        if isinstance(recursion_depth, bool) or not isinstance(recursion_depth, int) or recursion_depth < 1:
+            raise UserError(f"recursion_depth must be a whole number of at least 1, got {recursion_depth!r}.")
         self._output_type = output_type
         self._strict = strict
         self._name = name
+        self._depth = recursion_depth
         self._plain = is_plain_text_type(output_type)
         self._compiled: _Compiled | None = None
         if not self._plain:
@@ -209,10 +223,15 @@ class OutputSchema:
 
     def _profile(self, profile: SchemaProfile) -> dict[str, Any]:
         compiled = self._require()
-        key = (profile, self._strict)
+        key = (profile, self._strict, self._depth)
         if key not in compiled.profiles:
             compiled.profiles[key] = render_profile(
-                compiled.base_schema, profile, strict=self._strict, wrapped=compiled.wrapped, what=compiled.what
+                compiled.base_schema,
+                profile,
+                strict=self._strict,
+                wrapped=compiled.wrapped,
+                what=compiled.what,
+                recursion_depth=self._depth,
             )
         return compiled.profiles[key]
 

@@ -1,4 +1,4 @@
-"""Small helpers for tests of layers: an SDK-shaped status error, and one call on either path."""
+"""Small helpers for tests of layers: a provider status error, and one call on either path."""
 
 from __future__ import annotations
 
@@ -6,22 +6,20 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from ..core import ChatResponse, MessageInput
+from ..core import ChatResponse, MessageInput, ProviderStatusError
 
 __all__ = ["StatusError", "final_response"]
 
 
-class StatusError(Exception):
-    """An error shaped like an SDK's HTTP status error: `.status_code` and `.response.headers`.
-
-    What the retry and fallback layers read of an `openai`/`anthropic` error, without either SDK.
+class StatusError(ProviderStatusError):
+    """A `ProviderStatusError` made in one line, as an adapter raises it for an HTTP error status;
+    `.response` holds the status and headers as an SDK's error does.
 
     Example: `FakeChatClient([StatusError(429, {"retry-after": "1"}), "ok"])`.
     """
 
     def __init__(self, status: int, headers: Mapping[str, str] | None = None, message: str | None = None) -> None:
-        super().__init__(message or f"status {status}")
-        self.status_code = status
+        super().__init__(message or f"status {status}", status_code=status, headers=headers)
         self.response = SimpleNamespace(status_code=status, headers=dict(headers or {}))
 
 

@@ -7,7 +7,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from so_middleware import AgentThread, ChatAgent, FunctionResultContent, ToolActivity, UserError, with_structured_output
+from so_middleware import (
+    AgentThread,
+    ChatAgent,
+    FunctionResultContent,
+    ToolActivity,
+    ToolBudget,
+    ToolLoopError,
+    UserError,
+    with_structured_output,
+)
+from so_middleware.core import call_deadline, seconds_left
 from so_middleware.testing import FakeChatClient, Reply
 
 pytestmark = pytest.mark.anyio
@@ -96,3 +106,39 @@ def test_an_agent_without_a_name_needs_one_to_be_a_tool() -> None:
     with pytest.raises(UserError, match="needs a name"):
         ChatAgent(FakeChatClient("x")).as_tool()
     assert ChatAgent(FakeChatClient("x")).as_tool(name="helper").name == "helper"
+
+
+async def test_an_agent_tools_calls_nest_in_the_outer_runs_activity() -> None:
+    inner = ChatAgent(FakeChatClient([asks_weather(), "Sunny in Paris."]), name="researcher", tools=[get_weather])
+    fake = FakeChatClient([Reply(tool_calls=[("researcher", '{"request": "Weather in Paris?"}')]), "Sunglasses."])
+    response = await ChatAgent(fake, tools=[inner.as_tool()]).run("What to wear in Paris?")
+    (outer,) = response.secondary.tool_runs
+    assert (outer.name, outer.result) == ("researcher", "Sunny in Paris.")
+    assert [(n.name, n.result) for n in outer.nested] == [("get_weather", "sunny in Paris")]
+
+
+async def test_an_agent_tool_spends_the_outer_runs_budget() -> None:
+    """The outer run's budget of 3 requests: its own first call, the inner agent's two, and the
+    outer run has none left for its answer."""
+    budget = ToolBudget(max_requests=3)
+    inner = ChatAgent(FakeChatClient([asks_weather(), "Sunny."]), name="researcher", tools=[get_weather])
+    fake = FakeChatClient([Reply(tool_calls=[("researcher", '{"request": "Weather?"}')]), "never"])
+    with pytest.raises(ToolLoopError, match="budget of 3 requests is spent") as caught:
+        await ChatAgent(fake, tools=[inner.as_tool()]).run("Wear?", options={"features": [budget]})
+    assert budget.spent_requests == 3 and budget.spent_tool_calls == 2
+    assert caught.value.bound == "budget" and len(fake.calls) == 1
+
+
+async def test_an_agent_tool_runs_within_the_outer_runs_deadline() -> None:
+    seen: list[float | None] = []
+
+    def clock() -> str:
+        """The time left to the run."""
+        seen.append(seconds_left())
+        return "plenty"
+
+    inner = ChatAgent(FakeChatClient([Reply(tool_calls=[("clock", "{}")]), "ok"]), name="timer", tools=[clock])
+    fake = FakeChatClient([Reply(tool_calls=[("timer", '{"request": "How long?"}')]), "Done."])
+    with call_deadline(30):
+        await ChatAgent(fake, tools=[inner.as_tool()]).run("Go")
+    assert len(seen) == 1 and seen[0] is not None and 0 < seen[0] <= 30

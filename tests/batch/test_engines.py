@@ -25,7 +25,7 @@ import openai
 import pytest
 from extraction_server import Row
 
-from so_middleware import ModelBehaviorError, UsageDetails, UserError
+from so_middleware import ModelBehaviorError, ProviderStatusError, UsageDetails, UserError
 from so_middleware.anthropic import AnthropicChatClient
 from so_middleware.batch import BatchJobError, extract_batch, price_of
 from so_middleware.openai import OpenAIChatClient
@@ -544,3 +544,25 @@ async def test_an_answer_with_a_lone_surrogate_reaches_its_item(tmp_path: Path) 
     assert result.attempts[0].text == '{"n": 11, "word": "w\ud83d"}'
     [record] = [json.loads(line) for line in output.read_text().splitlines()]
     assert record["attempts"][0]["text"] == '{"n": 11, "word": "w\ud83d"}'
+
+
+async def test_a_failed_poll_is_a_transport_error_of_the_sdks_type() -> None:
+    """`GET /v1/batches/{id}` answered with OpenAI's documented server error body: the run ends
+    with the `ProviderStatusError` the adapters raise (also `openai.InternalServerError`)."""
+    api = OpenAIBatchAPI()
+    server_error = {
+        "error": {"message": "The server had an error", "type": "server_error", "param": None, "code": None}
+    }
+
+    def failing_polls(request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET" and request.url.path.startswith("/v1/batches/"):
+            return httpx2.Response(500, json=server_error, headers={"x-should-retry": "false"})
+        return api(request)
+
+    run = extract_batch(openai_adapter(failing_polls), ["item 1"], Row, poll_interval=0)
+    with pytest.raises(openai.InternalServerError) as failed:
+        [result async for result in run]
+
+    assert isinstance(failed.value, ProviderStatusError) and failed.value.status_code == 500
+    assert isinstance(failed.value.__cause__, openai.InternalServerError) and not failed.value.transient
+    assert failed.value.url is not None and failed.value.url.endswith("/v1/batches/batch_1")

@@ -1,12 +1,12 @@
-"""`failure_of`: the one reading of a failed call (status, retry-after, transient, provider code).
+"""`TransportError` and `failure_of`: the one reading of a failed call (status, retry-after, transient, provider code).
 
 A rate limit, an overload, a refused request and a dropped connection cannot be had from a real
 server on demand, so `httpx2.MockTransport` answers the real SDK clients with the documented error
 bodies and headers: OpenAI's `{"error": {"message", "type", "param", "code"}}` with `retry-after-ms`
 and `x-should-retry` (platform.openai.com/docs/guides/error-codes, the SDK's retry headers),
 Anthropic's `{"type": "error", "error": {"type", "message"}}` with `retry-after`
-(docs.anthropic.com/en/api/errors, /en/api/rate-limits). The adapters raise the SDK's own
-exception types, carrying the record.
+(docs.anthropic.com/en/api/errors, /en/api/rate-limits). The adapters raise our `TransportError`
+kinds, each also of the SDK's own exception type, `from` the SDK's error.
 """
 
 from __future__ import annotations
@@ -23,15 +23,20 @@ import pytest
 from so_middleware import (
     DeadlineExceededError,
     ModelBehaviorError,
+    ProviderConnectionError,
     ProviderResponseError,
+    ProviderStatusError,
+    ProviderTimeoutError,
     StreamInterruptedError,
+    TransportError,
     TransportFailure,
     failure_of,
 )
 from so_middleware.anthropic import AnthropicChatClient
-from so_middleware.core import classified, is_transient, retry_after_seconds
+from so_middleware.core import is_transient, retry_after_seconds
 from so_middleware.gateway._errors import to_error_response
 from so_middleware.openai import OpenAIChatClient, OpenAIResponsesClient
+from so_middleware.providers import transport_error
 from so_middleware.testing import StatusError
 
 pytestmark = pytest.mark.anyio
@@ -111,6 +116,7 @@ CASES = [
         openai_chat,
         replying(429, OPENAI_RATE_LIMIT, {"retry-after-ms": "1500", "x-ratelimit-remaining-requests": "0"}),
         openai.RateLimitError,
+        ProviderStatusError,
         TransportFailure("status", transient=True, status=429, retry_after=1.5, code="rate_limit_exceeded"),
         id="openai-429-retry-after-ms",
     ),
@@ -118,6 +124,7 @@ CASES = [
         openai_responses,
         replying(400, OPENAI_BAD_REQUEST),
         openai.BadRequestError,
+        ProviderStatusError,
         TransportFailure("status", transient=False, status=400, code="invalid_request_error"),
         id="openai-responses-400",
     ),
@@ -125,6 +132,7 @@ CASES = [
         openai_chat,
         replying(503, OPENAI_SERVER_ERROR, {"x-should-retry": "false"}),
         openai.InternalServerError,
+        ProviderStatusError,
         TransportFailure("status", transient=False, status=503, code="server_error"),
         id="openai-503-should-not-retry",
     ),
@@ -132,6 +140,7 @@ CASES = [
         openai_chat,
         raising(httpx2.ReadTimeout),
         openai.APITimeoutError,
+        ProviderTimeoutError,
         TransportFailure("timeout", transient=True),
         id="openai-timeout",
     ),
@@ -139,6 +148,7 @@ CASES = [
         openai_chat,
         raising(httpx2.ConnectError),
         openai.APIConnectionError,
+        ProviderConnectionError,
         TransportFailure("connection", transient=True),
         id="openai-unreachable",
     ),
@@ -146,6 +156,7 @@ CASES = [
         anthropic_messages,
         replying(529, ANTHROPIC_OVERLOADED, {"request-id": "req_1"}),
         anthropic.APIStatusError,
+        ProviderStatusError,
         TransportFailure("status", transient=True, status=529, code="overloaded_error"),
         id="anthropic-529",
     ),
@@ -153,6 +164,7 @@ CASES = [
         anthropic_messages,
         replying(429, ANTHROPIC_RATE_LIMIT, {"retry-after": "7", "anthropic-ratelimit-requests-remaining": "0"}),
         anthropic.RateLimitError,
+        ProviderStatusError,
         TransportFailure("status", transient=True, status=429, retry_after=7.0, code="rate_limit_error"),
         id="anthropic-429-retry-after",
     ),
@@ -160,6 +172,7 @@ CASES = [
         anthropic_messages,
         replying(400, ANTHROPIC_INVALID),
         anthropic.BadRequestError,
+        ProviderStatusError,
         TransportFailure("status", transient=False, status=400, code="invalid_request_error"),
         id="anthropic-400",
     ),
@@ -167,6 +180,7 @@ CASES = [
         anthropic_messages,
         raising(httpx2.ReadTimeout),
         anthropic.APITimeoutError,
+        ProviderTimeoutError,
         TransportFailure("timeout", transient=True),
         id="anthropic-timeout",
     ),
@@ -174,6 +188,7 @@ CASES = [
         anthropic_messages,
         raising(httpx2.ConnectError),
         anthropic.APIConnectionError,
+        ProviderConnectionError,
         TransportFailure("connection", transient=True),
         id="anthropic-unreachable",
     ),
@@ -181,15 +196,28 @@ CASES = [
 
 
 @STREAM
-@pytest.mark.parametrize(("make_client", "answer", "sdk_type", "expected"), CASES)
-async def test_an_adapter_raises_the_sdks_own_error_carrying_its_failure(
-    stream: bool, make_client: Any, answer: Answer, sdk_type: type[Exception], expected: TransportFailure
+@pytest.mark.parametrize(("make_client", "answer", "sdk_type", "our_type", "expected"), CASES)
+async def test_an_adapter_raises_our_transport_error_also_of_the_sdks_type(
+    stream: bool,
+    make_client: Any,
+    answer: Answer,
+    sdk_type: type[Exception],
+    our_type: type[TransportError],
+    expected: TransportFailure,
 ) -> None:
     error = await failed_call(make_client(answer), stream)
 
-    assert isinstance(error, sdk_type)
-    assert failure_of(error) == expected
-    assert failure_of(error) is failure_of(error)  # recorded at the adapter's boundary, read as it is
+    assert isinstance(error, our_type) and isinstance(error, sdk_type)  # `except openai.APIError` still catches it
+    cause = error.__cause__  # the SDK's own error, as it raised it
+    assert isinstance(cause, sdk_type) and not isinstance(cause, TransportError)
+    assert type(error).__name__ == type(cause).__name__  # what logs and telemetry name
+    assert failure_of(error) == expected == error.failure
+    assert (error.status_code, error.retry_after, error.transient) == (
+        expected.status,
+        expected.retry_after,
+        expected.transient,
+    )
+    assert error.url is not None and error.url.startswith("https://api.")
     assert is_transient(error) is expected.transient
 
 
@@ -207,16 +235,6 @@ def _request() -> httpx2.Request:
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
-        (httpx2.ReadTimeout("slow", request=_request()), TransportFailure("timeout", transient=True)),
-        (httpx2.ConnectError("refused", request=_request()), TransportFailure("connection", transient=True)),
-        (httpx2.RemoteProtocolError("peer closed", request=_request()), TransportFailure("connection", True)),
-        (httpx2.UnsupportedProtocol("ftp", request=_request()), TransportFailure("other", transient=False)),
-        (
-            httpx2.HTTPStatusError(
-                "bad gateway", request=_request(), response=httpx2.Response(502, headers={"retry-after": "3"})
-            ),
-            TransportFailure("status", transient=True, status=502, retry_after=3.0),
-        ),
         (ConnectionResetError("reset"), TransportFailure("connection", transient=True)),
         (TimeoutError(), TransportFailure("timeout", transient=True)),
         (StatusError(429, {"retry-after": "2"}), TransportFailure("status", transient=True, status=429, retry_after=2)),
@@ -233,28 +251,98 @@ def _request() -> httpx2.Request:
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, BaseException) else "",
 )
-def test_an_error_from_outside_the_adapters_is_read_the_same_way(
+def test_an_error_from_outside_the_adapters_is_read_by_its_type(
     error: BaseException, expected: TransportFailure
 ) -> None:
     assert failure_of(error) == expected
 
 
-def test_a_recorded_failure_stays_as_it_was_recorded() -> None:
+def test_a_failure_is_read_once_where_the_error_is_made() -> None:
     error = StatusError(503)
-    recorded = failure_of(classified(error))
-    error.status_code = 400  # changed after the boundary: the record is what was read there
+    recorded = failure_of(error)
+    error.status_code = 400  # changed afterwards: the record is what was read when it was made
 
-    assert failure_of(classified(error)) is recorded and recorded.status == 503 and recorded.transient
+    assert failure_of(error) is recorded and recorded.status == 503 and recorded.transient
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        openai.APITimeoutError(request=_request()),
+        anthropic.APIConnectionError(request=_request()),
+        httpx2.ConnectError("refused", request=_request()),
+        httpx2.HTTPStatusError("bad gateway", request=_request(), response=httpx2.Response(502)),
+    ],
+    ids=["openai-timeout", "anthropic-unreachable", "httpx-unreachable", "httpx-502"],
+)
+def test_an_sdk_error_that_never_crossed_the_boundary_is_not_guessed_at(error: Exception) -> None:
+    assert failure_of(error) == TransportFailure("other", transient=False)
+
+
+@pytest.mark.parametrize(
+    ("error", "our_type", "expected"),
+    [
+        (httpx2.ReadTimeout("slow", request=_request()), ProviderTimeoutError, TransportFailure("timeout", True)),
+        (
+            httpx2.ConnectError("refused", request=_request()),
+            ProviderConnectionError,
+            TransportFailure("connection", True),
+        ),
+        (
+            httpx2.RemoteProtocolError("peer closed", request=_request()),
+            ProviderConnectionError,
+            TransportFailure("connection", True),
+        ),
+        (
+            httpx2.HTTPStatusError(
+                "bad gateway", request=_request(), response=httpx2.Response(502, headers={"retry-after": "3"})
+            ),
+            ProviderStatusError,
+            TransportFailure("status", transient=True, status=502, retry_after=3.0),
+        ),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, BaseException) else "",
+)
+def test_the_boundary_reads_httpxs_own_errors_by_their_types(
+    error: Exception, our_type: type[TransportError], expected: TransportFailure
+) -> None:
+    ours = transport_error(error)
+
+    assert isinstance(ours, our_type) and isinstance(ours, type(error))
+    assert ours.failure == expected and ours.url == "https://api.example.com/v1/chat/completions"
+
+
+@pytest.mark.parametrize(
+    "error", [httpx2.UnsupportedProtocol("ftp", request=_request()), ValueError("bug"), ConnectionResetError("reset")]
+)
+def test_the_boundary_leaves_other_errors_as_they_are(error: Exception) -> None:
+    assert transport_error(error) is None
 
 
 @pytest.mark.parametrize(
     ("error", "status", "code"),
     [
-        (anthropic.APITimeoutError(request=_request()), 504, "backend_timeout"),
-        (anthropic.APIConnectionError(request=_request()), 502, "backend_unreachable"),
-        (httpx2.ConnectError("refused", request=_request()), 502, "backend_unreachable"),
+        (transport_error(anthropic.APITimeoutError(request=_request())), 504, "backend_timeout"),
+        (transport_error(anthropic.APIConnectionError(request=_request())), 502, "backend_unreachable"),
+        (transport_error(httpx2.ConnectError("refused", request=_request())), 502, "backend_unreachable"),
+        (ProviderTimeoutError("slow"), 504, "backend_timeout"),
+        (ProviderConnectionError("refused"), 502, "backend_unreachable"),
+        (ProviderStatusError("an error event in a 200 stream", status_code=200), 502, "backend_error"),
+        (ProviderStatusError("teapot", status_code=418), 418, "backend_error"),
+        (TimeoutError("a client of your own"), 504, "backend_timeout"),
+        (ConnectionRefusedError("a client of your own"), 502, "backend_unreachable"),
     ],
-    ids=["anthropic-timeout", "anthropic-unreachable", "httpx-unreachable"],
+    ids=[
+        "anthropic-timeout",
+        "anthropic-unreachable",
+        "httpx-unreachable",
+        "timeout",
+        "unreachable",
+        "status-200",
+        "status-418",
+        "python-timeout",
+        "python-refused",
+    ],
 )
 def test_the_gateway_answers_any_backends_transport_failure_by_its_kind(
     error: Exception, status: int, code: str
@@ -263,22 +351,6 @@ def test_the_gateway_answers_any_backends_transport_failure_by_its_kind(
 
     assert reply.status_code == status
     assert code in bytes(reply.body).decode()
-
-
-class Frozen(Exception):
-    """An exception that takes no attributes (as a C extension's or a `__slots__` class's may)."""
-
-    status_code = 429
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(name)
-
-
-def test_an_error_that_takes_no_attributes_is_raised_as_it_is_and_still_read() -> None:
-    error = Frozen("rate limited")
-
-    assert classified(error) is error
-    assert failure_of(error) == TransportFailure("status", transient=True, status=429)
 
 
 def _status_error(sdk: Any, status: int, body: Any) -> Exception:
@@ -308,7 +380,9 @@ def test_the_cli_names_a_transport_failure_by_its_kind(make_error: Callable[[], 
 
     from so_middleware.cli import _one_line
 
-    assert _one_line(make_error(), Namespace(provider="openai", base_url=None)).startswith(line)
+    error = transport_error(make_error())  # as the adapter raises it
+    assert error is not None
+    assert _one_line(error, Namespace(provider="openai", base_url=None)).startswith(line)
 
 
 NOW = 1_700_000_000.0

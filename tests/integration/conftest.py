@@ -8,6 +8,16 @@ import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent.parent
-for folder in ("batch", "core", "local", "providers", "providers/anthropic", "providers/openai", "schema"):
+for folder in (
+    "batch",
+    "core",
+    "local",
+    "providers",
+    "providers/anthropic",
+    "providers/google",
+    "providers/ollama",
+    "providers/openai",
+    "schema",
+):
     if str(TESTS / folder) not in sys.path:
         sys.path.insert(0, str(TESTS / folder))

@@ -2,6 +2,11 @@
 
 OpenAI: developers.openai.com guides/structured-outputs "Supported schemas".
 Anthropic: platform.claude.com structured-outputs "JSON Schema limitations".
+Gemini: ai.google.dev structured-output guide (`response_json_schema`, the keywords listed as supported)
+and generativelanguage v1beta `Schema` (the OpenAPI subset of `response_schema`).
+Amazon Bedrock: docs.aws.amazon.com Bedrock user guide "structured output" (Anthropic's subset).
+Mistral: docs.mistral.ai custom structured outputs (strict needs `additionalProperties: false`).
+Ollama: docs.ollama.com structured outputs (a JSON schema, compiled to a grammar, no recursion).
 """
 
 from __future__ import annotations
@@ -149,6 +154,112 @@ def _anthropic(schema: dict[str, Any]) -> None:
             raise AssertionError(f"schema node without a type: {node}")
 
 
+GEMINI_ALLOWED = {
+    "$id",
+    "$defs",
+    "$ref",
+    "$anchor",
+    "type",
+    "format",
+    "title",
+    "description",
+    "enum",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "anyOf",
+    "oneOf",
+    "properties",
+    "additionalProperties",
+    "required",
+    "propertyOrdering",
+}
+GEMINI_OPENAPI_ALLOWED = {
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "minItems",
+    "maxItems",
+    "properties",
+    "required",
+    "propertyOrdering",
+    "anyOf",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "default",
+    "example",
+    "minProperties",
+    "maxProperties",
+}
+GEMINI_OPENAPI_TYPES = {"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT"}
+
+
+def _gemini_walk(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        assert isinstance(node, dict), f"schema node must be an object: {node!r}"
+        yield node
+        for key in ("properties", "$defs"):
+            stack.extend((node.get(key) or {}).values())
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), dict):
+                stack.append(node[key])
+        for key in ("anyOf", "oneOf", "prefixItems"):
+            stack.extend(node.get(key, []))
+
+
+def _gemini(schema: dict[str, Any]) -> None:
+    """Assert the schema uses only the JSON-schema keywords Gemini documents as supported."""
+    for node in _gemini_walk(schema):
+        assert set(node) <= GEMINI_ALLOWED, f"unsupported keywords {set(node) - GEMINI_ALLOWED} in {node}"
+        if "$ref" in node:
+            assert all(key.startswith("$") for key in node), f"$ref with non-$ siblings: {node}"
+        if isinstance(node.get("properties"), dict) and node["properties"]:
+            assert node.get("propertyOrdering") == list(node["properties"]), f"no propertyOrdering: {node}"
+        if not any(key in node for key in ("type", "anyOf", "oneOf", "enum", "$ref")):
+            raise AssertionError(f"schema node without a type: {node}")
+
+
+def _gemini_openapi(schema: dict[str, Any]) -> None:
+    """Assert the schema stays inside the OpenAPI subset of Gemini's `response_schema`."""
+    for node in _gemini_walk(schema):
+        allowed = GEMINI_OPENAPI_ALLOWED
+        assert set(node) <= allowed, f"unsupported keywords {set(node) - allowed} in {node}"
+        if "anyOf" not in node:
+            assert node.get("type") in GEMINI_OPENAPI_TYPES, f"type missing or not upper-case: {node}"
+        if node.get("type") == "OBJECT":
+            assert node.get("properties"), f"OBJECT without properties: {node}"
+            assert node.get("propertyOrdering") == list(node["properties"])
+        if node.get("type") == "ARRAY":
+            assert isinstance(node.get("items"), dict), f"ARRAY without items: {node}"
+        assert all(isinstance(value, str) for value in node.get("enum", [])), f"enum of non-strings: {node}"
+        if "format" in node:
+            assert node["format"] in {"date-time", "enum", "float", "double", "int32", "int64"}
+
+
+def _mistral(schema: dict[str, Any]) -> None:
+    """Assert every object of the schema is closed, as Mistral's strict mode requires."""
+    for node, _ in _walk(schema):
+        if node.get("type") == "object":
+            assert node.get("additionalProperties") is False, f"open object: {node}"
+
+
+def _ollama(schema: dict[str, Any]) -> None:
+    """Assert the schema has no recursion, which Ollama's grammar compiler cannot take."""
+    assert not _ref_graph_has_cycle(schema), "recursive schema"
+
+
 # Fixtures rather than imports: a `conftest` module name is shared by every test folder.
 @pytest.fixture(scope="session")
 def check_openai_strict() -> Callable[[dict[str, Any]], None]:
@@ -160,3 +271,15 @@ def check_openai_strict() -> Callable[[dict[str, Any]], None]:
 def check_anthropic() -> Callable[[dict[str, Any]], None]:
     """Assert a schema stays inside Anthropic's JSON-schema subset."""
     return _anthropic
+
+
+@pytest.fixture(scope="session")
+def dialect_checkers() -> dict[str, Callable[[dict[str, Any]], None]]:
+    """Each new dialect's documented rules, by profile name."""
+    return {
+        "gemini": _gemini,
+        "gemini-openapi": _gemini_openapi,
+        "bedrock": _anthropic,
+        "mistral": _mistral,
+        "ollama": _ollama,
+    }

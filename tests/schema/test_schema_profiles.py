@@ -125,17 +125,25 @@ def test_strict_false_keeps_the_strict_form_when_possible() -> None:
     assert schema.json_schema("openai-strict") == OutputSchema(Owner).json_schema("openai-strict")
 
 
-def test_anthropic_refuses_recursion_even_without_strict(check_openai_strict: Checker) -> None:
+def test_anthropic_gets_recursion_unrolled_three_levels_deep(
+    check_openai_strict: Checker, check_anthropic: Checker
+) -> None:
     class Node(BaseModel):
         children: list[Node] = []
 
     schema = OutputSchema(Node, strict=False)
     check_openai_strict(schema.json_schema())
-    with pytest.raises(UserError, match="recursive"):
-        schema.json_schema("anthropic")
+    rendered = schema.json_schema("anthropic")
+    check_anthropic(rendered)
+    # The root and three levels of Node below it; the optional field that would recurse further is left out.
+    level = rendered
+    for _ in range(3):
+        level = level["properties"]["children"]["items"]
+    assert level["properties"] == {}
+    assert schema.validate_json('{"children": [{"children": [{"children": [{"children": []}]}]}]}')
 
 
-def test_raw_schema_self_reference(check_openai_strict: Checker) -> None:
+def test_raw_schema_self_reference(check_openai_strict: Checker, check_anthropic: Checker) -> None:
     raw = {
         "type": "object",
         "properties": {"name": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#"}}},
@@ -145,8 +153,12 @@ def test_raw_schema_self_reference(check_openai_strict: Checker) -> None:
     schema = OutputSchema(raw)
     check_openai_strict(schema.json_schema())
     assert schema.validate_json('{"name": "a", "kids": [{"name": "b", "kids": []}]}')["kids"][0]["name"] == "b"
-    with pytest.raises(UserError, match="recursive"):
-        schema.json_schema("anthropic")
+    rendered = schema.json_schema("anthropic")
+    check_anthropic(rendered)
+    # The required list that would recurse a fourth time is an empty list.
+    deepest = rendered["properties"]["kids"]["items"]["properties"]["kids"]["items"]["properties"]["kids"]
+    assert deepest["items"] == {"type": "null"}
+    assert "maxItems=0" in deepest["description"]
 
 
 @pytest.mark.parametrize(
@@ -225,4 +237,4 @@ def test_anthropic_demotes_complex_patterns() -> None:
 
 def test_unknown_profile() -> None:
     with pytest.raises(UserError, match="Unknown schema profile"):
-        OutputSchema(int).json_schema("gemini")  # type: ignore[arg-type]
+        OutputSchema(int).json_schema("cohere")  # type: ignore[arg-type]

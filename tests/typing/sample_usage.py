@@ -21,6 +21,8 @@ from so_middleware import (
     ChatResponse,
     ChatResponseUpdate,
     DelegatingChatClient,
+    Grammar,
+    Regex,
     ResponseStream,
     StructuredOutput,
     StructuredOutputChatClient,
@@ -123,6 +125,21 @@ async def other_types() -> None:
     print(await untyped)
 
 
+async def text_formats() -> None:
+    """`Regex(...)` and `Grammar(...)` are typed `type[str]`: the value is a `str`."""
+    client = with_structured_output(FakeChatClient("ABC-1234"))
+    code = Regex(r"[A-Z]{3}-[0-9]{4}")
+    assert_type(await client.get_response("hi", output_type=code), ChatResponse[str])
+    assert_type((await client.get_response("hi", output_type=Grammar(gbnf='root ::= "a"'))).value, str)
+    stream = client.get_response("hi", stream=True, output_type=Grammar(lark='start: "a"'))
+    assert_type(stream, ResponseStream[ChatResponseUpdate[str], ChatResponse[str]])
+    async for update in stream:
+        assert_type(update.partial_value, Optional[str])
+    assert_type(client.get_response_sync("hi", output_type=code).value, str)
+    assert_type(StructuredOutput(code).response, Optional[ChatResponse[str]])
+    assert_type((await ChatAgent(client).run("hi", output_type=code)).value, str)
+
+
 async def agent() -> None:
     agent = ChatAgent(with_structured_output(FakeChatClient("x")))
     result = await agent.run("hi", output_type=Person)
@@ -187,3 +204,11 @@ async def converter_runs() -> None:
     assert_type(resumed, ResponseStream[AgentResponseUpdate[Person], AgentResponse[Person]])
     assert_type(converter.run_sync("hi", output_type=Person, continuation_token="run-1").value, Person)
     assert_type((await converter.run("hi")).value, Any)
+
+
+async def typed_input() -> None:
+    """`input_type=Person` makes a `ChatAgent[Person]`: its run takes a `Person` (or messages)."""
+    agent = ChatAgent(with_structured_output(FakeChatClient("x")), input_type=Person)
+    assert_type(agent, ChatAgent[Person])
+    assert_type((await agent.run(Person(name="Ada", age=36), output_type=Row)).value, Row)
+    print((await agent.run("hi")).text)

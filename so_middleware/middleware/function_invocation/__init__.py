@@ -46,6 +46,10 @@ thread cannot be stopped: it finishes on its own, its result dropped).
 carries the results (`FunctionResultContent`) and, in `additional_properties["tool_activity"]`,
 the `ToolActivity` of each. The final response is the last answer's.
 
+**Logging.** Each call is one `tool` record (logger `so_middleware`, `INFO`): its name, call id,
+iteration, duration and outcome (`ok` or `error`), the same fields in `record.so_middleware`; its
+arguments and its result or error text only with `include_content=True`, as `with_logging` does.
+
 **Telemetry.** Each tool runs inside an OpenTelemetry GenAI `execute_tool {name}` span
 (`gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`), a child
 of the span current at the time (an agent's `invoke_agent` span), from `tracer_provider` or the
@@ -71,9 +75,9 @@ from ...core import (
     ResponseStream,
     as_messages,
 )
-from ._approvals import APPROVALS_KEY, ApprovalRequest, Approvals
+from ._approvals import APPROVALS_KEY, CONVERSATION_KEY, ApprovalRequest, Approvals
 from ._calls import Calls, check_bounds
-from ._records import ACTIVITIES_KEY, ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError
+from ._records import ACTIVITIES_KEY, ACTIVITY_KEY, ToolActivity, ToolBudget, ToolLoopError, ToolScope, running_tool
 from ._rounds import after_round, calls_in, finished, foreign, resume, start, waits
 from ._tools import Tool, Tools, as_tools, tool
 
@@ -81,6 +85,7 @@ __all__ = [
     "ACTIVITIES_KEY",
     "ACTIVITY_KEY",
     "APPROVALS_KEY",
+    "CONVERSATION_KEY",
     "ApprovalRequest",
     "Approvals",
     "FunctionInvokingChatClient",
@@ -88,7 +93,9 @@ __all__ = [
     "ToolActivity",
     "ToolBudget",
     "ToolLoopError",
+    "ToolScope",
     "Tools",
+    "running_tool",
     "tool",
     "with_function_invocation",
 ]
@@ -114,6 +121,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         max_concurrency: int = 8,
         detailed_errors: bool = False,
         tracer_provider: Any = None,
+        include_content: bool = False,
     ) -> None:
         check_bounds(
             max_iterations=max_iterations,
@@ -127,8 +135,9 @@ class FunctionInvokingChatClient(DelegatingChatClient):
         self._self_tools = own
         self._self_max_iterations = max_iterations
         self._self_max_consecutive_errors = max_consecutive_errors
+        concurrency = max_concurrency if concurrent else 1
         self._self_calls = Calls(
-            max_calls_per_answer, tool_timeout, max_concurrency if concurrent else 1, detailed_errors, tracer_provider
+            max_calls_per_answer, tool_timeout, concurrency, detailed_errors, tracer_provider, include_content
         )
 
     @property
@@ -149,16 +158,13 @@ class FunctionInvokingChatClient(DelegatingChatClient):
             response = await super().respond(call.replace(messages=history, options=options))
             run.record(response)
             calls = calls_in(response)
-            if not calls or foreign(calls, run.tools, options) or waits(response, calls, run):
+            if not calls or foreign(calls, run.tools, options) or waits(response, calls, run, history):
                 return finished(response, run)
             results = await self._self_calls.run_calls(run, calls, iteration)
             history = [*history, *response.messages, ChatMessage("tool", list(results))]
             options = after_round(options, run, len(calls))
             run.check_errors(results, response, self._self_max_consecutive_errors)
-        raise run.fail(
-            f"the model still asked for tools after {self._self_max_iterations} iterations (max_iterations)",
-            "iterations",
-        )
+        raise run.out_of_iterations(self._self_max_iterations)
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same loop, streamed: every answer's updates, then each round's results (see the module)."""
@@ -180,7 +186,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                     response = await inner.get_final_response()
                 run.record(response)
                 calls = calls_in(response)
-                if not calls or foreign(calls, run.tools, current) or waits(response, calls, run):
+                if not calls or foreign(calls, run.tools, current) or waits(response, calls, run, history):
                     finals.append(finished(response, run))
                     return
                 results = await self._self_calls.run_calls(run, calls, iteration)
@@ -191,10 +197,7 @@ class FunctionInvokingChatClient(DelegatingChatClient):
                 history = [*history, *response.messages, ChatMessage("tool", list(results))]
                 current = after_round(current, run, len(calls))
                 run.check_errors(results, response, self._self_max_consecutive_errors)
-            raise run.fail(
-                f"the model still asked for tools after {self._self_max_iterations} iterations (max_iterations)",
-                "iterations",
-            )
+            raise run.out_of_iterations(self._self_max_iterations)
 
         def final(_: Sequence[Any]) -> ChatResponse[Any]:
             return finals[-1]
@@ -214,6 +217,7 @@ def with_function_invocation(
     max_concurrency: int = 8,
     detailed_errors: bool = False,
     tracer_provider: Any = None,
+    include_content: bool = False,
 ) -> FunctionInvokingChatClient:
     """Wrap `client` so the tool calls it answers with are run and answered (see the module).
 
@@ -232,4 +236,5 @@ def with_function_invocation(
         max_concurrency=max_concurrency,
         detailed_errors=detailed_errors,
         tracer_provider=tracer_provider,
+        include_content=include_content,
     )

@@ -2,10 +2,12 @@
 
 The layer does not run such a call: it ends the run with the answer that asked, its
 `additional_properties["approval_requests"]` listing an `ApprovalRequest` per waiting call (the
-arguments validated). The caller decides and sends the same conversation again, ending with that
-answer, with an `Approvals` feature: `options={"features": [Approvals({call_id: True})]}`. The
+arguments validated) and `["approval_conversation"]` the whole conversation ending with that
+answer (earlier rounds' calls and results included). The caller decides and sends that conversation
+again with an `Approvals` feature: `options={"features": [Approvals({call_id: True})]}`. The
 layer then runs the approved calls, answers a declined one with a refusal the model reads
-(`False`, or a reason as a str), and goes on with the loop.
+(`False`, or a reason as a str), and goes on with the loop. The decisions hold for those calls
+only: a call of a later answer waits for its own.
 """
 
 from __future__ import annotations
@@ -17,9 +19,19 @@ from typing import Any
 from ...core import ChatMessage, FunctionCallContent, FunctionResultContent, ModelBehaviorError, UserError
 from ._tools import Tool
 
-__all__ = ["APPROVALS_KEY", "ApprovalRequest", "Approvals", "awaiting", "check_decisions", "declined", "waiting"]
+__all__ = [
+    "APPROVALS_KEY",
+    "CONVERSATION_KEY",
+    "ApprovalRequest",
+    "Approvals",
+    "awaiting",
+    "check_decisions",
+    "declined",
+    "waiting",
+]
 
 APPROVALS_KEY = "approval_requests"
+CONVERSATION_KEY = "approval_conversation"  # the whole conversation, ending with the answer that asked
 
 
 @dataclass(frozen=True)

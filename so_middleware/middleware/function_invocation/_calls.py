@@ -5,29 +5,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ...core import FunctionCallContent, FunctionResultContent, ModelBehaviorError, UserError
+from ...core import FunctionCallContent, FunctionResultContent, ModelBehaviorError, UserError, redact
 from ._approvals import declined
-from ._records import Run, ToolActivity
+from ._records import Run, ToolActivity, tool_scope
 from ._tools import Tool
 
 __all__ = ["Calls", "check_bounds"]
+
+_log = logging.getLogger("so_middleware")
 
 
 @dataclass(frozen=True)
 class Calls:
     """How a layer runs calls: at most `max_calls` per answer, `concurrency` at a time, each within
-    its tool's timeout or `tool_timeout`; `detailed` puts an exception's message in its result."""
+    its tool's timeout or `tool_timeout`; `detailed` puts an exception's message in its result;
+    `content` logs each call's arguments and result (or error text)."""
 
     max_calls: int
     tool_timeout: float | None
     concurrency: int
     detailed: bool
     tracer_provider: Any = None  # OpenTelemetry's; None: the global one
+    content: bool = False
 
     async def run_calls(
         self, run: Run, calls: list[FunctionCallContent], iteration: int
@@ -52,6 +57,7 @@ class Calls:
         result: str | None = None
         error: str | None = None
         budget = run.budget
+        nested: list[ToolActivity] = []  # the tool calls of a run inside this one (an agent as a tool)
         found = run.tools.get(call.name)
         with _tool_span(call, self.tracer_provider):
             if too_many:
@@ -67,13 +73,16 @@ class Calls:
                 run.repeats += 1
             else:
                 budget.spent_tool_calls += 1
-                result, error = await self._invoke(found, call)
+                with tool_scope(budget, nested):
+                    result, error = await self._invoke(found, call)
                 if error is None and result is not None:
                     run.answered[key] = result
+        seconds = time.perf_counter() - started
         activity = ToolActivity(
-            call.name, call.call_id, call.arguments, result, error, time.perf_counter() - started, iteration
+            call.name, call.call_id, call.arguments, result, error, seconds, iteration, tuple(nested)
         )
         run.activities.append(activity)
+        _logged(activity, self.content)
         text = error if error is not None else result
         return FunctionResultContent(call.call_id, text or "", is_error=error is not None, name=call.name)
 
@@ -92,6 +101,25 @@ class Calls:
             detail = f": {type(exc).__name__}: {_first_line(exc)}" if self.detailed else "."
             return None, f"Error: {found.name} failed{detail}"
         return found.schema.result_text(value), None
+
+
+def _logged(activity: ToolActivity, content: bool) -> None:
+    """One `tool` record per call (logger `so_middleware`, INFO): name, call id, iteration, duration,
+    outcome; the arguments and the result or error text only with `content` (credentials redacted)."""
+    if not _log.isEnabledFor(logging.INFO):
+        return
+    fields: dict[str, Any] = {
+        "event": "tool",
+        "name": activity.name,
+        "call_id": activity.call_id,
+        "iteration": activity.iteration,
+        "duration": round(activity.seconds, 6),
+        "outcome": "error" if activity.error is not None else "ok",
+    }
+    if content:
+        fields.update(arguments=redact(activity.arguments), result=redact(activity.error or activity.result or ""))
+    text = " ".join(f"{key}={value}" for key, value in fields.items() if key != "event")
+    _log.info("tool %s", text, extra={"so_middleware": fields})
 
 
 def check_bounds(*, tool_timeout: float | None, **counts: int) -> None:

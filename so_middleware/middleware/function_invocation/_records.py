@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...core import Attempt, ChatResponse, OutputError, UsageDetails, UserError
 from ._tools import Tool
 
-__all__ = ["ACTIVITIES_KEY", "ACTIVITY_KEY", "Run", "ToolActivity", "ToolBudget", "ToolLoopError"]
+__all__ = [
+    "ACTIVITIES_KEY",
+    "ACTIVITY_KEY",
+    "Run",
+    "ToolActivity",
+    "ToolBudget",
+    "ToolLoopError",
+    "ToolScope",
+    "running_tool",
+    "tool_scope",
+]
 
 ACTIVITIES_KEY = "tool_activities"
 ACTIVITY_KEY = "tool_activity"
@@ -19,7 +31,8 @@ ACTIVITY_KEY = "tool_activity"
 class ToolActivity:
     """One tool call the layer ran (secondary output): what was asked, what came back, how long.
 
-    `error` is the text sent back to the model when the call failed (then `result` is None).
+    `error` is the text sent back to the model when the call failed (then `result` is None);
+    `nested` the tool calls made inside this one (an agent used as a tool: its run's activities).
     """
 
     name: str
@@ -29,6 +42,40 @@ class ToolActivity:
     error: str | None
     seconds: float
     iteration: int
+    nested: tuple[ToolActivity, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolScope:
+    """The tool call running in the current task: its run's budget, and where the activities of
+    a run made inside it go (`ChatAgent.as_tool` adds its run's). See `running_tool()`."""
+
+    budget: ToolBudget
+    nested: list[ToolActivity]
+
+
+_SCOPE: ContextVar[ToolScope | None] = ContextVar("so_middleware_tool_scope", default=None)
+
+
+def running_tool() -> ToolScope | None:
+    """The scope of the tool call this code runs inside, or None outside any: a tool that runs a
+    model itself (an agent) shares the run's budget through it and reports its own tool calls.
+
+    Example:
+        scope = running_tool()
+        options = {"features": [scope.budget]} if scope else None
+    """
+    return _SCOPE.get()
+
+
+@contextlib.contextmanager
+def tool_scope(budget: ToolBudget, nested: list[ToolActivity]) -> Iterator[None]:
+    """Within the block, `running_tool()` is this scope (around one tool's run)."""
+    token = _SCOPE.set(ToolScope(budget, nested))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
 
 
 @dataclass
@@ -123,6 +170,10 @@ class Run:
                 "consecutive_errors",
                 response,
             )
+
+    def out_of_iterations(self, limit: int) -> ToolLoopError:
+        """The error of a run whose model still asked for tools after `limit` model calls."""
+        return self.fail(f"the model still asked for tools after {limit} iterations (max_iterations)", "iterations")
 
     def fail(self, message: str, bound: str, response: Any = None) -> ToolLoopError:
         return ToolLoopError(

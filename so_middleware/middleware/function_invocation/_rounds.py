@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core import ChatMessage, ChatOptions, ChatResponse, FunctionCallContent, FunctionTool, UserError, find_feature
-from ._approvals import APPROVALS_KEY, Approvals, awaiting, check_decisions, waiting
+from ._approvals import APPROVALS_KEY, CONVERSATION_KEY, Approvals, awaiting, check_decisions, waiting
 from ._calls import Calls
 from ._records import ACTIVITIES_KEY, Run, ToolBudget
 from ._tools import Tool, Tools, merged
@@ -40,11 +40,13 @@ def after_round(options: ChatOptions, run: Run, calls: int) -> ChatOptions:
     return options.replace(tool_choice=None)
 
 
-def waits(response: ChatResponse[Any], calls: list[FunctionCallContent], run: Run) -> bool:
-    """Whether calls of the answer wait for approval: then they are listed on it, and the run ends."""
+def waits(response: ChatResponse[Any], calls: list[FunctionCallContent], run: Run, before: list[ChatMessage]) -> bool:
+    """Whether calls of the answer wait for approval: then they are listed on it, with the whole
+    conversation (`before` it, then it: what a resumed run sends again), and the run ends."""
     requests = waiting(calls, run.tools, run.approvals)
     if requests:
         response.additional_properties[APPROVALS_KEY] = requests
+        response.additional_properties[CONVERSATION_KEY] = [*before, *response.messages]
     return bool(requests)
 
 
@@ -58,9 +60,10 @@ async def resume(
     if not calls:
         return history, None
     asked: ChatResponse[Any] = ChatResponse(history[-1])
-    if waits(asked, calls, run):
+    if waits(asked, calls, run, history[:-1]):
         return history, finished(asked, run)
     results = await calls_runner.run_calls(run, calls, 0)
+    run.approvals = None  # the decisions were for these calls: a later call waits for its own
     return [*history, ChatMessage("tool", list(results))], None
 
 

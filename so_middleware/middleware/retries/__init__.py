@@ -7,8 +7,8 @@ too), `x-should-retry: true`, `StreamInterruptedError`, and a `ProviderResponseE
 `transient` (a failure the server reports inside a 2xx answer with a transient error type, such as
 Anthropic's in-stream `overloaded_error` or a Responses `error` event with `server_error`, or with
 no type at all).
-Errors are read through `failure_of` (the `TransportFailure` an adapter records on the SDK's
-exception at its boundary; `so_middleware.core`). Anything else (400, 401, 403, 404, 422, `OutputError`,
+Errors are read through `failure_of` (the `TransportFailure` of the `TransportError` an adapter
+raises at its boundary; `so_middleware.core`). Anything else (400, 401, 403, 404, 422, `OutputError`,
 an unreadable answer) is raised at once, unchanged; `retry_if=` replaces the classifier.
 
 **Waits:** full-jitter exponential backoff, a random time in `[0, min(max_delay, base_delay * 2**(n-1))]`

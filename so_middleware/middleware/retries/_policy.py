@@ -17,7 +17,15 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, RetryCallState
 from tenacity.wait import wait_random_exponential
 
-from ...core import RETRIES_KEY, RETRY_EVENT, ChatResponse, DeadlineExceededError, UserError, failure_of
+from ...core import (
+    RETRIES_KEY,
+    RETRY_EVENT,
+    ChatResponse,
+    DeadlineExceededError,
+    TransportError,
+    UserError,
+    failure_of,
+)
 
 try:
     from opentelemetry import trace as otel_trace
@@ -122,7 +130,8 @@ class RetryPolicy:
         backoff = wait_random_exponential(multiplier=self.base_delay, max=self.max_delay)
 
         def wait(state: RetryCallState) -> float:
-            hinted = failure_of(_failure(state)).retry_after
+            error = _failure(state)
+            hinted = error.retry_after if isinstance(error, TransportError) else None  # the server's word
             return backoff(state) if hinted is None else min(hinted, self.max_retry_after)
 
         def stop(state: RetryCallState) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ...core import ChatClient, ChatResponse, ChatResponseUpdate, FinishReason
 from ...schema import LoopWatch
+from ...schema.text import text_format_of
 from ..retries import RetryScope
 from ..strategies import AttemptRequest, Target
 from ._partial import PartialReader
@@ -40,7 +41,9 @@ class Call:
         """The call's updates, streamed; then its response is `response`."""
         plan = self.plan
         call: Callable[..., Any] = functools.partial(self.inner.get_response, plan.messages, options=plan.options)
-        reader = PartialReader(self.target.schema, plan, self.attempt)
+        reader = PartialReader(
+            self.target.schema, plan, self.attempt, text_so_far=text_format_of(self.target.text_type) is not None
+        )
         caps = self.target.capabilities
         watch = LoopWatch(
             (plan.options.max_tokens or caps.default_max_tokens) if caps.prone_to_loops else None, plan.prefill

@@ -19,8 +19,10 @@ class PartialReader:
     (a retry layer outside can still retry the first request).
     """
 
-    def __init__(self, schema: OutputSchema, plan: AttemptRequest, attempt: int) -> None:
+    def __init__(self, schema: OutputSchema, plan: AttemptRequest, attempt: int, text_so_far: bool = False) -> None:
         plain = schema.is_plain_text() or plan.strategy.name == "text"
+        # a regex or grammar answer is text: its partial value is the text so far
+        self._text: str | None = "" if text_so_far else None
         self._parser = None if plain else schema.partial_parser(lenient=plan.strategy.lenient)
         self._broken = False
         self._attempt = attempt
@@ -40,6 +42,9 @@ class PartialReader:
             except ModelBehaviorError:
                 self._broken = True  # no partial values for the rest; the final check re-asks
         partial = self._parser.value if self._parser is not None and not self._broken else None
+        if self._text is not None:
+            self._text += delta
+            partial = self._text or None
         return ChatResponseUpdate(
             [TextContent(delta)] if delta else [],
             role="assistant",

@@ -76,6 +76,9 @@ LLAMA_SERVER_CHAT = Capabilities(
     # breakers (`"`, `:`, newline split every repeat), and with none it rescued one of two.
     loop_breaking=(("frequency_penalty", 0.5),),
     prone_to_loops=True,  # the small models it serves loop (two of the bench's tasks, at temperature 0)
+    # a GBNF `grammar` body field, honoured on /v1/chat/completions and /v1/responses, ignored on
+    # /v1/messages (bench/route_constraints.py)
+    text_constraint="llama.cpp",
 )
 LLAMA_SERVER = LLAMA_SERVER_CHAT
 
@@ -128,8 +131,9 @@ def profile_for(base_url: str, model: str | None = None, *, route: Route = "chat
 
 # vLLM's /v1/chat/completions: response_format json_schema and json_object are enforced by its
 # structured-output backend, and a named tool_choice is enforced the same way; a trailing
-# assistant message is not continued without vLLM's own `continue_final_message` flag.
-VLLM_CHAT = OPENAI_COMPATIBLE.replace(name="vllm")
+# assistant message is not continued without vLLM's own `continue_final_message` flag. A regex or
+# grammar on a text answer goes in its `structured_outputs` body field (`regex`, `grammar`).
+VLLM_CHAT = OPENAI_COMPATIBLE.replace(name="vllm", text_constraint="vllm")
 
 # Ollama's OpenAI-compatible /v1/chat/completions: response_format json_schema and json_object
 # become its `format` (enforced); tools reach models whose template has them, but tool_choice is

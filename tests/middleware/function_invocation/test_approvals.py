@@ -113,3 +113,19 @@ async def test_a_call_with_invalid_arguments_needs_no_approval_it_is_answered_wi
 def test_approvals_that_are_not_decisions_are_a_user_error(decisions: Any) -> None:
     with pytest.raises(UserError, match="Approvals"):
         Approvals(decisions)
+
+
+@STREAM
+async def test_decisions_hold_for_the_calls_that_waited_not_for_later_ones(stream: bool) -> None:
+    """A later answer's call waits for its own decision, even under an id a decision named."""
+    asks = [Reply(tool_calls=[("transfer", f'{{"account": "acct-1", "amount": {n}}}')]) for n in (5, 3)]
+    fake = FakeChatClient([*asks, "Done."])
+    client = with_function_invocation(fake, tools=[transfer])
+    history: list[ChatMessage] = [ChatMessage("user", "Send 5 to acct-1")]
+    paused = await ask(client, history, stream)
+    decided = {"features": [Approvals({"call_0": True})]}
+    again = await ask(client, [*history, *paused.messages], stream, options=decided)
+    assert [r.arguments for r in again.additional_properties["approval_requests"]] == [
+        {"account": "acct-1", "amount": 3}
+    ]
+    assert sent == [5]

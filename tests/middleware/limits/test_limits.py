@@ -19,7 +19,15 @@ import openai
 import pytest
 from anyio import wait_all_tasks_blocked
 
-from so_middleware import ChatResponse, Feature, LimitsChatClient, UserError, with_limits, with_retries
+from so_middleware import (
+    ChatResponse,
+    Feature,
+    LimitsChatClient,
+    ProviderStatusError,
+    UserError,
+    with_limits,
+    with_retries,
+)
 from so_middleware.middleware.limits._token_window import Reservation, TokenWindow
 from so_middleware.openai import OpenAIChatClient
 from so_middleware.testing import FakeChatClient, Reply
@@ -219,14 +227,11 @@ def test_the_layer_is_found_and_passes_attributes_through() -> None:
     assert client.stats().started == 1
 
 
-class RateLimited(Exception):
-    """Shaped like an SDK's 429 error: a `status_code` and a response with headers."""
-
-    status_code = 429
+class RateLimited(ProviderStatusError):
+    """A 429 as an adapter raises it, with the server's `retry-after-ms`."""
 
     def __init__(self, retry_after_ms: int) -> None:
-        super().__init__("rate limited")
-        self.response = type("Response", (), {"headers": {"retry-after-ms": str(retry_after_ms)}})()
+        super().__init__("rate limited", status_code=429, headers={"retry-after-ms": str(retry_after_ms)})
 
 
 async def test_calls_held_by_a_retry_after_pause_start_paced_not_in_a_burst() -> None:

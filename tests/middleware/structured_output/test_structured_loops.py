@@ -6,6 +6,9 @@ sampled otherwise or ends the run. Scripted backends: both sides asserted."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
+import pkgutil
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,7 +26,9 @@ from so_middleware import (
     IncompleteOutputError,
     ModelBehaviorError,
     UsageDetails,
+    providers,
 )
+from so_middleware.core import Capabilities
 from so_middleware.middleware.structured_output import with_structured_output
 from so_middleware.providers.anthropic._profiles import ANTHROPIC_API, ANTHROPIC_COMPATIBLE, LLAMA_SERVER_MESSAGES
 from so_middleware.providers.openai._profiles import (
@@ -273,15 +278,42 @@ REPETITIVE: list[tuple[str, Any, Any, str]] = [
         ("lorem", Note(text="lorem ipsum dolor sit amet " * 60)),
         ("identical-rows", Table(rows=[Row(sku="A-100", qty=1)] * 12)),
         ("padded-field", Padded(name="Ada" + " " * 300, age=36)),
-        ("separator-line", Note(text="Totals\n" + "-" * 240 + "\nSum: 12")),
+        ("separator-line", Note(text="Totals\n" + "-" * 300 + "\nSum: 12")),
         ("base64-zeros", Blob(name="zeros.bin", data="AAAA" * 80 + "AA==")),
         ("not-available", Values(values=["N/A"] * 60)),
     ]
 ]
 PHRASE = "Thank you for your patience. " * 12  # plain text
-LOOP_BREAKING = [OPENAI_API, OPENAI_COMPATIBLE, LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, LLAMA_SERVER_MESSAGES]
-NO_LOOP_BREAKING = [OPENAI_API_RESPONSES, ANTHROPIC_API, ANTHROPIC_COMPATIBLE, NO_FIELDS]
-PROFILES = pytest.mark.parametrize("profile", LOOP_BREAKING + NO_LOOP_BREAKING, ids=lambda p: p.name)
+
+
+def shipped_profiles() -> dict[str, Capabilities]:
+    """Every profile the providers ship, by its name in the code (those chosen per model or per
+    discovered server too), so a profile or a provider added later is covered without a change here."""
+    found: dict[Capabilities, str] = {}
+    for provider in sorted(pkgutil.iter_modules(providers.__path__), key=lambda p: p.name):
+        if not provider.ispkg or importlib.util.find_spec(f"{providers.__name__}.{provider.name}._profiles") is None:
+            continue
+        module = importlib.import_module(f"{providers.__name__}.{provider.name}._profiles")
+        for name, value in vars(module).items():
+            if isinstance(value, Capabilities):
+                found.setdefault(value, name.strip("_").lower())  # an alias keeps the first name
+    return {name: profile for profile, name in found.items()}
+
+
+SHIPPED = {**shipped_profiles(), "scripted-no-fields": NO_FIELDS}
+PROFILES = pytest.mark.parametrize("profile", SHIPPED.values(), ids=SHIPPED.keys())
+
+
+def test_the_profiles_found_are_the_shipped_ones() -> None:
+    """The hosted, generic and local profiles, with and without loop breaking, prone or not."""
+    profiles = set(SHIPPED.values())
+    assert {OPENAI_API, OPENAI_API_RESPONSES, OPENAI_COMPATIBLE, ANTHROPIC_API, ANTHROPIC_COMPATIBLE} <= profiles
+    assert {LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, LLAMA_SERVER_MESSAGES} <= profiles
+    assert {(p.prone_to_loops, bool(p.loop_breaking)) for p in profiles} == {
+        (True, True),
+        (False, True),
+        (False, False),
+    }
 
 
 class StreamedToolCalls(FakeChatClient):
@@ -302,11 +334,12 @@ class StreamedToolCalls(FakeChatClient):
             yield dataclasses.replace(update, contents=rest)
 
 
-def answered(text: str) -> Any:
-    """The reply as the strategy asks for it: a call of the offered tool, or text."""
+def answered(text: str, **ending: Any) -> Any:
+    """The reply as the strategy asks for it: a call of the offered tool, or text (`ending`: its
+    finish reason and usage)."""
 
     def reply(messages: list[Any], options: Any) -> Reply:
-        return Reply(tool_calls=[(options.tools[-1].name, text)]) if options.tools else Reply(text)
+        return Reply(tool_calls=[(options.tools[-1].name, text)], **ending) if options.tools else Reply(text, **ending)
 
     return reply
 
@@ -335,18 +368,18 @@ async def test_a_complete_repeated_phrase_in_plain_text_is_the_value(profile: An
 
 
 ROWS = document(Table(rows=[Row(sku="A-100", qty=1)] * 12))
-PIECES = -(-len(ROWS) // 4)  # the fake streams 4 characters a piece, a token each
+PIECES = -(-len(ROWS) // 4)  # the fake streams 4 characters a piece (text or tool arguments), a token each
 
 
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("finish", [FinishReason.STOP, FinishReason.LENGTH])
-@pytest.mark.parametrize("profile", [LOOPS, PRONE], ids=["hosted", "prone"])
+@pytest.mark.parametrize("profile", [LOOPS, PRONE, *SHIPPED.values()], ids=["hosted", "prone", *SHIPPED])
 async def test_a_valid_repetitive_answer_that_uses_every_token_is_the_value(
     profile: Any, finish: FinishReason, stream: bool
 ) -> None:
     """Its last allowed token closed it: the server may say `length` (no token left for the end)."""
-    reply = Reply(ROWS, finish_reason=finish, usage=UsageDetails(10, PIECES, PIECES + 10))
-    fake = FakeChatClient(reply, capabilities=profile)
+    ending = {"finish_reason": finish, "usage": UsageDetails(10, PIECES, PIECES + 10)}
+    fake = StreamedToolCalls(answered(ROWS, **ending), capabilities=profile)
     options = {"max_tokens": PIECES}
     response = await get(with_structured_output(fake), stream, "x", output_type=Table, options=options)
     assert response.value == Table(rows=[Row(sku="A-100", qty=1)] * 12) and len(fake.calls) == 1

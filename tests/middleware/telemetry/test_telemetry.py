@@ -39,7 +39,7 @@ from so_middleware import (
 )
 from so_middleware.middleware.retries import with_retries
 from so_middleware.middleware.telemetry import TelemetryChatClient, with_telemetry
-from so_middleware.testing import FakeChatClient, Reply
+from so_middleware.testing import FakeChatClient, Reply, StatusError
 
 pytestmark = pytest.mark.anyio
 
@@ -69,13 +69,6 @@ def instrument(tracer_provider: TracerProvider, meter_provider: MeterProvider) -
         return with_telemetry(client, tracer_provider=tracer_provider, meter_provider=meter_provider, **kwargs)
 
     return wrap
-
-
-class StatusError(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(f"status {status}")
-        self.status_code = status
-        self.response = SimpleNamespace(status_code=status, headers={})
 
 
 class Tagging(Feature):

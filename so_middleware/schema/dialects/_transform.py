@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import UserError
-from ._merge import MergeConflict, flatten
-from ._refs import ANNOTATIONS, MAX_EXPANDED_NODES, contains_ref
-from ._schema_tools import cyclic_definitions, definitions_of, ref_target
+from ...core import UserError
+from .._merge import MergeConflict, flatten
+from .._refs import ANNOTATIONS, MAX_EXPANDED_NODES, contains_ref
+from .._schema_tools import cyclic_definitions, definitions_of, ref_target
 
 __all__ = ["Problem", "ProfileRules", "transform_schema"]
 
@@ -58,6 +58,12 @@ class ProfileRules:
     allow_all_of: bool
     simple_patterns_only: bool
     formats: frozenset[str] = field(default_factory=frozenset)
+    # Of the numeric keywords, the ones kept when `keep_numeric` (None: all of them).
+    numeric_keys: frozenset[str] | None = None
+    # An open object's `additionalProperties` schema is kept rather than refused.
+    open_objects: bool = False
+    keep_patterns: bool = True
+    keep_prefix_items: bool = False
 
 
 @dataclass(frozen=True)
@@ -270,7 +276,9 @@ class _Walker:
         properties = src.pop("properties", {})
         required = src.pop("required", [])
         extra = src.pop("additionalProperties", None)
-        if extra is not None and extra is not False:
+        if self.rules.open_objects and extra is not None and extra is not False:
+            out["additionalProperties"] = self.node(extra, _join(path, "*")) if isinstance(extra, dict) else extra
+        elif extra is not None and extra is not False:
             self.problem(
                 path,
                 "is an open object (dict[str, ...], a bare dict, extra='allow' or additionalProperties); "
@@ -285,7 +293,7 @@ class _Walker:
             out["required"] = list(properties)
         elif isinstance(required, list) and required:
             out["required"] = [name for name in required if name in properties]
-        out["additionalProperties"] = False
+        out.setdefault("additionalProperties", False)
         for key in ("propertyNames", "minProperties", "maxProperties", "unevaluatedProperties", "dependentRequired"):
             if key in src:
                 notes.append(f"{key}={_compact(src.pop(key))}")
@@ -294,7 +302,11 @@ class _Walker:
         items = src.pop("items", None)
         prefix = src.pop("prefixItems", None)
         out.setdefault("type", "array")
-        if isinstance(prefix, list) and prefix:
+        if isinstance(prefix, list) and prefix and self.rules.keep_prefix_items:
+            out["prefixItems"] = [self.node(sub, f"{path}[{index}]") for index, sub in enumerate(prefix)]
+            if isinstance(items, dict):
+                out["items"] = self.node(items, f"{path}[]")
+        elif isinstance(prefix, list) and prefix:
             branches = [self.node(sub, f"{path}[{index}]") for index, sub in enumerate(prefix)]
             if isinstance(items, dict):
                 branches.append(self.node(items, f"{path}[]"))
@@ -334,7 +346,7 @@ class _Walker:
                 notes.append(f"format={value}")
         if "pattern" in src:
             value = src.pop("pattern")
-            if isinstance(value, str) and self._pattern_ok(value):
+            if isinstance(value, str) and self.rules.keep_patterns and self._pattern_ok(value):
                 out["pattern"] = value
             else:
                 notes.append(f"pattern={_compact(value)}")
@@ -358,7 +370,8 @@ class _Walker:
         for key in _NUMERIC:
             if key in src:
                 value = src.pop(key)
-                if self.rules.keep_numeric:
+                kept = self.rules.numeric_keys
+                if self.rules.keep_numeric and (kept is None or key in kept):
                     out[key] = value
                 else:
                     notes.append(f"{key}={_compact(value)}")

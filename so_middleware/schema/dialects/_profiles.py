@@ -4,6 +4,11 @@
   function tools).
 - `"anthropic"`: Anthropic JSON outputs / strict tools, a whitelist subset.
 - `"json-schema"`: plain pydantic JSON schema, for prompted and json_object modes.
+- `"gemini"`, `"gemini-openapi"`, `"bedrock"`, `"mistral"`, `"ollama"`: see `_dialects.py`.
+
+Providers that refuse recursion (Anthropic, Bedrock, Ollama, Gemini's OpenAPI form) get the
+schema unrolled to `recursion_depth` levels (`_unroll.py`); the answer is validated against the
+full type.
 """
 
 from __future__ import annotations
@@ -11,10 +16,13 @@ from __future__ import annotations
 import copy
 from typing import Any, get_args
 
-from ..core import SchemaProfile, UserError
+from ...core import SchemaProfile, UserError
+from .._refs import check_expansion
+from .._schema_tools import cyclic_definitions
+from ._dialects import render_dialect
 from ._limits import anthropic_limit_problems, openai_limit_problems
-from ._refs import check_expansion
 from ._transform import Problem, ProfileRules, transform_schema
+from ._unroll import DEFAULT_RECURSION_DEPTH, unroll_recursion
 
 __all__ = ["PROFILES", "SchemaProfile", "render_profile"]
 
@@ -49,13 +57,18 @@ ANTHROPIC = ProfileRules(
 )
 
 
+# Where a dialect cannot say something, the route of the same provider that can.
+_WIDER = {"gemini-openapi": "the 'gemini' profile (response_json_schema)"}
+
+
 def _problem_message(what: str, profile: str, problems: list[Problem], *, suggest_non_strict: bool) -> str:
     shown = "; ".join(str(problem) for problem in problems[:5])
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    wider = _WIDER.get(profile, "the 'json-schema' profile (prompted output)")
     hint = (
         " Pass strict=False to fall back to a non-strict schema, or change the type."
         if suggest_non_strict
-        else " Change the type, or use the 'json-schema' profile (prompted output) instead."
+        else f" Change the type, or use {wider} instead."
     )
     return f"Cannot build the {profile} schema for {what}: {shown}{more}.{hint}"
 
@@ -76,7 +89,15 @@ def _too_large_to_inline(base: dict[str, Any], what: str) -> bool:
     return False
 
 
-def render_profile(base: dict[str, Any], profile: str, *, strict: bool, wrapped: bool, what: str) -> dict[str, Any]:
+def render_profile(
+    base: dict[str, Any],
+    profile: str,
+    *,
+    strict: bool,
+    wrapped: bool,
+    what: str,
+    recursion_depth: int = DEFAULT_RECURSION_DEPTH,
+) -> dict[str, Any]:
     """The schema for `profile`, or a `UserError` naming the type, the field path and the reason.
 
     With `strict=False`, `"openai-strict"` falls back to the plain schema when the type cannot be
@@ -97,9 +118,18 @@ def render_profile(base: dict[str, Any], profile: str, *, strict: bool, wrapped:
         return copy.deepcopy(base)
     if profile == "anthropic":
         check_expansion(base, what)
+        if cyclic_definitions(base):
+            base = unroll_recursion(base, depth=recursion_depth, what=what, provider="Anthropic")
         schema, problems = transform_schema(base, ANTHROPIC, wrapped=wrapped)
         if not problems:
             problems = anthropic_limit_problems(schema)
+        if problems:
+            raise UserError(_problem_message(what, profile, problems, suggest_non_strict=False))
+        return schema
+    if profile in PROFILES:
+        schema, problems = render_dialect(
+            base, profile, strict=strict, wrapped=wrapped, what=what, depth=recursion_depth
+        )
         if problems:
             raise UserError(_problem_message(what, profile, problems, suggest_non_strict=False))
         return schema

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._schema_tools import definitions_of, ref_target
+from .._schema_tools import definitions_of, ref_target
 from ._transform import Problem
 
 __all__ = ["anthropic_limit_problems", "openai_limit_problems"]

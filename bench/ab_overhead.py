@@ -1,0 +1,95 @@
+"""Per-call overhead of two checkouts side by side: structured output alone and the full chain, each
+as a ratio to the raw SDK `create` measured in the same process.
+
+Usage (from the repository root; BASE is another checkout, e.g. `git worktree add /tmp/base 8b09cb0`):
+
+    .venv/bin/python bench/ab_overhead.py --base /tmp/base [--pairs 3] [--calls 300]
+
+Each pair runs one process per checkout, one after the other (the order alternates between pairs),
+with the checkout first on `PYTHONPATH`. A process answers every call from an in-process
+`httpx2.MockTransport` serving the one recorded body of `bench/overhead.py`, and measures CPU time
+per call of the raw `create`, `with_structured_output` alone and the full chain (telemetry with a
+recording OpenTelemetry SDK, retries, structured output), interleaved over 3 rounds of `--calls`
+calls each. A ratio within one process is what a noisy machine cannot shift much; the pairs show
+the spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ROWS = ("raw", "structured", "chain")
+
+
+def _child(calls: int) -> dict[str, float]:
+    sys.path.insert(0, str(HERE))
+    import overhead  # the same contenders as the overhead table
+
+    contenders = overhead._contenders(False)
+    picked = {
+        "raw": contenders["raw SDK `create`"],
+        "structured": contenders["so_middleware structured output only"],
+        "chain": contenders["so_middleware full chain (telemetry+retries+SO)"],
+    }
+    timings = asyncio.run(overhead._measure(picked, runs=3, per_run=calls, warmup=30))
+    per_call = {name: overhead.median(found) for name, found in timings.items()}
+    return {
+        "raw_us": per_call["raw"] * 1e6,
+        "structured_ratio": per_call["structured"] / per_call["raw"],
+        "chain_ratio": per_call["chain"] / per_call["raw"],
+    }
+
+
+def _run(tree: Path, calls: int) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", "--calls", str(calls)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: {done.stderr.strip()[-800:]}")
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    origin = found.pop("package")
+    if not str(origin).startswith(str(tree)):
+        raise SystemExit(f"{tree}: so_middleware was imported from {origin}, not from the checkout")
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", type=Path, help="the checkout to compare against")
+    parser.add_argument("--head", type=Path, default=ROOT, help="the checkout measured (this one by default)")
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        import so_middleware
+
+        print(json.dumps({**_child(args.calls), "package": str(Path(so_middleware.__file__).resolve().parent)}))
+        return
+    if args.base is None:
+        parser.error("--base is required")
+    trees = {"base": args.base.resolve(), "head": args.head.resolve()}
+    print("| pair | checkout | raw `create` µs | structured output alone ÷ raw | full chain ÷ raw |")
+    print("|---|---|---|---|---|")
+    for pair in range(1, args.pairs + 1):
+        order = ("base", "head") if pair % 2 else ("head", "base")
+        for name in order:
+            found = _run(trees[name], args.calls)
+            print(
+                f"| {pair} | {name} | {found['raw_us']:.0f} | {found['structured_ratio']:.2f}× "
+                f"| {found['chain_ratio']:.2f}× |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""`GeminiChatClient`: the Gemini API adapter, over `google-genai`'s `models.generate_content`.
+
+The SDK client's async side (`client.aio.models`) is used for every call, so one `genai.Client`
+serves both the async calls and the `*_sync` entry points (which run on so_middleware's own loop).
+The SDK's own retries are off for each call (the retries layer retries, by the classification of
+the error), and the call's deadline becomes the request's timeout.
+
+A request goes through the codec in `so_middleware.wire.gemini`; the same `genai.Client` reaches
+the Gemini Developer API or Vertex AI, as it was made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import anyio
+from google import genai
+
+from ...core import (
+    BaseChatClient,
+    Capabilities,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    StreamInterruptedError,
+    UserError,
+    redact_url,
+    seconds_left,
+)
+from ...wire.gemini import GeminiStreamReader, request_to_wire, response_from_wire
+from .._openai_privates import genai_base_url
+from .._sdk_use import sdk_boundary
+from ._profiles import profile_for
+
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "GeminiChatClient"]
+
+DEFAULT_IDLE_TIMEOUT = 120.0  # seconds without a chunk before a stream counts as stalled
+_DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
+
+
+class GeminiChatClient(BaseChatClient):
+    """A ChatClient over a `google.genai.Client` (Gemini Developer API or Vertex AI).
+
+    The capability profile follows the model (`profile_for`): JSON Schema structured output
+    (`response_json_schema`) on every active model, the OpenAPI-subset `response_schema` on the
+    1.x and 2.0 families; `capabilities=` overrides it.
+
+    Example:
+        client = GeminiChatClient(genai.Client(), "gemini-2.5-flash")
+        response = await client.get_response("Hello", options={"instructions": "Be brief."})
+        print(response.text, response.usage, response.finish_reason)
+    """
+
+    provider_name: ClassVar[str] = "gcp.gemini"
+
+    def __init__(
+        self,
+        sdk_client: genai.Client,
+        model: str | None = None,
+        *,
+        capabilities: Capabilities | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
+        if not isinstance(sdk_client, genai.Client):
+            raise UserError(f"GeminiChatClient needs a google.genai.Client, not {type(sdk_client).__name__}")
+        if idle_timeout is not None and (
+            isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int | float) or not idle_timeout > 0
+        ):
+            raise UserError(f"idle_timeout must be a positive number of seconds or None, not {idle_timeout!r}")
+        self.sdk_client = sdk_client
+        self.model = model
+        self.base_url = redact_url(genai_base_url(sdk_client) or _DEFAULT_BASE_URL)
+        self.idle_timeout = idle_timeout
+        self.capabilities = capabilities or profile_for(model)
+        self._capabilities_given = capabilities is not None
+
+    def capabilities_for(self, model: str, capabilities: Capabilities | None = None) -> Capabilities:
+        """The profile of a call to `model` (a per-call `options.model`): `capabilities` or the one
+        given to the adapter, else the one `profile_for(model)` picks.
+
+        Example: `GeminiChatClient(client, "gemini-2.5-flash").capabilities_for("gemini-2.0-flash").name == "gemini-openapi"`.
+        """
+        if capabilities is not None and capabilities is not self.capabilities:
+            return capabilities
+        return self.capabilities if self._capabilities_given else profile_for(model)
+
+    def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
+        """The `generate_content` keyword arguments this adapter would send (for inspection and tests)."""
+        request = request_to_wire(messages, options, model=self.model)
+        http_options: dict[str, Any] = {"retry_options": {"attempts": 1 + (options.sdk_max_retries or 0)}}
+        left = seconds_left()
+        if left is not None:
+            http_options["timeout"] = max(1, math.ceil(left * 1000))  # milliseconds
+        request["config"] = {"http_options": http_options, **request["config"]}
+        return request
+
+    async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        request = self.request_for(messages, options)
+        with sdk_boundary(self.sdk_client, is_async=True):
+            response = await self.sdk_client.aio.models.generate_content(**request)
+        return response_from_wire(response)
+
+    async def _stream(
+        self, messages: list[ChatMessage], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        request = self.request_for(messages, options)
+        reader = GeminiStreamReader()
+        idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
+        with sdk_boundary(self.sdk_client, is_async=True):
+            chunks: Any = await self.sdk_client.aio.models.generate_content_stream(**request)
+            async with contextlib.aclosing(chunks):
+                while True:
+                    try:
+                        with anyio.fail_after(idle):
+                            chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        break
+                    except TimeoutError:
+                        raise StreamInterruptedError(
+                            f"no chunk from Gemini within {idle} s", partial_text="".join(reader.text)
+                        ) from None
+                    update = reader.read(chunk)
+                    if update is not None:
+                        yield update
+        if not reader.finished:
+            raise StreamInterruptedError(
+                "Gemini's stream ended without a finish reason", partial_text="".join(reader.text)
+            )
+
+    def __repr__(self) -> str:
+        return f"GeminiChatClient(genai.Client(base_url={self.base_url!r}), model={self.model!r})"

@@ -1,0 +1,118 @@
+"""`OllamaChatClient`: Ollama's native `/api/chat`, over the official `ollama` SDK.
+
+The SDK's `AsyncClient` makes the calls (a sync `Client` is refused: the adapter is async at its
+core and its `*_sync` entry points run on so_middleware's own loop). A request goes through the
+codec in `so_middleware.wire.ollama`; the SDK's errors cross the one transport boundary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import anyio
+import ollama
+
+from ...core import (
+    BaseChatClient,
+    Capabilities,
+    ChatMessage,
+    ChatOptions,
+    ChatResponse,
+    ChatResponseUpdate,
+    StreamInterruptedError,
+    UserError,
+    redact_url,
+)
+from ...wire.ollama import OllamaStreamReader, request_to_wire, response_from_wire
+from .._openai_privates import ollama_base_url
+from .._sdk_use import sdk_boundary
+from ._profiles import OLLAMA_NATIVE
+
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "OllamaChatClient"]
+
+DEFAULT_IDLE_TIMEOUT = 300.0  # seconds without a chunk: a local model may first load for minutes
+
+
+class OllamaChatClient(BaseChatClient):
+    """A ChatClient over an `ollama.AsyncClient` (Ollama's native chat API).
+
+    `keep_alive` (how long Ollama keeps the model loaded after the call) is sent with every call
+    when given. Ollama's OpenAI-compatible routes stay reachable through the OpenAI adapter
+    (`OpenAIChatClient(AsyncOpenAI(base_url="http://localhost:11434/v1"), ...)`).
+
+    Example:
+        client = OllamaChatClient(ollama.AsyncClient(), "llama3.2")
+        response = await client.get_response("Hello", options={"instructions": "Be brief."})
+        print(response.text, response.usage, response.finish_reason)
+    """
+
+    provider_name: ClassVar[str] = "ollama"
+
+    def __init__(
+        self,
+        sdk_client: ollama.AsyncClient,
+        model: str | None = None,
+        *,
+        capabilities: Capabilities | None = None,
+        keep_alive: float | str | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
+        given: object = sdk_client  # typed as the SDK's, but a caller may pass anything
+        if not isinstance(given, ollama.AsyncClient):
+            hint = ": use ollama.AsyncClient()" if isinstance(given, ollama.Client) else ""
+            raise UserError(f"OllamaChatClient needs an ollama.AsyncClient, not {type(given).__name__}{hint}")
+        if idle_timeout is not None and (
+            isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int | float) or not idle_timeout > 0
+        ):
+            raise UserError(f"idle_timeout must be a positive number of seconds or None, not {idle_timeout!r}")
+        self.sdk_client = sdk_client
+        self.model = model
+        self.keep_alive = keep_alive
+        self.base_url = redact_url(ollama_base_url(sdk_client) or "http://127.0.0.1:11434")
+        self.capabilities = capabilities or OLLAMA_NATIVE
+        self.idle_timeout = idle_timeout
+
+    def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
+        """The `AsyncClient.chat` keyword arguments this adapter would send (for inspection and tests)."""
+        request = request_to_wire(messages, options, model=self.model)
+        if self.keep_alive is not None:
+            request.setdefault("keep_alive", self.keep_alive)
+        return request
+
+    async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        request = self.request_for(messages, options)
+        with sdk_boundary(self.sdk_client, is_async=True):
+            answer = await self.sdk_client.chat(**request, stream=False)
+        return response_from_wire(answer)
+
+    async def _stream(
+        self, messages: list[ChatMessage], options: ChatOptions
+    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        request = self.request_for(messages, options)
+        reader = OllamaStreamReader()
+        idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
+        with sdk_boundary(self.sdk_client, is_async=True):
+            chunks: Any = await self.sdk_client.chat(**request, stream=True)
+            async with contextlib.aclosing(chunks):
+                while True:
+                    try:
+                        with anyio.fail_after(idle):
+                            chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        break
+                    except TimeoutError:
+                        raise StreamInterruptedError(
+                            f"no chunk from Ollama within {idle} s", partial_text="".join(reader.text)
+                        ) from None
+                    update = reader.read(chunk)
+                    if update is not None:
+                        yield update
+        if not reader.finished:
+            raise StreamInterruptedError(
+                "Ollama's stream ended before its last chunk", partial_text="".join(reader.text)
+            )
+
+    def __repr__(self) -> str:
+        return f"OllamaChatClient(ollama.AsyncClient(host={self.base_url!r}), model={self.model!r})"

@@ -1,0 +1,185 @@
+"""The Gemini adapter through the real, unmodified `google-genai` SDK, against a loopback server that
+speaks the documented `generateContent` wire format (`gemini_server.py` names its sources)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from gemini_server import Answer, GeminiServer, error_body, text_answer
+from google import genai
+from pydantic import BaseModel
+
+from so_middleware import (
+    ChatMessage,
+    FunctionCallContent,
+    FunctionResultContent,
+    FunctionTool,
+    ReasoningContent,
+    StreamInterruptedError,
+    UserError,
+    failure_of,
+)
+from so_middleware.gateway._server import AppServer
+from so_middleware.google import GeminiChatClient, profile_for
+
+pytestmark = pytest.mark.anyio
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+@pytest.fixture
+def gemini_sync() -> Iterator[tuple[GeminiServer, genai.Client]]:
+    """For the sync entry points, which run on so_middleware's own loop (it outlives the test)."""
+    server = GeminiServer()
+    with AppServer(server.app()) as running:
+        yield server, genai.Client(api_key="test-key", http_options={"base_url": running.root_url})
+
+
+@pytest.fixture
+async def gemini() -> AsyncIterator[tuple[GeminiServer, genai.Client]]:
+    """The async client's connections belong to the test's loop: closed before the loop ends."""
+    server = GeminiServer()
+    with AppServer(server.app()) as running:
+        sdk = genai.Client(api_key="test-key", http_options={"base_url": running.root_url})
+        yield server, sdk
+        await sdk.aio.aclose()
+
+
+def _client(sdk: genai.Client, model: str = "gemini-2.5-flash", **options: Any) -> GeminiChatClient:
+    return GeminiChatClient(sdk, model, **options)
+
+
+async def test_a_plain_call_reads_text_usage_and_finish(gemini: tuple[GeminiServer, genai.Client]) -> None:
+    server, sdk = gemini
+    server.script(Answer(text_answer("Hello there")))
+    response = await _client(sdk).get_response(
+        "Hi", options={"instructions": "Be brief.", "temperature": 0.2, "max_tokens": 50, "stop": ["END"]}
+    )
+    assert response.text == "Hello there"
+    assert response.finish_reason == "stop"
+    assert response.usage is not None and (response.usage.input_tokens, response.usage.output_tokens) == (11, 7)
+    assert response.model_id == "gemini-2.5-flash"
+    path, body = server.requests[0]
+    assert path.endswith("/models/gemini-2.5-flash:generateContent")
+    assert body["contents"] == [{"role": "user", "parts": [{"text": "Hi"}]}]
+    assert body["systemInstruction"]["parts"] == [{"text": "Be brief."}]
+    config = body["generationConfig"]
+    assert (config["temperature"], config["maxOutputTokens"], config["stopSequences"]) == (0.2, 50, ["END"])
+
+
+async def test_a_stream_that_ends_without_a_finish_reason_is_interrupted(
+    gemini: tuple[GeminiServer, genai.Client],
+) -> None:
+    server, sdk = gemini
+    server.script(Answer(chunks=[{"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]}]))
+    stream = _client(sdk).get_response("Hi", stream=True)
+    with pytest.raises(StreamInterruptedError) as info:
+        async for _ in stream:
+            pass
+    assert info.value.partial_text == "Hel"
+
+
+async def test_tool_calls_come_back_as_calls_and_results_go_with_their_function_name(
+    gemini: tuple[GeminiServer, genai.Client],
+) -> None:
+    server, sdk = gemini
+    call = {"functionCall": {"id": "c1", "name": "get_weather", "args": {"city": "Oslo"}}}
+    server.script(
+        Answer({"candidates": [{"content": {"role": "model", "parts": [call]}, "finishReason": "STOP"}]}),
+        Answer(text_answer("It is sunny.")),
+    )
+    tool = FunctionTool("get_weather", {"type": "object", "properties": {"city": {"type": "string"}}}, "Weather")
+    client = _client(sdk)
+    first = await client.get_response("Weather in Oslo?", options={"tools": [tool], "tool_choice": "required"})
+    assert first.finish_reason == "tool_calls"
+    asked = first.messages[-1].contents[0]
+    assert isinstance(asked, FunctionCallContent)
+    assert (asked.call_id, asked.name, asked.parsed_arguments()) == ("c1", "get_weather", {"city": "Oslo"})
+    history = [
+        ChatMessage("user", "Weather in Oslo?"),
+        first.messages[-1],
+        ChatMessage("tool", [FunctionResultContent("c1", "sunny")]),
+    ]
+    second = await client.get_response(history, options={"tools": [tool]})
+    assert second.text == "It is sunny."
+    sent = server.requests[0][1]
+    declaration = sent["tools"][0]["functionDeclarations"][0]
+    # The SDK sends this field by its proto name, which the API's JSON parsing takes as well.
+    assert declaration["parameters_json_schema"]["properties"] == {"city": {"type": "string"}}
+    assert (declaration["name"], declaration["description"]) == ("get_weather", "Weather")
+    assert sent["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
+    back = server.requests[1][1]["contents"]
+    assert back[1]["parts"][0]["functionCall"]["name"] == "get_weather"
+    assert back[2]["parts"][0]["functionResponse"] == {
+        "id": "c1",
+        "name": "get_weather",
+        "response": {"output": "sunny"},
+    }
+
+
+async def test_a_forced_tool_names_the_one_allowed_function(gemini: tuple[GeminiServer, genai.Client]) -> None:
+    server, sdk = gemini
+    server.script(Answer(text_answer("ok")))
+    tool = FunctionTool("lookup", {"type": "object", "properties": {}})
+    await _client(sdk).get_response("x", options={"tools": [tool], "tool_choice": {"name": "lookup"}})
+    assert server.requests[0][1]["toolConfig"]["functionCallingConfig"] == {
+        "mode": "ANY",
+        "allowedFunctionNames": ["lookup"],
+    }
+
+
+async def test_thoughts_are_reasoning_and_count_as_reasoning_tokens(gemini: tuple[GeminiServer, genai.Client]) -> None:
+    server, sdk = gemini
+    body = text_answer("42")
+    body["candidates"][0]["content"]["parts"].insert(0, {"text": "Let me think.", "thought": True})
+    body["usageMetadata"]["thoughtsTokenCount"] = 30
+    server.script(Answer(body))
+    response = await _client(sdk).get_response("6*7?")
+    assert response.text == "42"
+    reasoning = [c for c in response.messages[-1].contents if isinstance(c, ReasoningContent)]
+    assert [c.text for c in reasoning] == ["Let me think."]
+    assert response.usage is not None and (response.usage.output_tokens, response.usage.reasoning_tokens) == (37, 30)
+
+
+async def test_a_blocked_prompt_is_a_content_filter_end_that_says_why(
+    gemini: tuple[GeminiServer, genai.Client],
+) -> None:
+    server, sdk = gemini
+    server.script(Answer({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 4}}))
+    response = await _client(sdk).get_response("something blocked")
+    assert response.finish_reason == "content_filter"
+    assert "SAFETY" in response.messages[-1].contents[0].refusal  # type: ignore[union-attr]
+
+
+async def test_a_400_is_not_transient_and_keeps_the_sdk_error_and_message(
+    gemini: tuple[GeminiServer, genai.Client],
+) -> None:
+    server, sdk = gemini
+    server.script(Answer(error_body(400, "INVALID_ARGUMENT", "Invalid JSON payload"), status=400))
+    with pytest.raises(genai.errors.ClientError, match="Invalid JSON payload") as info:
+        await _client(sdk).get_response("x")
+    assert (failure_of(info.value).status, failure_of(info.value).transient) == (400, False)
+
+
+def test_the_profile_follows_the_model() -> None:
+    assert profile_for("gemini-2.5-pro").schema_profile == "gemini"
+    assert profile_for("gemini-3-flash-preview").schema_profile == "gemini"
+    for old in ("gemini-2.0-flash", "gemini-1.5-pro-002", "models/gemini-2.0-flash-lite"):
+        assert profile_for(old).schema_profile == "gemini-openapi", old
+
+
+def test_bad_input_is_a_user_error_before_any_request(gemini_sync: tuple[GeminiServer, genai.Client]) -> None:
+    server, sdk = gemini_sync
+    with pytest.raises(UserError, match=r"google\.genai\.Client"):
+        GeminiChatClient(object(), "gemini-2.5-flash")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="no model given"):
+        GeminiChatClient(sdk).get_response_sync("x")
+    orphan = [ChatMessage("tool", [FunctionResultContent("nope", "x")])]
+    with pytest.raises(UserError, match="'nope'"):
+        _client(sdk).get_response_sync(orphan)
+    assert server.requests == []
