@@ -20,6 +20,12 @@ rows kept, the new ones marked with when they were measured):
     SO_MIDDLEWARE_THREADS=1 .venv-bench/bin/python bench/quality.py --defaults [--discovery-off] [--routes anthropic]
 
 `--discovery-off` adds the generic adapter with `discover=False`, the generic protocol profile.
+
+`--outline` runs the `native` strategy on each route with the schema's outline in the instructions
+and without it (the profile's `schema_in_instructions` on and off), every task or the first
+`--tasks N`, and writes `bench/results/quality_outline.json`:
+
+    SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline [--tasks 16] [--routes chat,responses]
 """
 
 from __future__ import annotations
@@ -468,22 +474,112 @@ def merge(saved: dict[str, Any], configs: list[Config], run_info: dict[str, Any]
     return dict(saved, summary=summary, outcomes={key: outcomes[key] for key in order})
 
 
+def _outline_client(server: Any, route: str, outline: bool) -> Any:
+    """The route's llama-server adapter with the outline on or off; the rest of its profile kept."""
+    import openai
+
+    from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OpenAIChatClient, OpenAIResponsesClient
+
+    sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=300)
+    profile = (LLAMA_SERVER_CHAT if route == "chat" else LLAMA_SERVER_RESPONSES).replace(
+        schema_in_instructions=outline, default_max_tokens=server.max_tokens
+    )
+    adapter = OpenAIChatClient if route == "chat" else OpenAIResponsesClient
+    return adapter(sdk, server.model, capabilities=profile)
+
+
+def run_outline(*, only: list[str] | None, limit: int | None) -> None:
+    """`native` on each OpenAI route with the schema outline on and off, in one run on one server.
+
+    The Messages route is left out: llama-server ignores every format there, so it runs
+    `prompted`, whose instructions already carry the answer's skeleton.
+    """
+    from so_middleware import with_structured_output
+    from so_middleware.local import LocalModelServer
+
+    routes = [route for route in ("chat", "responses") if not only or route in only]
+    tasks = TASKS[:limit] if limit else TASKS
+    configs: list[Config] = []
+
+    async def go(server: Any) -> None:
+        warm = with_structured_output(_outline_client(server, "chat", False))
+        for task in tasks[:IN_FLIGHT]:  # untimed: the server's first requests are slower
+            await _ours(warm, task, "native")
+        for route in routes:
+            for outline in (False, True):
+                config = Config("so_middleware", route, "native, outline " + ("on" if outline else "off"))
+                layer = with_structured_output(_outline_client(server, route, outline))
+                log(f"quality: {route} {config.mode}, {len(tasks)} tasks")
+                await _all_tasks(config, lambda task, layer=layer: _ours(layer, task, "native"), tasks)
+                log(f"    valid {sum(o.valid for o in config.outcomes)}, exact {sum(o.exact for o in config.outcomes)}")
+                configs.append(config)
+
+    started = time.perf_counter()
+    load_before = [round(value, 2) for value in os.getloadavg()]
+    with LocalModelServer(threads=THREADS, parallel=IN_FLIGHT, extra_args=["--alias", MODEL_ALIAS]) as server:
+        asyncio.run(go(server))
+    result = {
+        "model": MODEL_ALIAS,
+        "tasks": [task.name for task in tasks],
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "seconds_total": time.perf_counter() - started,
+        "load_average_before": load_before,
+        "load_average_after": [round(value, 2) for value in os.getloadavg()],
+        "summary": [c.summary() for c in configs],
+        "outcomes": {f"{c.route}/{c.mode}": [o.__dict__ for o in c.outcomes] for c in configs},
+    }
+    (RESULTS / "quality_outline.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    for row in result["summary"]:
+        print(f"{row['route']:10} {row['mode']:22} valid {row['valid_share']:.0%}  exact {row['exact_share']:.0%}")
+
+
+def outline_section() -> list[str]:
+    """BENCHMARKS.md's lines for `--outline`'s result (none when it was not run)."""
+    path = RESULTS / "quality_outline.json"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    lines = [
+        "",
+        f"The schema outline in `native` instructions (`Capabilities.schema_in_instructions`; the llama-server "
+        f"profiles keep it off after this run), on and off, {len(data['tasks'])} tasks in one run of their own, measured "
+        f"{data['measured']} with `SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline` (load "
+        f"average {data['load_average_before']} before, {data['load_average_after']} after). The Messages route "
+        "runs `prompted` on llama-server (every format ignored there), whose instructions carry the skeleton "
+        "already: not measured.",
+        "",
+        "| route | outline | valid typed value | exactly correct | attempts per task | tokens per task |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for row in data["summary"]:
+        lines.append(
+            f"| {row['route']} | {row['mode'].rsplit(' ', 1)[-1]} | {row['valid_share']:.0%} | "
+            f"{row['exact_share']:.0%} | {row['attempts_per_task']:.2f} | {row['tokens_per_task']:.0f} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--defaults", action="store_true", help="only the default-strategy rows, merged in")
     parser.add_argument("--discovery-off", action="store_true", help="with --defaults: add discover=False rows")
     parser.add_argument(
-        "--routes", help="with --defaults: only these routes, comma-separated (chat,responses,anthropic)"
+        "--routes", help="with --defaults or --outline: only these routes, comma-separated (chat,responses,anthropic)"
     )
     parser.add_argument(
         "--peers", action="store_true", help="with --defaults: every peer's rows too, in the same run (one date)"
     )
+    parser.add_argument("--outline", action="store_true", help="native with the schema outline on and off")
+    parser.add_argument("--tasks", type=int, help="with --outline: only the first N tasks")
     parser.add_argument("--instructor", nargs=2, metavar=("BASE_URL", "MODES"), help=argparse.SUPPRESS)
     parser.add_argument("--route", default="chat", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.instructor:  # run by `run()` in instructor's environment
         _run_instructor(args.instructor[0], args.instructor[1].split(","), args.quick, args.route)
+        return
+    if args.outline:
+        run_outline(only=args.routes.split(",") if args.routes else None, limit=args.tasks)
         return
     if not args.defaults:
         parser.error("run the whole section with `python bench/run.py --only quality`; here only --defaults")

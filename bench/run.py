@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common
 from _common import CHAT_FIXTURE, MODEL_ALIAS, RESULTS, ROOT, STREAM_FIXTURE, log
-from quality import DEFAULT
+from quality import DEFAULT, outline_section
 
 SECTIONS = ("overhead", "streaming", "concurrency", "quality", "gateway", "local_threads", "tool_emulation")
 PLOT = "streaming_cpu.png"
@@ -540,6 +540,7 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
         lines += quality_before_after(q)
         lines += ["", "Exactly correct, by task category:", ""]
         lines += quality_by_category(q)
+        lines += outline_section()
         lines += ["", f"The quality section took {q['seconds_total'] / 60:.1f} minutes.", ""]
     if "gateway" in results:
         lines += [

@@ -32,6 +32,10 @@ class Capabilities:
     prefill_echoed: bool = False  # ... and its text is echoed back at the start of the answer
     response_format_passthrough: bool = False  # Responses route honours a Chat Completions response_format key
     schema_profile: SchemaProfile = "json-schema"
+    # The engine enforces a JSON schema by grammar but never shows it to the model: a native
+    # request also carries an outline of the schema (descriptions, formats, examples) in its
+    # instructions. Hosted APIs that read the schema themselves leave it off.
+    schema_in_instructions: bool = False
     # The most output tokens the server gives a request that names no max_tokens (llama-server's
     # `-n`), or None: an answer that used them all was cut off, whatever its finish reason says.
     default_max_tokens: int | None = None

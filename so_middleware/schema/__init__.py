@@ -13,11 +13,10 @@ Example:
 from ..core import SchemaProfile, install_text_reader
 from ._functions import FunctionSchema, function_schema
 from ._loops import BOUND_IT, Loop, LoopWatch, Nesting, loop_in
-from ._opening import opening
 from ._output_schema import OutputSchema
 from ._parse import parse_text
 from ._partial import CompletedItem, PartialParser, TextPartialParser
-from ._shape import shape_hint
+from .prompts import opening, schema_outline, shape_hint
 
 install_text_reader(parse_text)  # `ChatResponse.parse` reads text through the core's port
 
@@ -36,5 +35,6 @@ __all__ = [
     "loop_in",
     "opening",
     "parse_text",
+    "schema_outline",
     "shape_hint",
 ]

@@ -1,7 +1,8 @@
 """Parse and validate wire JSON for one output type, unwrapping `{"response": ...}` when wrapped.
 
 `TypedValidator` serves Python types through pydantic; `RawSchemaValidator` serves a raw
-JSON-schema dict through `jsonschema-rs`, whose patterns run on a regex engine with linear-time
+JSON-schema dict through `jsonschema-rs`, asserting `format` (`email`, `uri`, `date-time`, `uuid`,
+`ipv4`, ...; a format it does not know is left unchecked), whose patterns run on a regex engine with linear-time
 matching (a pattern it cannot run, with lookaround or backreferences, is a `UserError` naming its JSON pointer when the
 schema is built) and which never fetches a remote `$ref`. Both raise only `ModelBehaviorError`
 on bad output, whatever the text is, and both reject `NaN`, `Infinity` and numbers too large
@@ -126,9 +127,11 @@ class RawSchemaValidator:
         spelled = copy.deepcopy(schema)
         unrunnable = respell_patterns(spelled, _compiles)
         try:
-            # RegexOptions: the linear-time engine; offline: no $ref is ever fetched.
+            # RegexOptions: the linear-time engine; offline: no $ref is ever fetched. Formats are
+            # asserted (JSON Schema only annotates them by default): engines that constrain the
+            # answer skip `format`, so validation is where an email in a `uri` field is caught.
             self._validator = jsonschema_rs.validator_for(
-                spelled, pattern_options=jsonschema_rs.RegexOptions(), offline=True
+                spelled, pattern_options=jsonschema_rs.RegexOptions(), offline=True, validate_formats=True
             )
         except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
             if unrunnable:

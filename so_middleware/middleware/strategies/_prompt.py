@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...core import ChatOptions
-from ...schema import OutputSchema, opening, shape_hint
+from ...schema import OutputSchema, opening, schema_outline, shape_hint
 
-__all__ = ["instructions_for", "prefill_for"]
+__all__ = ["instructions_for", "outlined_instructions", "prefill_for"]
 
 
 def _hint_schema(schema: OutputSchema, profile: Any) -> dict[str, Any]:
@@ -29,6 +29,18 @@ def instructions_for(options: ChatOptions, schema: OutputSchema, profile: Any) -
         f"conversation (no prose, no code fences):\n{shape_hint(_hint_schema(schema, profile))}"
     )
     return f"{options.instructions}\n\n{asked}" if options.instructions else asked
+
+
+def outlined_instructions(options: ChatOptions, schema: OutputSchema) -> str:
+    """The caller's instructions, then an outline of the schema the engine enforces.
+
+    For a native request to an engine that constrains the answer by grammar without showing the
+    schema to the model: the outline carries what the grammar cannot (descriptions, formats,
+    examples), in a few lines rather than the schema itself.
+    """
+    # The plain schema, whatever the profile: a strict dialect drops the titles and examples.
+    outline = schema_outline(schema.json_schema("json-schema"))
+    return f"{options.instructions}\n\n{outline}" if options.instructions else outline
 
 
 def prefill_for(schema: OutputSchema, profile: Any) -> str:

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from ...core import Capabilities, ChatMessage, ChatOptions, ResponseFormat
 from ._base import Answer, AttemptRequest, Strategy, Target, schema_problem, starts_like_json
+from ._prompt import outlined_instructions
 
 __all__ = ["Native"]
 
@@ -35,7 +36,10 @@ class Native(Strategy):
             strict=strict,
             description=target.description,
         )
-        return AttemptRequest(self, list(messages), options.replace(response_format=fmt), strict=bool(strict))
+        changed = options.replace(response_format=fmt)
+        if target.capabilities.schema_in_instructions:
+            changed = changed.replace(instructions=outlined_instructions(options, schema))
+        return AttemptRequest(self, list(messages), changed, strict=bool(strict))
 
     def ignored(self, plan: AttemptRequest, answer: Answer) -> bool:
         return not starts_like_json(answer)

@@ -107,7 +107,11 @@ ANTHROPIC_COMPATIBLE = Capabilities(
 # before that change drops `output_config` too: the first answer shows it, and `auto` moves on
 # to the forced tool and remembers it (`client.learned`).
 VLLM_MESSAGES = ANTHROPIC_COMPATIBLE.replace(
-    name="vllm-messages", native_json_schema=True, assistant_prefill=False, schema_profile="json-schema"
+    name="vllm-messages",
+    native_json_schema=True,
+    assistant_prefill=False,
+    schema_profile="json-schema",
+    schema_in_instructions=True,  # enforced by its grammar, unseen by the model
 )
 
 # Ollama's /v1/messages (ollama/ollama anthropic/anthropic.go, `MessagesRequest` and

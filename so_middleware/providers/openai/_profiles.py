@@ -67,6 +67,10 @@ LLAMA_SERVER_CHAT = Capabilities(
     prefill_echoed=True,
     response_format_passthrough=False,
     schema_profile="json-schema",
+    # The grammar enforces the schema unseen, but SmolLM2-135M did no better with its outline
+    # (bench/quality.py --outline: 13 of 32 exactly correct against 12, 6 tasks won and 5 lost)
+    # and kept listing primes past three: off here, on where the models are larger.
+    schema_in_instructions=False,
     # Measured on the bench tasks that loop (bench/loop_rescue.py): `frequency_penalty` 0.5 ends
     # both loops; llama.cpp's DRY sampler does nothing to a JSON loop with its default sequence
     # breakers (`"`, `:`, newline split every repeat), and with none it rescued one of two.
@@ -99,6 +103,9 @@ OPENAI_COMPATIBLE = Capabilities(
     forced_tool_choice=True,
     strict_tools=False,
     schema_profile="json-schema",
+    # vLLM, Ollama and LM Studio enforce the schema by grammar without showing it to the model
+    # (Ollama's docs advise putting it in the prompt too).
+    schema_in_instructions=True,
     loop_breaking=(("frequency_penalty", 0.5),),  # OpenAI's sampling field; vLLM and Ollama read it too
 )
 

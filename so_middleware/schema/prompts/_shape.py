@@ -21,8 +21,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ._merge import MergeConflict, flatten
-from ._refs import pointer_of, resolve
+from .._merge import MergeConflict, flatten
+from .._refs import pointer_of, resolve
 
 __all__ = ["shape_hint"]
 

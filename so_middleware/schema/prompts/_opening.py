@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ._refs import pointer_of, resolve
+from .._refs import pointer_of, resolve
 
 __all__ = ["opening"]
 
