@@ -4,8 +4,7 @@ A layer is a `wrapt.BaseObjectProxy` around its inner client: it overrides a hoo
 `respond(call)` for a plain call and `stream(call)` for a streamed one (each given one `LayerCall`,
 its options a `ChatOptions` coerced once), only the ones it changes, and passes every other
 attribute through, so any stack still exposes the innermost client's `model`, its SDK client and
-its `capabilities`, and `isinstance(layer, type(innermost))` holds. `process`, the one hook of
-both verbs, still serves the layers written on it.
+its `capabilities`, and `isinstance(layer, type(innermost))` holds.
 
 Order: the outermost layer runs first. In
 `with_telemetry(with_retries(with_structured_output(client)))` a call goes telemetry → retries →
@@ -26,7 +25,7 @@ from ._background import with_continuation
 from ._client import ChatCall, ChatCalls, ChatClient, ChatStream, SyncCalls, as_chat_client
 from ._exceptions import UserError
 from ._messages import MessageInput
-from ._options import ChatOptions, OptionsInput
+from ._options import ChatOptions
 from ._responses import ChatResponse
 
 __all__ = ["DelegatingChatClient", "LayerCall", "chain"]
@@ -94,14 +93,13 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
         return self.__wrapped__  # type: ignore[no-any-return]
 
     def _call(self, call: ChatCall) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """`get_response`'s work (its arguments as one `ChatCall`, the same on every layer): a
-        `continuation_token` travels down in the options (`ChatOptions.continuation_token`)."""
+        """`get_response`'s work (its arguments as one `ChatCall`, the same on every layer): the
+        options coerced once (bad ones raise `UserError` here, before any layer runs), a
+        `continuation_token` among them, then the hook of the verb."""
         options = call.options
-        if call.continuation_token is not None:
+        if not isinstance(options, ChatOptions) or call.continuation_token is not None:
             options = with_continuation(options, call.continuation_token)
-        if type(self).process is not DelegatingChatClient.process:  # a layer written on the one hook
-            return self.process(call.messages, options=options, stream=call.stream, output_type=call.output_type)
-        layer_call = LayerCall(call.messages, ChatOptions.coerce(options), call.output_type)
+        layer_call = LayerCall(call.messages, options, call.output_type)
         return self.stream(layer_call) if call.stream else self.respond(layer_call)
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
@@ -116,16 +114,6 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
         unchanged; `ResponseStream.map` rewrites the inner stream's updates and final response)."""
         return self.__wrapped__.get_response(  # type: ignore[no-any-return]
             call.messages, options=call.options, stream=True, output_type=call.output_type
-        )
-
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """Both verbs in one hook, branching on `stream`: a layer that overrides it is called
-        here instead of `respond` and `stream`. Return an awaitable response, or with
-        `stream=True` a `ResponseStream` at once."""
-        return self.__wrapped__.get_response(  # type: ignore[no-any-return]
-            messages, options=options, stream=stream, output_type=output_type
         )
 
     def get_service(self, kind: type[K]) -> K | None:

@@ -37,8 +37,7 @@ from ...core import (
     ChatStream,
     DefaultTyped,
     DelegatingChatClient,
-    MessageInput,
-    OptionsInput,
+    LayerCall,
     ResponseStream,
     UserError,
     as_chat_client,
@@ -132,22 +131,25 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
             capabilities = named[name].turned_off(capabilities) if name in named else capabilities
         return capabilities
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Like any ChatClient; `output_type=T` is a shortcut for a per-run `StructuredOutput(T)`."""
-        chat_options = ChatOptions.coerce(options)
-        feature = self._feature_for(chat_options, output_type)
+        run = self._run(call)
+        return super().respond(call) if run is None else run.respond()
+
+    def stream(self, call: LayerCall) -> ChatStream:
+        """The same, streamed: each model call's updates, then the validated response."""
+        run = self._run(call)
+        return super().stream(call) if run is None else ResponseStream(run.steps(), run.final_response)
+
+    def _run(self, call: LayerCall) -> StructuredRun | None:
+        """The run this call asks for; None for a call that asks for no structured output."""
+        options = call.options
+        feature = self._feature_for(options, call.output_type)
         if feature is None:
-            return self.__wrapped__.get_response(messages, options=options, stream=stream)  # type: ignore[no-any-return]
-        chat_messages = as_messages(messages)  # refused before the first call: it would be paid for
-        check_sendable(chat_messages, chat_options)
-        run = StructuredRun(
-            self.__wrapped__, feature, chat_messages, chat_options, self._self_learned, self._self_strategies
-        )
-        if stream:
-            return ResponseStream(run.steps(), run.final_response)
-        return run.respond()
+            return None
+        messages = as_messages(call.messages)  # refused before the first call: it would be paid for
+        check_sendable(messages, options)
+        return StructuredRun(self.__wrapped__, feature, messages, options, self._self_learned, self._self_strategies)
 
     def _feature_for(self, options: ChatOptions, output_type: Any) -> StructuredOutput[Any] | None:
         given = [f for f in options.features if isinstance(f, StructuredOutput)]
