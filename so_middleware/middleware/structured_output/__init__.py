@@ -24,6 +24,7 @@ answer raises at once, with its attempt.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, overload
 
@@ -44,6 +45,7 @@ from ...core import (
     as_messages,
     check_sendable,
 )
+from ..retries import CallRetries, RetriesEachCall
 from ..strategies import DEFAULT_STRATEGIES, Mode, Strategy, check_strategies, mode_names
 from ._feature import StructuredOutput
 from ._learned import Learned, Lesson, route_of
@@ -64,7 +66,7 @@ T = TypeVar("T")
 D = TypeVar("D", default=Any)  # the type given at creation; Any for a client made without one
 
 
-class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
+class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient, RetriesEachCall):
     """The layer that turns a `StructuredOutput` feature into a validated, typed response.
 
     Made with a type (`with_structured_output(client, Person)`), it is a
@@ -76,7 +78,8 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
     nothing. `strategies` is this client's list of strategies, in the order `auto` tries them
     (`DEFAULT_STRATEGIES` when not given); a run's `mode` names one of them. What runs learn
     about the backend is on `learned` (and reflected in `capabilities`); `reset_learned()`
-    forgets it.
+    forgets it. Under a retry layer it retries each of its model calls itself (`RetriesEachCall`):
+    a fault during a re-ask retries that call, not the run.
     """
 
     def __init__(
@@ -133,15 +136,27 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Like any ChatClient; `output_type=T` is a shortcut for a per-run `StructuredOutput(T)`."""
-        run = self._run(call)
-        return super().respond(call) if run is None else run.respond()
+        call, retries = _retries_of(call)
+        run = self._run(call, retries)
+        if run is not None:
+            return run.respond()
+        if retries is not None:  # a retry layer above left the retrying to this layer
+            return retries.respond(
+                functools.partial(self.__wrapped__.get_response, call.messages, options=call.options)
+            )
+        return super().respond(call)
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: each model call's updates, then the validated response."""
-        run = self._run(call)
-        return super().stream(call) if run is None else ResponseStream(run.steps(), run.final_response)
+        call, retries = _retries_of(call)
+        run = self._run(call, retries)
+        if run is not None:
+            return ResponseStream(run.steps(), run.final_response)
+        if retries is not None:
+            return retries.stream(functools.partial(self.__wrapped__.get_response, call.messages, options=call.options))
+        return super().stream(call)
 
-    def _run(self, call: LayerCall) -> StructuredRun | None:
+    def _run(self, call: LayerCall, retries: CallRetries | None) -> StructuredRun | None:
         """The run this call asks for; None for a call that asks for no structured output."""
         options = call.options
         feature = self._feature_for(options, call.output_type)
@@ -149,7 +164,8 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
             return None
         messages = as_messages(call.messages)  # refused before the first call: it would be paid for
         check_sendable(messages, options)
-        return StructuredRun(self.__wrapped__, feature, messages, options, self._self_learned, self._self_strategies)
+        learned, strategies = self._self_learned, self._self_strategies
+        return StructuredRun(self.__wrapped__, feature, messages, options, learned, strategies, retries)
 
     def _feature_for(self, options: ChatOptions, output_type: Any) -> StructuredOutput[Any] | None:
         given = [f for f in options.features if isinstance(f, StructuredOutput)]
@@ -163,6 +179,16 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
             return StructuredOutput(output_type, **dataclasses.asdict(self._self_settings))
         default = self._self_default
         return default.copy_for_run() if default is not None else None
+
+
+def _retries_of(call: LayerCall) -> tuple[LayerCall, CallRetries | None]:
+    """The call without the `CallRetries` a retry layer above handed down, and those retries."""
+    features = call.options.features
+    if not any(isinstance(feature, CallRetries) for feature in features):
+        return call, None
+    retries = [feature for feature in features if isinstance(feature, CallRetries)][-1]
+    options = call.options.with_features([feature for feature in features if not isinstance(feature, CallRetries)])
+    return call.replace(options=options), retries
 
 
 @overload
