@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, overload
 
 from typing_extensions import TypeVar
@@ -33,7 +33,6 @@ from typing_extensions import TypeVar
 from ...core import (
     Capabilities,
     ChatClient,
-    ChatOptions,
     ChatResponse,
     ChatStream,
     DefaultTyped,
@@ -47,7 +46,7 @@ from ...core import (
 )
 from ..retries import CallRetries, RetriesEachCall
 from ..strategies import DEFAULT_STRATEGIES, Mode, Strategy, check_strategies, mode_names
-from ._feature import StructuredOutput
+from ._feature import StructuredOutput, feature_for, without_retries
 from ._learned import Learned, Lesson, route_of
 from ._run import StructuredRun
 from ._settings import OutputSettings, SettingsKeywords
@@ -136,59 +135,35 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient, RetriesE
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Like any ChatClient; `output_type=T` is a shortcut for a per-run `StructuredOutput(T)`."""
-        call, retries = _retries_of(call)
+        call, retries = without_retries(call)
         run = self._run(call, retries)
         if run is not None:
             return run.respond()
-        if retries is not None:  # a retry layer above left the retrying to this layer
-            return retries.respond(
-                functools.partial(self.__wrapped__.get_response, call.messages, options=call.options)
-            )
-        return super().respond(call)
+        return super().respond(call) if retries is None else retries.respond(self._inner(call))
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: each model call's updates, then the validated response."""
-        call, retries = _retries_of(call)
+        call, retries = without_retries(call)
         run = self._run(call, retries)
         if run is not None:
             return ResponseStream(run.steps(), run.final_response)
-        if retries is not None:
-            return retries.stream(functools.partial(self.__wrapped__.get_response, call.messages, options=call.options))
-        return super().stream(call)
+        return super().stream(call) if retries is None else retries.stream(self._inner(call))
+
+    def _inner(self, call: LayerCall) -> Callable[..., Any]:
+        """A call that asks for no structured output, passed on (a retry layer above left its
+        retrying to this layer)."""
+        return functools.partial(self.__wrapped__.get_response, call.messages, options=call.options)
 
     def _run(self, call: LayerCall, retries: CallRetries | None) -> StructuredRun | None:
         """The run this call asks for; None for a call that asks for no structured output."""
         options = call.options
-        feature = self._feature_for(options, call.output_type)
+        feature = feature_for(options, call.output_type, self._self_settings, self._self_default)
         if feature is None:
             return None
         messages = as_messages(call.messages)  # refused before the first call: it would be paid for
         check_sendable(messages, options)
         learned, strategies = self._self_learned, self._self_strategies
         return StructuredRun(self.__wrapped__, feature, messages, options, learned, strategies, retries)
-
-    def _feature_for(self, options: ChatOptions, output_type: Any) -> StructuredOutput[Any] | None:
-        given = [f for f in options.features if isinstance(f, StructuredOutput)]
-        if len(given) > 1:
-            raise UserError("more than one StructuredOutput feature in the options; pass one")
-        if given and output_type is not None:
-            raise UserError("pass either output_type=... or a StructuredOutput feature, not both")
-        if given:
-            return given[0]
-        if output_type is not None:
-            return StructuredOutput(output_type, **dataclasses.asdict(self._self_settings))
-        default = self._self_default
-        return default.copy_for_run() if default is not None else None
-
-
-def _retries_of(call: LayerCall) -> tuple[LayerCall, CallRetries | None]:
-    """The call without the `CallRetries` a retry layer above handed down, and those retries."""
-    features = call.options.features
-    if not any(isinstance(feature, CallRetries) for feature in features):
-        return call, None
-    retries = [feature for feature in features if isinstance(feature, CallRetries)][-1]
-    options = call.options.with_features([feature for feature in features if not isinstance(feature, CallRetries)])
-    return call.replace(options=options), retries
 
 
 @overload

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from typing import Any, Generic, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from ...core import ChatResponse, Feature, UserError
+from ...core import ChatOptions, ChatResponse, Feature, LayerCall, UserError
 from ...schema import OutputSchema
+from ..retries import CallRetries
 from ..strategies import Mode
 from ._settings import OutputSettings, SettingsKeywords
 
-__all__ = ["OutputSettings", "SettingsKeywords", "StructuredOutput"]
+__all__ = ["OutputSettings", "SettingsKeywords", "StructuredOutput", "feature_for", "without_retries"]
 
 T = TypeVar("T")
 
@@ -118,3 +120,30 @@ def _schema_of(output_type: Any, strict: bool | None, name: str | None) -> Outpu
         return OutputSchema(output_type, strict=True, name=name)
     except UserError:
         return OutputSchema(output_type, strict=False, name=name)
+
+
+def feature_for(
+    options: ChatOptions, output_type: Any, settings: OutputSettings, default: StructuredOutput[Any] | None
+) -> StructuredOutput[Any] | None:
+    """The run's feature: given in the options, made from `output_type` with `settings`, or the
+    layer's creation-time `default`; None when the call asks for no structured output."""
+    given = [f for f in options.features if isinstance(f, StructuredOutput)]
+    if len(given) > 1:
+        raise UserError("more than one StructuredOutput feature in the options; pass one")
+    if given and output_type is not None:
+        raise UserError("pass either output_type=... or a StructuredOutput feature, not both")
+    if given:
+        return given[0]
+    if output_type is not None:
+        return StructuredOutput(output_type, **dataclasses.asdict(settings))
+    return default.copy_for_run() if default is not None else None
+
+
+def without_retries(call: LayerCall) -> tuple[LayerCall, CallRetries | None]:
+    """The call without the `CallRetries` a retry layer above handed down, and those retries."""
+    features = call.options.features
+    retries = [feature for feature in features if isinstance(feature, CallRetries)]
+    if not retries:
+        return call, None
+    options = call.options.with_features([feature for feature in features if not isinstance(feature, CallRetries)])
+    return call.replace(options=options), retries[-1]
