@@ -116,35 +116,41 @@ class RetryingChatClient(DelegatingChatClient):
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the inner client, retrying transient failures; see the module docstring."""
-        options = call.options.replace(sdk_max_retries=_sdk_retries(call.options))
-        if options.starts_background_run:  # sent once: a retry could start a second job
-            return super().respond(call.replace(options=options))
+        if call.options.starts_background_run:  # sent once: a retry could start a second job
+            return super().respond(_sent_once(call))
         retries = CallRetries(self._self_policy)
         if self._self_each_call_below:
-            return retries.recorded(super().respond(_handing_down(call, options, retries)))
-        return retries.respond(self._inner(call, options), with_records=True)
+            return retries.recorded(super().respond(_handing_down(call, retries)))
+        return retries.respond(self._inner(_sent_once(call)), with_records=True)
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: retried until the first content arrives."""
-        options = call.options.replace(sdk_max_retries=_sdk_retries(call.options))
-        if options.starts_background_run:
-            return super().stream(call.replace(options=options))
+        if call.options.starts_background_run:
+            return super().stream(_sent_once(call))
         retries = CallRetries(self._self_policy)
         if self._self_each_call_below:
-            inner = super().stream(_handing_down(call, options, retries))
+            inner = super().stream(_handing_down(call, retries))
             return ResponseStream(inner, lambda updates: retries.recorded(inner.get_final_response()))
-        return retries.stream(self._inner(call, options), with_records=True)
+        return retries.stream(self._inner(_sent_once(call)), with_records=True)
 
-    def _inner(self, call: LayerCall, options: ChatOptions) -> Callable[..., Any]:
+    def _inner(self, call: LayerCall) -> Callable[..., Any]:
         return functools.partial(
-            self.__wrapped__.get_response, call.messages, options=options, output_type=call.output_type
+            self.__wrapped__.get_response, call.messages, options=call.options, output_type=call.output_type
         )
 
 
-def _handing_down(call: LayerCall, options: ChatOptions, retries: CallRetries) -> LayerCall:
-    """The call with its `CallRetries` among the features, for the layer below that applies them."""
+def _sent_once(call: LayerCall) -> LayerCall:
+    """The call with the SDK's own retries off (unless the caller set them): each attempt is one
+    HTTP request."""
+    return call.replace(options=call.options.replace(sdk_max_retries=_sdk_retries(call.options)))
+
+
+def _handing_down(call: LayerCall, retries: CallRetries) -> LayerCall:
+    """The call, SDK retries off, with its `CallRetries` among the features for the layer below
+    that applies them (one copy of the options)."""
+    options = call.options
     features = {**options.additional_properties, FEATURES_KEY: [*options.features, retries]}
-    return call.replace(options=options.replace(additional_properties=features))
+    return call.replace(options=options.replace(sdk_max_retries=_sdk_retries(options), additional_properties=features))
 
 
 def _sdk_retries(options: ChatOptions) -> int:

@@ -46,7 +46,7 @@ from ...core import (
 )
 from ..retries import CallRetries, RetriesEachCall
 from ..strategies import DEFAULT_STRATEGIES, Mode, Strategy, check_strategies, mode_names
-from ._feature import StructuredOutput, feature_for, without_retries
+from ._feature import StructuredOutput, feature_for, retries_in, without
 from ._learned import Learned, Lesson, route_of
 from ._run import StructuredRun
 from ._settings import OutputSettings, SettingsKeywords
@@ -135,24 +135,25 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient, RetriesE
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Like any ChatClient; `output_type=T` is a shortcut for a per-run `StructuredOutput(T)`."""
-        call, retries = without_retries(call)
+        retries = retries_in(call.options)
         run = self._run(call, retries)
         if run is not None:
             return run.respond()
-        return super().respond(call) if retries is None else retries.respond(self._inner(call))
+        return super().respond(call) if retries is None else retries.respond(self._inner(call, retries))
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: each model call's updates, then the validated response."""
-        call, retries = without_retries(call)
+        retries = retries_in(call.options)
         run = self._run(call, retries)
         if run is not None:
             return ResponseStream(run.steps(), run.final_response)
-        return super().stream(call) if retries is None else retries.stream(self._inner(call))
+        return super().stream(call) if retries is None else retries.stream(self._inner(call, retries))
 
-    def _inner(self, call: LayerCall) -> Callable[..., Any]:
+    def _inner(self, call: LayerCall, retries: CallRetries) -> Callable[..., Any]:
         """A call that asks for no structured output, passed on (a retry layer above left its
         retrying to this layer)."""
-        return functools.partial(self.__wrapped__.get_response, call.messages, options=call.options)
+        options = without(call.options, retries)
+        return functools.partial(self.__wrapped__.get_response, call.messages, options=options)
 
     def _run(self, call: LayerCall, retries: CallRetries | None) -> StructuredRun | None:
         """The run this call asks for; None for a call that asks for no structured output."""

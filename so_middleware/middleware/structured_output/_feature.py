@@ -8,13 +8,13 @@ from typing import Any, Generic, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from ...core import ChatOptions, ChatResponse, Feature, LayerCall, UserError
+from ...core import ChatOptions, ChatResponse, Feature, UserError
 from ...schema import OutputSchema
 from ..retries import CallRetries
 from ..strategies import Mode
 from ._settings import OutputSettings, SettingsKeywords
 
-__all__ = ["OutputSettings", "SettingsKeywords", "StructuredOutput", "feature_for", "without_retries"]
+__all__ = ["OutputSettings", "SettingsKeywords", "StructuredOutput", "feature_for", "retries_in", "without"]
 
 T = TypeVar("T")
 
@@ -139,11 +139,18 @@ def feature_for(
     return default.copy_for_run() if default is not None else None
 
 
-def without_retries(call: LayerCall) -> tuple[LayerCall, CallRetries | None]:
-    """The call without the `CallRetries` a retry layer above handed down, and those retries."""
-    features = call.options.features
-    retries = [feature for feature in features if isinstance(feature, CallRetries)]
-    if not retries:
-        return call, None
-    options = call.options.with_features([feature for feature in features if not isinstance(feature, CallRetries)])
-    return call.replace(options=options), retries[-1]
+def retries_in(options: ChatOptions) -> CallRetries | None:
+    """The `CallRetries` a retry layer above handed down (each model call is retried with them)."""
+    for feature in reversed(options.features):
+        if isinstance(feature, CallRetries):
+            return feature
+    return None
+
+
+def without(options: ChatOptions, *dropped: object) -> ChatOptions:
+    """`options` without the `dropped` features (the same object when none is there)."""
+    dropped_ids = {id(feature) for feature in dropped}  # identity: a feature's == may compare its settings
+    features = options.features
+    if not any(id(feature) in dropped_ids for feature in features):
+        return options
+    return options.with_features([feature for feature in features if id(feature) not in dropped_ids])

@@ -41,7 +41,7 @@ from ..retries import CallRetries
 from ..strategies import Answer, AttemptRequest, Strategy, Target, strategies_for
 from ._annotate import keep_attempts
 from ._call import Call
-from ._feature import StructuredOutput
+from ._feature import StructuredOutput, without
 from ._learned import Learned, Lesson, route_of
 from ._resample import repeated, repeated_error, resampled
 from ._verdicts import (
@@ -79,8 +79,8 @@ class StructuredRun:
         self.feature = feature
         self.messages = messages
         self.retries = retries  # a retry layer's above: each model call is retried with them, not the run
-        # the calls carry the other features on, not the run's own
-        self.options = options.with_features([f for f in options.features if f is not feature])
+        # the calls carry the other features on, not the run's own, not the retries it applies
+        self.options = without(options, feature, retries)
         self.key = (route_of(inner), options.model or getattr(inner, "model", None))
         self._memory = learned
         self._use(getattr(inner, "capabilities", None))
