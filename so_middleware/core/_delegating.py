@@ -33,7 +33,7 @@ __all__ = ["DelegatingChatClient", "LayerCall", "chain"]
 K = TypeVar("K")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class LayerCall:
     """One call as a layer's `respond` and `stream` hooks receive it: `options` is a
     `ChatOptions`, coerced once where the call entered the layer (a `continuation_token` is among
@@ -48,7 +48,15 @@ class LayerCall:
 
     def replace(self, **changes: Any) -> LayerCall:
         """A copy with `changes` (`messages=`, `options=`, `output_type=`)."""
-        return dataclasses.replace(self, **changes)
+        if changes.keys() - _LAYER_CALL_FIELDS:
+            return dataclasses.replace(self, **changes)  # its TypeError names the unknown field
+        get = changes.get  # on every layer of every call: no dataclasses.replace machinery
+        return LayerCall(
+            get("messages", self.messages), get("options", self.options), get("output_type", self.output_type)
+        )
+
+
+_LAYER_CALL_FIELDS = frozenset(("messages", "options", "output_type"))
 
 
 class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type: ignore[type-arg]
@@ -97,8 +105,10 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
         options coerced once (bad ones raise `UserError` here, before any layer runs), a
         `continuation_token` among them, then the hook of the verb."""
         options = call.options
-        if not isinstance(options, ChatOptions) or call.continuation_token is not None:
+        if call.continuation_token is not None:
             options = with_continuation(options, call.continuation_token)
+        elif not isinstance(options, ChatOptions):
+            options = ChatOptions.coerce(options)
         layer_call = LayerCall(call.messages, options, call.output_type)
         return self.stream(layer_call) if call.stream else self.respond(layer_call)
 

@@ -135,16 +135,18 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient, RetriesE
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Like any ChatClient; `output_type=T` is a shortcut for a per-run `StructuredOutput(T)`."""
-        retries = retries_in(call.options)
-        run = self._run(call, retries)
+        features = call.options.features
+        retries = retries_in(features)
+        run = self._run(call, features, retries)
         if run is not None:
             return run.respond()
         return super().respond(call) if retries is None else retries.respond(self._inner(call, retries))
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: each model call's updates, then the validated response."""
-        retries = retries_in(call.options)
-        run = self._run(call, retries)
+        features = call.options.features
+        retries = retries_in(features)
+        run = self._run(call, features, retries)
         if run is not None:
             return ResponseStream(run.steps(), run.final_response)
         return super().stream(call) if retries is None else retries.stream(self._inner(call, retries))
@@ -155,10 +157,10 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient, RetriesE
         options = without(call.options, retries)
         return functools.partial(self.__wrapped__.get_response, call.messages, options=options)
 
-    def _run(self, call: LayerCall, retries: CallRetries | None) -> StructuredRun | None:
+    def _run(self, call: LayerCall, features: Sequence[Any], retries: CallRetries | None) -> StructuredRun | None:
         """The run this call asks for; None for a call that asks for no structured output."""
         options = call.options
-        feature = feature_for(options, call.output_type, self._self_settings, self._self_default)
+        feature = feature_for(features, call.output_type, self._self_settings, self._self_default)
         if feature is None:
             return None
         messages = as_messages(call.messages)  # refused before the first call: it would be paid for

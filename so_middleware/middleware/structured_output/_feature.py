@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from typing_extensions import Unpack
@@ -123,11 +124,11 @@ def _schema_of(output_type: Any, strict: bool | None, name: str | None) -> Outpu
 
 
 def feature_for(
-    options: ChatOptions, output_type: Any, settings: OutputSettings, default: StructuredOutput[Any] | None
+    features: Sequence[Any], output_type: Any, settings: OutputSettings, default: StructuredOutput[Any] | None
 ) -> StructuredOutput[Any] | None:
-    """The run's feature: given in the options, made from `output_type` with `settings`, or the
+    """The run's feature: among the call's `features`, made from `output_type` with `settings`, or the
     layer's creation-time `default`; None when the call asks for no structured output."""
-    given = [f for f in options.features if isinstance(f, StructuredOutput)]
+    given = [f for f in features if isinstance(f, StructuredOutput)]
     if len(given) > 1:
         raise UserError("more than one StructuredOutput feature in the options; pass one")
     if given and output_type is not None:
@@ -139,12 +140,9 @@ def feature_for(
     return default.copy_for_run() if default is not None else None
 
 
-def retries_in(options: ChatOptions) -> CallRetries | None:
+def retries_in(features: Sequence[Any]) -> CallRetries | None:
     """The `CallRetries` a retry layer above handed down (each model call is retried with them)."""
-    for feature in reversed(options.features):
-        if isinstance(feature, CallRetries):
-            return feature
-    return None
+    return next((feature for feature in reversed(features) if isinstance(feature, CallRetries)), None)
 
 
 def without(options: ChatOptions, *dropped: object) -> ChatOptions:
