@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -79,6 +80,14 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
 
     def __init__(self, inner: ChatClient | Any) -> None:
         super().__init__(as_chat_client(inner))
+        # a layer below that runs its hooks behind the same `get_response` and `_call`: a call is
+        # handed to its hook as it is (no second `ChatCall`, no second dispatch)
+        below = type(self.__wrapped__)
+        self._self_hooks_below = (
+            issubclass(below, DelegatingChatClient)
+            and below.get_response is DelegatingChatClient.get_response
+            and below._call is DelegatingChatClient._call
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         # wrapt writes any other name onto the wrapped client: a layer's state would be shared
@@ -115,6 +124,8 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """A plain call: what this layer does with it (the default passes it on unchanged,
         options and features included). Override it as `async def respond(self, call)`."""
+        if self._self_hooks_below:
+            return self.__wrapped__.respond(call)  # type: ignore[no-any-return]
         return self.__wrapped__.get_response(  # type: ignore[no-any-return]
             call.messages, options=call.options, output_type=call.output_type
         )
@@ -122,9 +133,19 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
     def stream(self, call: LayerCall) -> ChatStream:
         """A streamed call: return its `ResponseStream` at once (the default passes the call on
         unchanged; `ResponseStream.map` rewrites the inner stream's updates and final response)."""
+        if self._self_hooks_below:
+            return self.__wrapped__.stream(call)  # type: ignore[no-any-return]
         return self.__wrapped__.get_response(  # type: ignore[no-any-return]
             call.messages, options=call.options, stream=True, output_type=call.output_type
         )
+
+    def passing_on(self, call: LayerCall) -> Callable[..., Any]:
+        """The call passed on unchanged, as a function of `stream`: for a layer that makes the inner
+        call inside code shared by both verbs (a span or a log record around it).
+
+        Example: `response = await self.passing_on(call)(stream=False)`.
+        """
+        return functools.partial(_pass_on, self, call)
 
     def get_service(self, kind: type[K]) -> K | None:
         """The first client in the stack, from here inwards, whose own type is a `kind`."""
@@ -178,6 +199,12 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.__wrapped__!r})"
+
+
+def _pass_on(
+    layer: DelegatingChatClient, call: LayerCall, *, stream: bool
+) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    return DelegatingChatClient.stream(layer, call) if stream else DelegatingChatClient.respond(layer, call)
 
 
 def _layer_state(layer: DelegatingChatClient) -> dict[str, Any]:

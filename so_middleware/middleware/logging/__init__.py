@@ -29,7 +29,6 @@ parameters, bearer tokens and `sk-...` keys are replaced with `***` in everythin
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -79,17 +78,12 @@ class LoggingChatClient(DelegatingChatClient):
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the inner client, logging the call; see the module docstring."""
-        return _CallLog(self, call, stream=False).respond(self._inner(call))
+        return _CallLog(self, call, stream=False).respond(self.passing_on(call))
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: logged when the stream ends."""
         record = _CallLog(self, call, stream=True)
-        return ResponseStream(record.stream(self._inner(call)), record.final_response)
-
-    def _inner(self, call: LayerCall) -> Callable[..., Any]:
-        return functools.partial(
-            self.__wrapped__.get_response, call.messages, options=call.options, output_type=call.output_type
-        )
+        return ResponseStream(record.stream(self.passing_on(call)), record.final_response)
 
 
 class _CallLog:

@@ -47,7 +47,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 from typing import Any
 
 from ...core import (
@@ -113,19 +113,14 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the inner client inside a `chat` span; see the module docstring."""
         recorder = self._recording(call, stream=False)
-        return super().respond(call) if recorder is None else recorder.respond(self._inner(call))
+        return super().respond(call) if recorder is None else recorder.respond(self.passing_on(call))
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: the span lasts from the call to the stream's end."""
         recorder = self._recording(call, stream=True)
         if recorder is None:
             return super().stream(call)
-        return ResponseStream(recorder.stream(self._inner(call)), recorder.final_response)
-
-    def _inner(self, call: LayerCall) -> Callable[..., Any]:
-        return functools.partial(
-            self.__wrapped__.get_response, call.messages, options=call.options, output_type=call.output_type
-        )
+        return ResponseStream(recorder.stream(self.passing_on(call)), recorder.final_response)
 
     def _recording(self, call: LayerCall, *, stream: bool) -> CallRecording | None:
         """The recording of this call; None when nothing would be recorded."""
