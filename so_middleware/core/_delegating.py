@@ -4,8 +4,7 @@ A layer is a `wrapt.BaseObjectProxy` around its inner client: it overrides a hoo
 `respond(call)` for a plain call and `stream(call)` for a streamed one (each given one `LayerCall`,
 its options a `ChatOptions` coerced once), only the ones it changes, and passes every other
 attribute through, so any stack still exposes the innermost client's `model`, its SDK client and
-its `capabilities`, and `isinstance(layer, type(innermost))` holds. `process`, the one hook of
-both verbs, still serves the layers written on it.
+its `capabilities`, and `isinstance(layer, type(innermost))` holds.
 
 Order: the outermost layer runs first. In
 `with_telemetry(with_retries(with_structured_output(client)))` a call goes telemetry → retries →
@@ -17,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -26,7 +26,7 @@ from ._background import with_continuation
 from ._client import ChatCall, ChatCalls, ChatClient, ChatStream, SyncCalls, as_chat_client
 from ._exceptions import UserError
 from ._messages import MessageInput
-from ._options import ChatOptions, OptionsInput
+from ._options import ChatOptions
 from ._responses import ChatResponse
 
 __all__ = ["DelegatingChatClient", "LayerCall", "chain"]
@@ -34,7 +34,7 @@ __all__ = ["DelegatingChatClient", "LayerCall", "chain"]
 K = TypeVar("K")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class LayerCall:
     """One call as a layer's `respond` and `stream` hooks receive it: `options` is a
     `ChatOptions`, coerced once where the call entered the layer (a `continuation_token` is among
@@ -49,7 +49,15 @@ class LayerCall:
 
     def replace(self, **changes: Any) -> LayerCall:
         """A copy with `changes` (`messages=`, `options=`, `output_type=`)."""
-        return dataclasses.replace(self, **changes)
+        if changes.keys() - _LAYER_CALL_FIELDS:
+            return dataclasses.replace(self, **changes)  # its TypeError names the unknown field
+        get = changes.get  # on every layer of every call: no dataclasses.replace machinery
+        return LayerCall(
+            get("messages", self.messages), get("options", self.options), get("output_type", self.output_type)
+        )
+
+
+_LAYER_CALL_FIELDS = frozenset(("messages", "options", "output_type"))
 
 
 class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type: ignore[type-arg]
@@ -72,6 +80,14 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
 
     def __init__(self, inner: ChatClient | Any) -> None:
         super().__init__(as_chat_client(inner))
+        # a layer below that runs its hooks behind the same `get_response` and `_call`: a call is
+        # handed to its hook as it is (no second `ChatCall`, no second dispatch)
+        below = type(self.__wrapped__)
+        self._self_hooks_below = (
+            issubclass(below, DelegatingChatClient)
+            and below.get_response is DelegatingChatClient.get_response
+            and below._call is DelegatingChatClient._call
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         # wrapt writes any other name onto the wrapped client: a layer's state would be shared
@@ -94,19 +110,22 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
         return self.__wrapped__  # type: ignore[no-any-return]
 
     def _call(self, call: ChatCall) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """`get_response`'s work (its arguments as one `ChatCall`, the same on every layer): a
-        `continuation_token` travels down in the options (`ChatOptions.continuation_token`)."""
+        """`get_response`'s work (its arguments as one `ChatCall`, the same on every layer): the
+        options coerced once (bad ones raise `UserError` here, before any layer runs), a
+        `continuation_token` among them, then the hook of the verb."""
         options = call.options
         if call.continuation_token is not None:
             options = with_continuation(options, call.continuation_token)
-        if type(self).process is not DelegatingChatClient.process:  # a layer written on the one hook
-            return self.process(call.messages, options=options, stream=call.stream, output_type=call.output_type)
-        layer_call = LayerCall(call.messages, ChatOptions.coerce(options), call.output_type)
+        elif not isinstance(options, ChatOptions):
+            options = ChatOptions.coerce(options)
+        layer_call = LayerCall(call.messages, options, call.output_type)
         return self.stream(layer_call) if call.stream else self.respond(layer_call)
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """A plain call: what this layer does with it (the default passes it on unchanged,
         options and features included). Override it as `async def respond(self, call)`."""
+        if self._self_hooks_below:
+            return self.__wrapped__.respond(call)  # type: ignore[no-any-return]
         return self.__wrapped__.get_response(  # type: ignore[no-any-return]
             call.messages, options=call.options, output_type=call.output_type
         )
@@ -114,19 +133,19 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
     def stream(self, call: LayerCall) -> ChatStream:
         """A streamed call: return its `ResponseStream` at once (the default passes the call on
         unchanged; `ResponseStream.map` rewrites the inner stream's updates and final response)."""
+        if self._self_hooks_below:
+            return self.__wrapped__.stream(call)  # type: ignore[no-any-return]
         return self.__wrapped__.get_response(  # type: ignore[no-any-return]
             call.messages, options=call.options, stream=True, output_type=call.output_type
         )
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
-        """Both verbs in one hook, branching on `stream`: a layer that overrides it is called
-        here instead of `respond` and `stream`. Return an awaitable response, or with
-        `stream=True` a `ResponseStream` at once."""
-        return self.__wrapped__.get_response(  # type: ignore[no-any-return]
-            messages, options=options, stream=stream, output_type=output_type
-        )
+    def passing_on(self, call: LayerCall) -> Callable[..., Any]:
+        """The call passed on unchanged, as a function of `stream`: for a layer that makes the inner
+        call inside code shared by both verbs (a span or a log record around it).
+
+        Example: `response = await self.passing_on(call)(stream=False)`.
+        """
+        return functools.partial(_pass_on, self, call)
 
     def get_service(self, kind: type[K]) -> K | None:
         """The first client in the stack, from here inwards, whose own type is a `kind`."""
@@ -180,6 +199,12 @@ class DelegatingChatClient(wrapt.BaseObjectProxy, ChatCalls, SyncCalls):  # type
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.__wrapped__!r})"
+
+
+def _pass_on(
+    layer: DelegatingChatClient, call: LayerCall, *, stream: bool
+) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    return DelegatingChatClient.stream(layer, call) if stream else DelegatingChatClient.respond(layer, call)
 
 
 def _layer_state(layer: DelegatingChatClient) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from so_middleware import (
     ChatResponse,
     DelegatingChatClient,
     Feature,
+    LayerCall,
     UserError,
     chain,
 )
@@ -36,17 +37,23 @@ class CountingChatClient(DelegatingChatClient):
         super().__init__(inner)
         self._self_calls = 0
 
-    def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
+    def respond(self, call: LayerCall) -> Any:
         self._self_calls += 1
-        return super().process(messages, options=options, stream=stream, output_type=output_type)
+        return super().respond(call)
+
+    def stream(self, call: LayerCall) -> Any:
+        self._self_calls += 1
+        return super().stream(call)
 
 
 class RenamingChatClient(DelegatingChatClient):
     """A layer that changes options (copy, then change) and keeps every feature."""
 
-    def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
-        changed = so_middleware.ChatOptions.coerce(options).replace(model="renamed")
-        return super().process(messages, options=changed, stream=stream, output_type=output_type)
+    def respond(self, call: LayerCall) -> Any:
+        return super().respond(call.replace(options=call.options.replace(model="renamed")))
+
+    def stream(self, call: LayerCall) -> Any:
+        return super().stream(call.replace(options=call.options.replace(model="renamed")))
 
 
 @pytest.mark.parametrize("stream", [False, True])

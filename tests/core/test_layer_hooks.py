@@ -116,16 +116,16 @@ async def test_bad_options_are_refused_before_the_inner_client_is_called() -> No
     assert fake.calls == []
 
 
-async def test_a_layer_written_on_process_still_serves_both_verbs() -> None:
-    class Legacy(DelegatingChatClient):
-        def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
-            self._self_seen = stream
-            return super().process(messages, options=options, stream=stream, output_type=output_type)
-
-    layer = Legacy(FakeChatClient("ok"))
-    assert (await layer.get_response("Hi")).text == "ok" and layer._self_seen is False
-    assert (await layer.get_response("Hi", stream=True).get_final_response()).text == "ok"
-    assert layer._self_seen is True
+@pytest.mark.parametrize("stream", [False, True])
+async def test_bad_options_fail_at_the_entry_before_any_layer_runs(stream: bool) -> None:
+    """Coerced once, where the call enters the stack: no layer's hook sees a call that never
+    started (a streamed one raises when it is made, not when it is iterated)."""
+    inner = Counting(FakeChatClient("x"))
+    outer = Counting(inner)
+    with pytest.raises(UserError, match="unknown option 'temprature'"):
+        outer.get_response("Hi", options={"temprature": 0}, stream=stream)
+    assert not hasattr(DelegatingChatClient, "process")
+    assert outer._self_calls == [] and inner._self_calls == []
 
 
 async def test_an_error_in_the_inner_stream_ends_the_mapped_stream_with_it() -> None:

@@ -29,6 +29,7 @@ from so_middleware import (
     DeadlineExceededError,
     DelegatingChatClient,
     FinishReason,
+    LayerCall,
     ModelBehaviorError,
     ProviderResponseError,
     StreamInterruptedError,
@@ -359,12 +360,12 @@ async def test_a_polls_own_timeout_is_not_taken_for_the_waits_deadline() -> None
     calls = 0
 
     class SlowPolls(DelegatingChatClient):
-        def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
+        def respond(self, call: LayerCall) -> Any:
             nonlocal calls
             calls += 1
             if calls == 2:
                 raise DeadlineExceededError("the poll's own deadline", deadline=1.0)
-            return super().process(messages, options=options, stream=stream, output_type=output_type)
+            return super().respond(call)
 
     with pytest.raises(DeadlineExceededError, match="the poll's own deadline"):
         await wait_for_response(SlowPolls(inner), ContinuationToken("resp_bg"), deadline=60, first_delay=0.01)

@@ -14,11 +14,11 @@ from small_server import LONG_TEXT, small_server_running
 
 from so_middleware import (
     ChatMessage,
-    ChatOptions,
     ChatResponse,
     DelegatingChatClient,
     FinishReason,
     IncompleteOutputError,
+    LayerCall,
     ModelBehaviorError,
     TextContent,
     UsageDetails,
@@ -58,11 +58,10 @@ class LongAnswersFirst(DelegatingChatClient):
         self._self_text = text
         self._self_calls = 0
 
-    def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
+    def respond(self, call: LayerCall) -> Any:
         self._self_calls += 1
         if self._self_calls > 2:
-            short = ChatOptions.coerce(options).replace(max_tokens=4)
-            return super().process(messages, options=short, stream=stream, output_type=output_type)
+            return super().respond(call.replace(options=call.options.replace(max_tokens=4)))
 
         async def rambling() -> ChatResponse[Any]:
             # the second answer differs from the first: an answer repeated word for word ends the run early

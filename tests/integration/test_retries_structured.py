@@ -152,12 +152,27 @@ async def test_the_first_try_runs_outside_the_retry_loop(streaming: bool, monkey
     assert len(fake.calls) == 2
 
 
-async def test_a_feature_run_below_takes_the_scope_and_the_adapter_never_sees_it() -> None:
+async def test_a_feature_run_below_retries_its_calls_and_the_adapter_never_sees_the_retries() -> None:
     fake = FakeChatClient([HALF, WHOLE])
     feature = StructuredOutput(Person)
     await with_retries(with_structured_output(fake)).get_response("x", options={"features": [feature]})
     assert [c.options.features for c in fake.calls] == [(), ()]
     assert feature.response is not None and len(feature.response.attempts) == 2
+
+
+@STREAM
+async def test_a_plain_call_through_the_structured_layer_is_retried_there(streaming: bool) -> None:
+    """No structured output asked: the layer below still applies the retries handed to it (the
+    retry layer above retries nothing itself), and the adapter never sees them."""
+    fake = FakeChatClient([StatusError(503), "hello"])
+    client = with_retries(with_structured_output(fake), sleep=no_sleep)
+    if streaming:
+        response = await client.get_response("x", stream=True).get_final_response()
+    else:
+        response = await client.get_response("x")
+    assert response.text == "hello" and len(fake.calls) == 2
+    assert [r["status_code"] for r in response.additional_properties["so_middleware.retries"]] == [503]
+    assert [c.options.features for c in fake.calls] == [(), ()]
 
 
 @ORDERS
@@ -235,7 +250,7 @@ async def test_telemetry_between_retries_and_the_run_is_one_span_holding_the_ret
     assert [e.attributes["status_code"] for e in span.events if e.name == "so_middleware.retry"] == [503]
 
 
-async def test_the_scope_a_retry_layer_sends_down_leaves_cache_keys_alone() -> None:
+async def test_the_retries_a_retry_layer_hands_down_leave_cache_keys_alone() -> None:
     fake = FakeChatClient([WHOLE, "other"])
     client = with_retries(with_cache(with_structured_output(fake)))
     first = await client.get_response("Ada is 36.", output_type=Person)

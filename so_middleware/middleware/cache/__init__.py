@@ -156,7 +156,7 @@ class CachingChatClient(DelegatingChatClient):
         request = (
             request_key(messages, options, output_type)
             if custom is None
-            else custom(as_messages(messages), ChatOptions.coerce(options), output_type)
+            else custom(as_messages(messages), chat_options, output_type)
         )
         if request is None:
             return None

@@ -29,7 +29,6 @@ parameters, bearer tokens and `sk-...` keys are replaced with `***` in everythin
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -39,12 +38,10 @@ import anyio
 
 from ...core import (
     ChatClient,
-    ChatOptions,
     ChatResponse,
     ChatStream,
     DelegatingChatClient,
-    MessageInput,
-    OptionsInput,
+    LayerCall,
     ResponseStream,
     UserError,
     as_messages,
@@ -79,22 +76,22 @@ class LoggingChatClient(DelegatingChatClient):
         self._self_level = number
         self._self_include_content = bool(include_content)
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the inner client, logging the call; see the module docstring."""
-        call = functools.partial(self.__wrapped__.get_response, messages, options=options, output_type=output_type)
-        record = _CallLog(self, _model(self.__wrapped__, options), stream, messages)
-        if stream:
-            return ResponseStream(record.stream(call), record.final_response)
-        return record.respond(call)
+        return _CallLog(self, call, stream=False).respond(self.passing_on(call))
+
+    def stream(self, call: LayerCall) -> ChatStream:
+        """The same, streamed: logged when the stream ends."""
+        record = _CallLog(self, call, stream=True)
+        return ResponseStream(record.stream(self.passing_on(call)), record.final_response)
 
 
 class _CallLog:
     """The records of one call; per-call state lives here, the layer holds only its settings."""
 
-    def __init__(self, layer: LoggingChatClient, model: str | None, stream: bool, messages: MessageInput) -> None:
-        self.messages = messages
+    def __init__(self, layer: LoggingChatClient, call: LayerCall, *, stream: bool) -> None:
+        self.messages = call.messages
+        model = call.options.model or getattr(layer.__wrapped__, "model", None)
         self.logger = layer._self_logger
         self.level = layer._self_level
         self.content = layer._self_include_content
@@ -175,14 +172,6 @@ class _CallLog:
             self.log(level, event, **self.fields, **fields)
         failure = error_fields(error, self.content)
         self.log(logging.ERROR, "chat failed", **self.fields, duration=self.duration(), **extra, **failure)
-
-
-def _model(client: Any, options: OptionsInput) -> str | None:
-    try:
-        model = ChatOptions.coerce(options).model
-    except UserError:  # the inner client raises it, and it is logged as the call's failure
-        model = None
-    return model or getattr(client, "model", None)
 
 
 def with_logging(

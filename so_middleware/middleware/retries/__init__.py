@@ -43,9 +43,10 @@ error's type name: a provider's message may quote the request, so it is never re
 
 **Order:** `with_telemetry(with_retries(c))` gives one `chat` span per call, retries as its events,
 waits inside it; `with_retries(with_telemetry(c))` one `chat` span per attempt, waits between them.
-With structured output below, the layer sends its settings down as a feature (`RetryScope`): the run
-takes it and retries each of its model calls itself, so a fault during a re-ask retries that call
-only, every attempt stays on `.attempts`/`.usage`, and the layer does not restart the run.
+With structured output below (a `RetriesEachCall` layer, found with `get_service` when this layer is
+built), the layer hands the call's `CallRetries` down as a feature and retries nothing itself: the
+run retries each of its model calls with it, so a fault during a re-ask retries that call only,
+every attempt stays on `.attempts`/`.usage`, and the run is never restarted.
 The loop is tenacity's `AsyncRetrying` with our stop, wait and retry callables, entered only after a
 first failure: the first try is a plain call.
 """
@@ -71,10 +72,17 @@ from ...core import (
     is_transient,
     retry_after_seconds,
 )
-from ._policy import RetryPolicy, Sleep, with_retry_records
-from ._scope import RetryScope as RetryScope
+from ._policy import RetryPolicy, Sleep
+from ._scope import CallRetries, RetriesEachCall
 
-__all__ = ["RetryingChatClient", "is_transient", "retry_after_seconds", "with_retries"]
+__all__ = [
+    "CallRetries",
+    "RetriesEachCall",
+    "RetryingChatClient",
+    "is_transient",
+    "retry_after_seconds",
+    "with_retries",
+]
 
 
 class RetryingChatClient(DelegatingChatClient):
@@ -102,52 +110,51 @@ class RetryingChatClient(DelegatingChatClient):
         policy = RetryPolicy(max_attempts, deadline, base_delay, max_delay, max_retry_after, retry_if, sleep, clock)
         super().__init__(inner)
         self._self_policy = policy
+        # a layer below that retries each of its own model calls (structured output): the call's
+        # retries are handed to it, and this layer retries nothing itself
+        self._self_each_call_below = self.get_service(RetriesEachCall) is not None  # not this layer: below it
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the inner client, retrying transient failures; see the module docstring."""
-        scoped = self._scoped(call)
-        if scoped is None:
-            return super().respond(self._sent_once(call))
-        scope, inner_call = scoped
-        return scope.respond(inner_call, scope.retry_if, with_records=True)
+        if call.options.starts_background_run:  # sent once: a retry could start a second job
+            return super().respond(_sent_once(call))
+        retries = CallRetries(self._self_policy)
+        if self._self_each_call_below:
+            return retries.recorded(super().respond(_handing_down(call, retries)))
+        return retries.respond(self._inner(_sent_once(call)), with_records=True)
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: retried until the first content arrives."""
-        scoped = self._scoped(call)
-        if scoped is None:
-            return super().stream(self._sent_once(call))
-        scope, inner_call = scoped
-        retried = scope.retried_stream(inner_call, scope.retry_if)
-        return ResponseStream(retried.updates(), lambda updates: _with_records(retried.final_response(updates), scope))
+        if call.options.starts_background_run:
+            return super().stream(_sent_once(call))
+        retries = CallRetries(self._self_policy)
+        if self._self_each_call_below:
+            inner = super().stream(_handing_down(call, retries))
+            return ResponseStream(inner, lambda updates: retries.recorded(inner.get_final_response()))
+        return retries.stream(self._inner(_sent_once(call)), with_records=True)
 
-    def _scoped(self, call: LayerCall) -> tuple[RetryScope, Callable[..., Any]] | None:
-        """The call's retry scope and the inner call it retries; None for a call sent once."""
-        options = call.options
-        if options.starts_background_run:  # sent once, with no scope a run below could retry it with
-            return None  # a retry could start a second job
-        scope = RetryScope(self._self_policy)  # a structured-output run below takes it and retries each call
-        # one copy of the options: the SDK's own retries off for these calls only, and the scope added
-        options = options.replace(
-            sdk_max_retries=_sdk_retries(options),
-            additional_properties={**options.additional_properties, FEATURES_KEY: [*options.features, scope]},
+    def _inner(self, call: LayerCall) -> Callable[..., Any]:
+        return functools.partial(
+            self.__wrapped__.get_response, call.messages, options=call.options, output_type=call.output_type
         )
-        inner = functools.partial(
-            self.__wrapped__.get_response, call.messages, options=options, output_type=call.output_type
-        )
-        return scope, inner
 
-    @staticmethod
-    def _sent_once(call: LayerCall) -> LayerCall:
-        """A background run's start: once, with the SDK's own retries off too."""
-        return call.replace(options=call.options.replace(sdk_max_retries=_sdk_retries(call.options)))
+
+def _sent_once(call: LayerCall) -> LayerCall:
+    """The call with the SDK's own retries off (unless the caller set them): each attempt is one
+    HTTP request."""
+    return call.replace(options=call.options.replace(sdk_max_retries=_sdk_retries(call.options)))
+
+
+def _handing_down(call: LayerCall, retries: CallRetries) -> LayerCall:
+    """The call, SDK retries off, with its `CallRetries` among the features for the layer below
+    that applies them (one copy of the options)."""
+    options = call.options
+    features = {**options.additional_properties, FEATURES_KEY: [*options.features, retries]}
+    return call.replace(options=options.replace(sdk_max_retries=_sdk_retries(options), additional_properties=features))
 
 
 def _sdk_retries(options: ChatOptions) -> int:
     return 0 if options.sdk_max_retries is None else options.sdk_max_retries
-
-
-async def _with_records(response: Awaitable[ChatResponse[Any]], scope: RetryScope) -> ChatResponse[Any]:
-    return with_retry_records(await response, scope.records)
 
 
 def with_retries(

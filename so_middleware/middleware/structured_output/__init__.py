@@ -24,7 +24,8 @@ answer raises at once, with its attempt.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Mapping, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, overload
 
 from typing_extensions import TypeVar
@@ -32,21 +33,20 @@ from typing_extensions import TypeVar
 from ...core import (
     Capabilities,
     ChatClient,
-    ChatOptions,
     ChatResponse,
     ChatStream,
     DefaultTyped,
     DelegatingChatClient,
-    MessageInput,
-    OptionsInput,
+    LayerCall,
     ResponseStream,
     UserError,
     as_chat_client,
     as_messages,
     check_sendable,
 )
+from ..retries import CallRetries, RetriesEachCall
 from ..strategies import DEFAULT_STRATEGIES, Mode, Strategy, check_strategies, mode_names
-from ._feature import StructuredOutput
+from ._feature import StructuredOutput, feature_for, retries_in, without
 from ._learned import Learned, Lesson, route_of
 from ._run import StructuredRun
 from ._settings import OutputSettings, SettingsKeywords
@@ -65,7 +65,7 @@ T = TypeVar("T")
 D = TypeVar("D", default=Any)  # the type given at creation; Any for a client made without one
 
 
-class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
+class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient, RetriesEachCall):
     """The layer that turns a `StructuredOutput` feature into a validated, typed response.
 
     Made with a type (`with_structured_output(client, Person)`), it is a
@@ -77,7 +77,8 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
     nothing. `strategies` is this client's list of strategies, in the order `auto` tries them
     (`DEFAULT_STRATEGIES` when not given); a run's `mode` names one of them. What runs learn
     about the backend is on `learned` (and reflected in `capabilities`); `reset_learned()`
-    forgets it.
+    forgets it. Under a retry layer it retries each of its model calls itself (`RetriesEachCall`):
+    a fault during a re-ask retries that call, not the run.
     """
 
     def __init__(
@@ -132,35 +133,40 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient):
             capabilities = named[name].turned_off(capabilities) if name in named else capabilities
         return capabilities
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Like any ChatClient; `output_type=T` is a shortcut for a per-run `StructuredOutput(T)`."""
-        chat_options = ChatOptions.coerce(options)
-        feature = self._feature_for(chat_options, output_type)
-        if feature is None:
-            return self.__wrapped__.get_response(messages, options=options, stream=stream)  # type: ignore[no-any-return]
-        chat_messages = as_messages(messages)  # refused before the first call: it would be paid for
-        check_sendable(chat_messages, chat_options)
-        run = StructuredRun(
-            self.__wrapped__, feature, chat_messages, chat_options, self._self_learned, self._self_strategies
-        )
-        if stream:
-            return ResponseStream(run.steps(), run.final_response)
-        return run.respond()
+        features = call.options.features
+        retries = retries_in(features)
+        run = self._run(call, features, retries)
+        if run is not None:
+            return run.respond()
+        return super().respond(call) if retries is None else retries.respond(self._inner(call, retries))
 
-    def _feature_for(self, options: ChatOptions, output_type: Any) -> StructuredOutput[Any] | None:
-        given = [f for f in options.features if isinstance(f, StructuredOutput)]
-        if len(given) > 1:
-            raise UserError("more than one StructuredOutput feature in the options; pass one")
-        if given and output_type is not None:
-            raise UserError("pass either output_type=... or a StructuredOutput feature, not both")
-        if given:
-            return given[0]
-        if output_type is not None:
-            return StructuredOutput(output_type, **dataclasses.asdict(self._self_settings))
-        default = self._self_default
-        return default.copy_for_run() if default is not None else None
+    def stream(self, call: LayerCall) -> ChatStream:
+        """The same, streamed: each model call's updates, then the validated response."""
+        features = call.options.features
+        retries = retries_in(features)
+        run = self._run(call, features, retries)
+        if run is not None:
+            return ResponseStream(run.steps(), run.final_response)
+        return super().stream(call) if retries is None else retries.stream(self._inner(call, retries))
+
+    def _inner(self, call: LayerCall, retries: CallRetries) -> Callable[..., Any]:
+        """A call that asks for no structured output, passed on (a retry layer above left its
+        retrying to this layer)."""
+        options = without(call.options, retries)
+        return functools.partial(self.__wrapped__.get_response, call.messages, options=options)
+
+    def _run(self, call: LayerCall, features: Sequence[Any], retries: CallRetries | None) -> StructuredRun | None:
+        """The run this call asks for; None for a call that asks for no structured output."""
+        options = call.options
+        feature = feature_for(features, call.output_type, self._self_settings, self._self_default)
+        if feature is None:
+            return None
+        messages = as_messages(call.messages)  # refused before the first call: it would be paid for
+        check_sendable(messages, options)
+        learned, strategies = self._self_learned, self._self_strategies
+        return StructuredRun(self.__wrapped__, feature, messages, options, learned, strategies, retries)
 
 
 @overload

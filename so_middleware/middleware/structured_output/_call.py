@@ -1,4 +1,4 @@
-"""One streamed model call of a structured-output run; retried alone under a retry layer's scope.
+"""One streamed model call of a structured-output run; retried alone under a retry layer.
 
 On a backend prone to loops, a stream whose answer loops with too few tokens left to close it
 (`_loops.LoopWatch`) is closed there and then: the rest would be waited for and thrown away. Its
@@ -14,7 +14,7 @@ from typing import Any
 from ...core import ChatClient, ChatResponse, ChatResponseUpdate, FinishReason
 from ...schema import LoopWatch
 from ...schema.text import text_format_of
-from ..retries import RetryScope
+from ..retries import CallRetries
 from ..strategies import AttemptRequest, Target
 from ._partial import PartialReader
 
@@ -25,10 +25,10 @@ class Call:
     """One streamed model call of a run: its updates, then its response."""
 
     def __init__(
-        self, inner: ChatClient, plan: AttemptRequest, attempt: int, target: Target, retries: RetryScope | None = None
+        self, inner: ChatClient, plan: AttemptRequest, attempt: int, target: Target, retries: CallRetries | None = None
     ) -> None:
         self.inner, self.plan, self.attempt, self.target = inner, plan, attempt, target
-        self.retries = retries  # a retry layer's scope: this HTTP call is retried, not the run
+        self.retries = retries  # a retry layer's, above: this HTTP call is retried, not the run
         self.response: ChatResponse[Any] = ChatResponse()
         self._stream: Any = None
 

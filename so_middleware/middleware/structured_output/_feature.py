@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing
+from collections.abc import Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from ...core import ChatResponse, Feature, UserError
+from ...core import ChatOptions, ChatResponse, Feature, UserError
 from ...schema import OutputSchema
+from ..retries import CallRetries
 from ..strategies import Mode
 from ._settings import OutputSettings, SettingsKeywords
 
-__all__ = ["OutputSettings", "SettingsKeywords", "StructuredOutput"]
+__all__ = ["OutputSettings", "SettingsKeywords", "StructuredOutput", "feature_for", "retries_in", "without"]
 
 T = TypeVar("T")
 
@@ -118,3 +121,34 @@ def _schema_of(output_type: Any, strict: bool | None, name: str | None) -> Outpu
         return OutputSchema(output_type, strict=True, name=name)
     except UserError:
         return OutputSchema(output_type, strict=False, name=name)
+
+
+def feature_for(
+    features: Sequence[Any], output_type: Any, settings: OutputSettings, default: StructuredOutput[Any] | None
+) -> StructuredOutput[Any] | None:
+    """The run's feature: among the call's `features`, made from `output_type` with `settings`, or the
+    layer's creation-time `default`; None when the call asks for no structured output."""
+    given = [f for f in features if isinstance(f, StructuredOutput)]
+    if len(given) > 1:
+        raise UserError("more than one StructuredOutput feature in the options; pass one")
+    if given and output_type is not None:
+        raise UserError("pass either output_type=... or a StructuredOutput feature, not both")
+    if given:
+        return given[0]
+    if output_type is not None:
+        return StructuredOutput(output_type, **dataclasses.asdict(settings))
+    return default.copy_for_run() if default is not None else None
+
+
+def retries_in(features: Sequence[Any]) -> CallRetries | None:
+    """The `CallRetries` a retry layer above handed down (each model call is retried with them)."""
+    return next((feature for feature in reversed(features) if isinstance(feature, CallRetries)), None)
+
+
+def without(options: ChatOptions, *dropped: object) -> ChatOptions:
+    """`options` without the `dropped` features (the same object when none is there)."""
+    dropped_ids = {id(feature) for feature in dropped}  # identity: a feature's == may compare its settings
+    features = options.features
+    if not any(id(feature) in dropped_ids for feature in features):
+        return options
+    return options.with_features([feature for feature in features if id(feature) not in dropped_ids])

@@ -37,11 +37,11 @@ from ...core import (
     copy_json,
     mend_surrogates,
 )
-from ..retries import RetryScope
+from ..retries import CallRetries
 from ..strategies import Answer, AttemptRequest, Strategy, Target, strategies_for
 from ._annotate import keep_attempts
 from ._call import Call
-from ._feature import StructuredOutput
+from ._feature import StructuredOutput, without
 from ._learned import Learned, Lesson, route_of
 from ._resample import repeated, repeated_error, resampled
 from ._verdicts import (
@@ -72,16 +72,15 @@ class StructuredRun:
         options: ChatOptions,
         learned: Learned | None = None,
         strategies: Sequence[Strategy] | None = None,
+        retries: CallRetries | None = None,
     ) -> None:
         self.inner = inner
         self.available = strategies  # the client's list (None: the default one)
         self.feature = feature
         self.messages = messages
-        features = options.features
-        scopes = [f for f in features if isinstance(f, RetryScope)]
-        self.retries = scopes[-1].take() if scopes else None  # a retry layer above: each call is retried here
-        # the calls carry the other features on (not the run's own feature, not the scope it took)
-        self.options = options.with_features([f for f in features if f is not feature and f is not self.retries])
+        self.retries = retries  # a retry layer's above: each model call is retried with them, not the run
+        # the calls carry the other features on, not the run's own, not the retries it applies
+        self.options = without(options, feature, retries)
         self.key = (route_of(inner), options.model or getattr(inner, "model", None))
         self._memory = learned
         self._use(getattr(inner, "capabilities", None))

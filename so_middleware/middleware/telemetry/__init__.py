@@ -53,14 +53,11 @@ from typing import Any
 from ...core import (
     AgentSpans,
     ChatClient,
-    ChatOptions,
     ChatResponse,
     ChatStream,
     DelegatingChatClient,
-    MessageInput,
-    OptionsInput,
+    LayerCall,
     ResponseStream,
-    UserError,
 )
 from . import _names as names
 from ._attributes import provider_name, request_attributes
@@ -113,33 +110,36 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
         else:  # pragma: no cover - exercised in a subprocess without opentelemetry
             _log_telemetry_off()
 
-    def process(
-        self, messages: MessageInput, *, options: OptionsInput, stream: bool, output_type: Any
-    ) -> Awaitable[ChatResponse[Any]] | ChatStream:
+    def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the inner client inside a `chat` span; see the module docstring."""
+        recorder = self._recording(call, stream=False)
+        return super().respond(call) if recorder is None else recorder.respond(self.passing_on(call))
+
+    def stream(self, call: LayerCall) -> ChatStream:
+        """The same, streamed: the span lasts from the call to the stream's end."""
+        recorder = self._recording(call, stream=True)
+        if recorder is None:
+            return super().stream(call)
+        return ResponseStream(recorder.stream(self.passing_on(call)), recorder.final_response)
+
+    def _recording(self, call: LayerCall, *, stream: bool) -> CallRecording | None:
+        """The recording of this call; None when nothing would be recorded."""
         instruments = self._self_instruments
-        if instruments is None or (not self._self_capture_content.emit_event and instruments.silent()):
-            return self.__wrapped__.get_response(  # type: ignore[no-any-return]
-                messages, options=options, stream=stream, output_type=output_type
-            )
-        try:  # coerced once here, and passed on as coerced
-            options = chat_options = ChatOptions.coerce(options)
-        except UserError:  # the inner client raises it, inside the span
-            chat_options = ChatOptions()
-        call = functools.partial(self.__wrapped__.get_response, messages, options=options, output_type=output_type)
+        capture = self._self_capture_content
+        if instruments is None or (not capture.emit_event and instruments.silent()):
+            return None
+        options = call.options
         recorder = CallRecording(
             instruments,
-            request_attributes(self.__wrapped__, chat_options, stream, output_type),
+            request_attributes(self.__wrapped__, options, stream, call.output_type),
             time.perf_counter(),
             time.time_ns(),
-            self._self_capture_content,
+            capture,
         )
-        recorder.links = run_links(chat_options)  # a poll of a background run: linked to the span that started it
-        if self._self_capture_content.on_span or self._self_capture_content.in_event:
-            recorder.input_content(messages, options)
-        if stream:
-            return ResponseStream(recorder.stream(call), recorder.final_response)
-        return recorder.respond(call)
+        recorder.links = run_links(options)  # a poll of a background run: linked to the span that started it
+        if capture.on_span or capture.in_event:
+            recorder.input_content(call.messages, options)
+        return recorder
 
     @contextlib.contextmanager
     def agent_span(self, agent_name: str | None, *, model: str | None = None) -> Iterator[Any]:

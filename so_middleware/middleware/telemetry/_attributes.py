@@ -18,14 +18,12 @@ from ...core import (
     ChatResponse,
     ContentFilterError,
     IncompleteOutputError,
-    OptionsInput,
     OutputError,
     RefusalError,
-    UserError,
 )
 from . import _names as names
 
-__all__ = ["coerce_options", "request_attributes", "response_attributes", "structured_attributes", "structured_info"]
+__all__ = ["request_attributes", "response_attributes", "structured_attributes", "structured_info"]
 
 _OUTCOMES = {RefusalError: "refusal", IncompleteOutputError: "incomplete", ContentFilterError: "content_filter"}
 
@@ -35,10 +33,9 @@ def provider_name(client: Any) -> str:
     return str(getattr(client, "provider_name", None) or "unknown")
 
 
-def request_attributes(client: Any, options: OptionsInput, stream: bool, output_type: Any) -> dict[str, Any]:
+def request_attributes(client: Any, chat_options: ChatOptions, stream: bool, output_type: Any) -> dict[str, Any]:
     """The attributes known before the call: operation, provider, request parameters, server
     (those with a value)."""
-    chat_options = coerce_options(options)
     response_format = chat_options.response_format
     structured = output_type is not None or (response_format is not None and response_format.type != "text")
     structured = structured or any(hasattr(feature, "output_type") for feature in chat_options.features)
@@ -88,14 +85,6 @@ def response_attributes(response: ChatResponse[Any]) -> dict[str, Any]:
         values[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
     values.update(structured_attributes(response.additional_properties.get(STRUCTURED_OUTPUT_KEY)))
     return values
-
-
-def coerce_options(options: OptionsInput) -> ChatOptions:
-    """`options` as `ChatOptions`, or empty options when they are invalid (the inner client raises)."""
-    try:
-        return ChatOptions.coerce(options)  # a new object for a dict; the caller's options stay as they are
-    except UserError:  # the inner client raises it, inside the span
-        return ChatOptions()
 
 
 def structured_info(error: OutputError) -> dict[str, Any]:

@@ -12,16 +12,16 @@ from typing import Any
 
 from opentelemetry.trace import Link, Span, SpanContext, TraceFlags
 
-from ...core import ChatOptions, ContinuationToken, OptionsInput
+from ...core import ChatOptions, ContinuationToken
 
 __all__ = ["LINK_KIND", "run_links", "stamp_token"]
 
 LINK_KIND = "so_middleware.link.kind"  # on the link: "background_run"
 
 
-def run_links(options: OptionsInput) -> Sequence[Link]:
+def run_links(options: ChatOptions) -> Sequence[Link]:
     """A link to the span that started the run this call continues (none for other calls)."""
-    token = ChatOptions.coerce(options).continuation_token
+    token = options.continuation_token
     context = _parse(token.trace) if token is not None and token.trace else None
     return [Link(context, {LINK_KIND: "background_run"})] if context is not None else ()
 

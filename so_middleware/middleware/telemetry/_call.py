@@ -21,9 +21,9 @@ from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
-from ...core import ChatResponse, ChatStream, MessageInput, OptionsInput, OutputError, failure_of
+from ...core import ChatOptions, ChatResponse, ChatStream, MessageInput, OutputError, failure_of
 from . import _names as names
-from ._attributes import coerce_options, response_attributes, structured_attributes, structured_info
+from ._attributes import response_attributes, structured_attributes, structured_info
 from ._background import stamp_token
 from ._content import ContentCapture, as_json, input_messages, instructions_parts, output_messages
 
@@ -205,9 +205,9 @@ class CallRecording:
         self.instruments.first_chunk.record(elapsed, self.metric_attributes())
 
     @guarded
-    def input_content(self, messages: MessageInput, options: OptionsInput) -> None:
+    def input_content(self, messages: MessageInput, options: ChatOptions) -> None:
         content = {names.GEN_AI_INPUT_MESSAGES: input_messages(messages)}
-        instructions = coerce_options(options).instructions
+        instructions = options.instructions
         if instructions:
             content[names.GEN_AI_SYSTEM_INSTRUCTIONS] = instructions_parts(instructions)
         self.add_content(content)

@@ -13,6 +13,7 @@ from so_middleware import (
     DelegatingChatClient,
     FallbackChatClient,
     Feature,
+    LayerCall,
     ModelBehaviorError,
     UserError,
     with_fallback,
@@ -298,7 +299,10 @@ async def test_real_503s_after_retries_fail_over_to_the_local_model(
 class RefusingAtOnce(DelegatingChatClient):
     """A layer that fails while the call is made, before any awaitable or stream exists."""
 
-    def process(self, messages: Any, *, options: Any, stream: bool, output_type: Any) -> Any:
+    def respond(self, call: LayerCall) -> Any:
+        raise ConnectionError("no route to host")
+
+    def stream(self, call: LayerCall) -> Any:
         raise ConnectionError("no route to host")
 
 

@@ -36,6 +36,7 @@ from so_middleware import (
     ResponseStream,
     TextContent,
     UsageDetails,
+    UserError,
 )
 from so_middleware.middleware.retries import with_retries
 from so_middleware.middleware.telemetry import TelemetryChatClient, with_telemetry
@@ -221,6 +222,18 @@ async def test_failure_sets_error_type_and_status_and_reraises(
     assert [event.name for event in span.events] == ["exception"]
     (duration,) = metric_points(reader)["gen_ai.client.operation.duration"]
     assert duration.attributes["error.type"] == "StatusError"
+
+
+@STREAM
+async def test_bad_options_fail_at_the_entry_with_no_span(
+    stream: bool, instrument: Any, exporter: InMemorySpanExporter
+) -> None:
+    """Options are coerced once, where the call enters the stack: a call refused there never
+    started, so it has no span."""
+    fake = FakeChatClient("ok")
+    with pytest.raises(UserError, match="unknown option 'temprature'"):
+        instrument(fake).get_response("hi", options={"temprature": 0}, stream=stream)
+    assert exporter.get_finished_spans() == () and fake.calls == []
 
 
 # ---------------------------------------------------------------- structured-output attributes
