@@ -58,6 +58,7 @@ async def probe() -> None:
     assert_type(client.get_response_sync("hi", output_type=Person).value, Pet)  # wrong: sync
     assert_type((await ChatAgent(client).run("hi", output_type=Person)).value, Pet)  # wrong: agent
     await ChatAgent(client, input_type=Person).run(Pet(name="Rex"))  # wrong: input
+    ChatAgent(client, input_type=Person).run_sync(Pet(name="Rex"))  # wrong: sync_input
     chained = chain(FakeChatClient("x"), with_structured_output)
     assert_type((await chained.get_response("hi", output_type=Person)).value, Pet)  # wrong: chain
     made_with = with_structured_output(FakeChatClient("x"), Person)
@@ -69,7 +70,7 @@ async def probe() -> None:
     reveal_type(response.parse(Person | None))  # reveal: parse-union
 """
 
-WRONG = ["layer", "any", "sync", "agent", "input", "chain", "creation"]
+WRONG = ["layer", "any", "sync", "agent", "input", "sync_input", "chain", "creation"]
 
 # What each checker infers where `output_type` is not a plain class. Both give Any for unions,
 # Annotated and Literal; they differ on an abstract class (mypy refuses it for `type[T]`) and on

@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-class ChatAgent(AgentRuns[TIn], SyncRuns):
+class ChatAgent(AgentRuns[TIn], SyncRuns[TIn]):
     """An agent over a chat client: instructions, default options, threads, typed runs.
 
     `run(..., output_type=T)` needs a structured-output layer in the client's stack. With `tools`

@@ -167,44 +167,54 @@ else:
         run = Agent.run
 
 
-class SyncRuns:
+class SyncRuns(Generic[TIn]):
     """`run_sync`, the blocking `run`, declared once for the agents that have a typed `run`."""
 
     @overload
     def run_sync(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: type[T],
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> AgentResponse[T]: ...
 
     @overload
     def run_sync(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: Any = None,
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> AgentResponse[Any]: ...
 
     def run_sync(
         self,
-        input: MessageInput | None = None,
+        input: TIn | MessageInput | None = None,
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
         output_type: Any = None,
         continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
     ) -> AgentResponse[Any]:
-        """Blocking `run` for scripts (raises `UserError` inside a running event loop)."""
+        """Blocking `run` for scripts (raises `UserError` inside a running event loop): typed input
+        and approvals as `run` takes them."""
         token = continuation_token
+        agent = cast("Agent[Any]", self)
         return run_sync(
-            lambda: cast(Agent, self).run(
-                input, thread=thread, options=options, output_type=output_type, continuation_token=token
+            lambda: agent.run(
+                input,
+                thread=thread,
+                options=options,
+                output_type=output_type,
+                continuation_token=token,
+                approvals=approvals,
             )
         )

@@ -238,3 +238,14 @@ async def test_a_typed_run_pauses_and_resumes_to_its_typed_value(stream: bool) -
         output_type=Receipt,
     )
     assert resumed.value == Receipt(sent=5)
+
+
+def test_run_sync_pauses_and_resumes_with_approvals() -> None:
+    """The blocking entry point takes the same `approvals=` as `run`."""
+    fake = FakeChatClient([*ASKS, "Done."])
+    agent = ChatAgent(fake, tools=[transfer, lookup])
+    paused = agent.run_sync("Send 5 to acct-1")
+    assert [request.call_id for request in paused.approval_requests] == ["call_0"]
+    resumed = agent.run_sync(continuation_token=paused.continuation_token, approvals={"call_0": "no"})
+    assert resumed.text == "Done."
+    assert results_sent(fake)[-1].result_text == "The user declined this call: no"

@@ -8,7 +8,7 @@ checked is the request body the unmodified OpenAI SDK sends."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import httpx2
 import openai
@@ -56,11 +56,11 @@ def system_text(body: dict[str, Any]) -> str | None:
         (VLLM_CHAT, True),
         (OLLAMA_CHAT, True),
         (OPENAI_COMPATIBLE, True),
-        (LLAMA_SERVER_CHAT, False),  # measured: its small model did no better with it
-        (LLAMA_SERVER_RESPONSES, False),
+        (LLAMA_SERVER_CHAT, True),
+        (LLAMA_SERVER_RESPONSES, True),
         (OPENAI_API, False),  # reads the schema itself
         (VLLM_CHAT.replace(schema_in_instructions=False), False),
-        (LLAMA_SERVER_CHAT.replace(schema_in_instructions=True), True),
+        (LLAMA_SERVER_CHAT.replace(schema_in_instructions=False), False),
         (OPENAI_API.replace(schema_in_instructions=True), True),
     ],
     ids=[
@@ -71,7 +71,7 @@ def system_text(body: dict[str, Any]) -> str | None:
         "llama.cpp-responses",
         "openai",
         "vllm-off",
-        "llama.cpp-on",
+        "llama.cpp-off",
         "openai-on",
     ],
 )
@@ -122,3 +122,20 @@ async def test_a_reask_carries_the_outline_once(stream: bool) -> None:
     response = await get(with_structured_output(fake), stream, "Where?", output_type=City, options=options)
     assert response.value == City(city="Oslo")
     assert [call.options.instructions for call in fake.calls] == ["Be brief.\n\n" + OUTLINE] * 2
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_schema_that_says_nothing_more_than_its_grammar_gets_no_outline(stream: bool) -> None:
+    """A bare `list[int]` names no field and carries nothing a grammar leaves out: the caller's
+    instructions go as they are; a bound on it is worth saying."""
+    backend = Backend('{"response": [2, 3, 5]}')
+    client = client_on(backend, LLAMA_SERVER_CHAT)
+    assert (await get(client, stream, "Primes?", output_type=list[int])).value == [2, 3, 5]
+    assert system_text(backend.bodies[0]) is None
+    options: dict[str, Any] = {"instructions": "Three."}
+    await get(client, stream, "Primes?", output_type=list[int], options=options)
+    assert system_text(backend.bodies[1]) == "Three."
+    bounded = Annotated[list[int], Field(max_length=3)]
+    await get(client, stream, "Primes?", output_type=bounded)
+    assert "at most 3 items" in (system_text(backend.bodies[2]) or "")

@@ -212,3 +212,4 @@ async def typed_input() -> None:
     assert_type(agent, ChatAgent[Person])
     assert_type((await agent.run(Person(name="Ada", age=36), output_type=Row)).value, Row)
     print((await agent.run("hi")).text)
+    assert_type(agent.run_sync(Person(name="Ada", age=36), output_type=Row).value, Row)

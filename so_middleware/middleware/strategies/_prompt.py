@@ -31,16 +31,47 @@ def instructions_for(options: ChatOptions, schema: OutputSchema, profile: Any) -
     return f"{options.instructions}\n\n{asked}" if options.instructions else asked
 
 
-def outlined_instructions(options: ChatOptions, schema: OutputSchema) -> str:
+def outlined_instructions(options: ChatOptions, schema: OutputSchema) -> str | None:
     """The caller's instructions, then an outline of the schema the engine enforces.
 
     For a native request to an engine that constrains the answer by grammar without showing the
     schema to the model: the outline carries what the grammar cannot (descriptions, formats,
-    examples), in a few lines rather than the schema itself.
+    examples), in a few lines rather than the schema itself. A schema with nothing of that (a bare
+    `list[int]`) gets none: the caller's instructions are kept as they are.
     """
     # The plain schema, whatever the profile: a strict dialect drops the titles and examples.
-    outline = schema_outline(schema.json_schema("json-schema"))
+    plain = schema.json_schema("json-schema")
+    if not _says_more_than_its_grammar(plain, wrapped=schema.is_wrapped):
+        return options.instructions  # `list[int]`: the grammar says it all, and an outline only adds words
+    outline = schema_outline(plain)
     return f"{options.instructions}\n\n{outline}" if options.instructions else outline
+
+
+# What an outline can show that a grammar does not: a field's name, meaning, choices, form or bounds.
+_TOLD = frozenset(
+    {"description", "enum", "const", "format", "examples", "pattern", "minimum", "maximum", "exclusiveMinimum",
+     "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "minProperties",
+     "maxProperties"}
+)  # fmt: skip
+
+
+def _says_more_than_its_grammar(schema: dict[str, Any], *, wrapped: bool) -> bool:
+    """Whether the schema names a field (other than the `response` wrapper) or carries anything of
+    `_TOLD`; a bare `list[int]` or `int` does not."""
+    stack: list[tuple[Any, bool]] = [(schema, wrapped)]
+    while stack:
+        node, is_wrapper = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, False) for item in node)
+        elif isinstance(node, dict):
+            if _TOLD.intersection(node) or (
+                isinstance(node.get("properties"), dict) and node["properties"] and not is_wrapper
+            ):
+                return True
+            stack.extend((value, False) for key, value in node.items() if key != "properties")
+            if isinstance(node.get("properties"), dict):
+                stack.extend((value, False) for value in node["properties"].values())
+    return False
 
 
 def prefill_for(schema: OutputSchema, profile: Any) -> str:
