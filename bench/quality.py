@@ -541,8 +541,9 @@ def outline_section() -> list[str]:
     data = json.loads(path.read_text())
     lines = [
         "",
-        f"The schema outline in `native` instructions (`Capabilities.schema_in_instructions`; the llama-server "
-        f"profiles keep it off after this run), on and off, {len(data['tasks'])} tasks in one run of their own, measured "
+        "The schema outline in `native` instructions (`Capabilities.schema_in_instructions`, on in the llama-server "
+        "profiles, which leave it out for a schema that says nothing more than its grammar, such as a bare "
+        f"`list[int]`), on and off, {len(data['tasks'])} tasks in one run of their own, measured "
         f"{data['measured']} with `SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline` (load "
         f"average {data['load_average_before']} before, {data['load_average_after']} after). The Messages route "
         "runs `prompted` on llama-server (every format ignored there), whose instructions carry the skeleton "
