@@ -488,8 +488,9 @@ def _outline_client(server: Any, route: str, outline: bool) -> Any:
     return adapter(sdk, server.model, capabilities=profile)
 
 
-def run_outline(*, only: list[str] | None, limit: int | None) -> None:
-    """`native` on each OpenAI route with the schema outline on and off, in one run on one server.
+def run_outline(*, only: list[str] | None, limit: int | None, peers: bool = False) -> None:
+    """`native` on each OpenAI route with the schema outline on and off, in one run on one server;
+    with `peers`, every peer that runs in this environment (`bench/quality_peers.py`) beside them.
 
     The Messages route is left out: llama-server ignores every format there, so it runs
     `prompted`, whose instructions already carry the answer's skeleton.
@@ -513,6 +514,16 @@ def run_outline(*, only: list[str] | None, limit: int | None) -> None:
                 await _all_tasks(config, lambda task, layer=layer: _ours(layer, task, "native"), tasks)
                 log(f"    valid {sum(o.valid for o in config.outcomes)}, exact {sum(o.exact for o in config.outcomes)}")
                 configs.append(config)
+            if peers:
+                from quality_peers import _timed, peer_rows
+
+                for config, run in peer_rows(server, [route]):
+                    log(f"quality: {config.library} {route} {config.mode}, {len(tasks)} tasks")
+                    await _all_tasks(config, lambda task, run=run: _timed(task, run), tasks)
+                    log(
+                        f"    valid {sum(o.valid for o in config.outcomes)}, exact {sum(o.exact for o in config.outcomes)}"
+                    )
+                    configs.append(config)
 
     started = time.perf_counter()
     load_before = [round(value, 2) for value in os.getloadavg()]
@@ -526,7 +537,7 @@ def run_outline(*, only: list[str] | None, limit: int | None) -> None:
         "load_average_before": load_before,
         "load_average_after": [round(value, 2) for value in os.getloadavg()],
         "summary": [c.summary() for c in configs],
-        "outcomes": {f"{c.route}/{c.mode}": [o.__dict__ for o in c.outcomes] for c in configs},
+        "outcomes": {f"{c.library}/{c.route}/{c.mode}": [o.__dict__ for o in c.outcomes] for c in configs},
     }
     (RESULTS / "quality_outline.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     for row in result["summary"]:
@@ -544,17 +555,18 @@ def outline_section() -> list[str]:
         "The schema outline in `native` instructions (`Capabilities.schema_in_instructions`, on in the llama-server "
         "profiles, which leave it out for a schema that says nothing more than its grammar, such as a bare "
         f"`list[int]`), on and off, {len(data['tasks'])} tasks in one run of their own, measured "
-        f"{data['measured']} with `SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline` (load "
-        f"average {data['load_average_before']} before, {data['load_average_after']} after). The Messages route "
-        "runs `prompted` on llama-server (every format ignored there), whose instructions carry the skeleton "
-        "already: not measured.",
+        f"{data['measured']} with `SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline --peers` "
+        f"(load average {data['load_average_before']} before, {data['load_average_after']} after); the peers that "
+        "run in the test environment beside us in the same run (instructor's rows need its own environment, "
+        "`.venv-bench`: see the table above). The Messages route runs `prompted` on llama-server (every format "
+        "ignored there), whose instructions carry the skeleton already: not measured.",
         "",
-        "| route | outline | valid typed value | exactly correct | attempts per task | tokens per task |",
-        "|---|---|---:|---:|---:|---:|",
+        "| library | route | mode | valid typed value | exactly correct | attempts per task | tokens per task |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
     for row in data["summary"]:
         lines.append(
-            f"| {row['route']} | {row['mode'].rsplit(' ', 1)[-1]} | {row['valid_share']:.0%} | "
+            f"| {row['library']} | {row['route']} | {row['mode']} | {row['valid_share']:.0%} | "
             f"{row['exact_share']:.0%} | {row['attempts_per_task']:.2f} | {row['tokens_per_task']:.0f} |"
         )
     return lines
@@ -568,7 +580,7 @@ def main() -> None:
         "--routes", help="with --defaults or --outline: only these routes, comma-separated (chat,responses,anthropic)"
     )
     parser.add_argument(
-        "--peers", action="store_true", help="with --defaults: every peer's rows too, in the same run (one date)"
+        "--peers", action="store_true", help="with --defaults or --outline: every peer's rows too, in the same run"
     )
     parser.add_argument("--outline", action="store_true", help="native with the schema outline on and off")
     parser.add_argument("--tasks", type=int, help="with --outline: only the first N tasks")
@@ -580,7 +592,7 @@ def main() -> None:
         _run_instructor(args.instructor[0], args.instructor[1].split(","), args.quick, args.route)
         return
     if args.outline:
-        run_outline(only=args.routes.split(",") if args.routes else None, limit=args.tasks)
+        run_outline(only=args.routes.split(",") if args.routes else None, limit=args.tasks, peers=args.peers)
         return
     if not args.defaults:
         parser.error("run the whole section with `python bench/run.py --only quality`; here only --defaults")

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from gemini_server import Answer, GeminiServer, error_body, text_answer
+from gemini_server import Answer, GeminiServer, error_body, serving, text_answer
 from google import genai
 from pydantic import BaseModel
 
@@ -22,7 +22,6 @@ from so_middleware import (
     with_retries,
     with_structured_output,
 )
-from so_middleware.gateway._server import AppServer
 from so_middleware.google import GEMINI_API, GeminiChatClient
 
 pytestmark = pytest.mark.anyio
@@ -36,17 +35,14 @@ class City(BaseModel):
 @pytest.fixture
 def gemini_sync() -> Iterator[tuple[GeminiServer, genai.Client]]:
     """For the sync entry points, which run on so_middleware's own loop (it outlives the test)."""
-    server = GeminiServer()
-    with AppServer(server.app()) as running:
-        yield server, genai.Client(api_key="test-key", http_options={"base_url": running.root_url})
+    with serving() as found:
+        yield found
 
 
 @pytest.fixture
 async def gemini() -> AsyncIterator[tuple[GeminiServer, genai.Client]]:
     """The async client's connections belong to the test's loop: closed before the loop ends."""
-    server = GeminiServer()
-    with AppServer(server.app()) as running:
-        sdk = genai.Client(api_key="test-key", http_options={"base_url": running.root_url})
+    with serving() as (server, sdk):
         yield server, sdk
         await sdk.aio.aclose()
 

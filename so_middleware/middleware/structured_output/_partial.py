@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from ...core import ChatResponseUpdate, ModelBehaviorError, TextContent
+from ...core import ChatResponseUpdate, Content, ModelBehaviorError, TextContent
 from ...schema import OutputSchema
 from ..strategies import AttemptRequest
 
@@ -45,16 +46,9 @@ class PartialReader:
         if self._text is not None:
             self._text += delta
             partial = self._text or None
-        return ChatResponseUpdate(
-            [TextContent(delta)] if delta else [],
-            role="assistant",
-            usage=source.usage,
-            finish_reason=source.finish_reason,
-            response_id=source.response_id,
-            model_id=source.model_id,
-            raw_representation=source.raw_representation,
-            attempt=self._attempt,
-            partial_value=partial,
-            completed_items=completed,
-            continuation_token=source.continuation_token,
-        )
+        # the server's update (usage, finish reason, ids, its raw form, a continuation token) as ours
+        contents: list[Content] = [TextContent(delta)] if delta else []
+        return dataclasses.replace(
+            source, contents=contents, role="assistant", attempt=self._attempt, partial_value=partial,
+            completed_items=completed, additional_properties={},
+        )  # fmt: skip

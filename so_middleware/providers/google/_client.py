@@ -16,7 +16,6 @@ import math
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-import anyio
 from google import genai
 
 from ...core import (
@@ -26,12 +25,12 @@ from ...core import (
     ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
-    StreamInterruptedError,
     UserError,
     redact_url,
     seconds_left,
 )
 from ...wire.gemini import GeminiStreamReader, request_to_wire, response_from_wire
+from .._chunks import read_chunks
 from .._openai_privates import genai_base_url
 from .._sdk_use import sdk_boundary
 from ._profiles import profile_for
@@ -112,24 +111,10 @@ class GeminiChatClient(BaseChatClient):
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
         with sdk_boundary(self.sdk_client, is_async=True):
             chunks: Any = await self.sdk_client.aio.models.generate_content_stream(**request)
-            async with contextlib.aclosing(chunks):
-                while True:
-                    try:
-                        with anyio.fail_after(idle):
-                            chunk = await anext(chunks)
-                    except StopAsyncIteration:
-                        break
-                    except TimeoutError:
-                        raise StreamInterruptedError(
-                            f"no chunk from Gemini within {idle} s", partial_text="".join(reader.text)
-                        ) from None
-                    update = reader.read(chunk)
-                    if update is not None:
-                        yield update
-        if not reader.finished:
-            raise StreamInterruptedError(
-                "Gemini's stream ended without a finish reason", partial_text="".join(reader.text)
-            )
+            updates = read_chunks(chunks, reader, idle=idle, source="Gemini")
+            async with contextlib.aclosing(updates):  # closing this stream closes the SDK's at once
+                async for update in updates:
+                    yield update
 
     def __repr__(self) -> str:
         return f"GeminiChatClient(genai.Client(base_url={self.base_url!r}), model={self.model!r})"

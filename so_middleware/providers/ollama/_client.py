@@ -11,7 +11,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-import anyio
 import ollama
 
 from ...core import (
@@ -21,11 +20,11 @@ from ...core import (
     ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
-    StreamInterruptedError,
     UserError,
     redact_url,
 )
 from ...wire.ollama import OllamaStreamReader, request_to_wire, response_from_wire
+from .._chunks import read_chunks
 from .._openai_privates import ollama_base_url
 from .._sdk_use import sdk_boundary
 from ._profiles import OLLAMA_NATIVE
@@ -95,24 +94,10 @@ class OllamaChatClient(BaseChatClient):
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
         with sdk_boundary(self.sdk_client, is_async=True):
             chunks: Any = await self.sdk_client.chat(**request, stream=True)
-            async with contextlib.aclosing(chunks):
-                while True:
-                    try:
-                        with anyio.fail_after(idle):
-                            chunk = await anext(chunks)
-                    except StopAsyncIteration:
-                        break
-                    except TimeoutError:
-                        raise StreamInterruptedError(
-                            f"no chunk from Ollama within {idle} s", partial_text="".join(reader.text)
-                        ) from None
-                    update = reader.read(chunk)
-                    if update is not None:
-                        yield update
-        if not reader.finished:
-            raise StreamInterruptedError(
-                "Ollama's stream ended before its last chunk", partial_text="".join(reader.text)
-            )
+            updates = read_chunks(chunks, reader, idle=idle, source="Ollama")
+            async with contextlib.aclosing(updates):  # closing this stream closes the SDK's at once
+                async for update in updates:
+                    yield update
 
     def __repr__(self) -> str:
         return f"OllamaChatClient(ollama.AsyncClient(host={self.base_url!r}), model={self.model!r})"

@@ -23,6 +23,7 @@ Each is written from the provider's documented rules:
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from ...core import UserError
@@ -30,6 +31,7 @@ from ._transform import Problem, ProfileRules, transform_schema
 from ._unroll import is_recursive, unroll_recursion
 
 __all__ = [
+    "ANTHROPIC",
     "BEDROCK",
     "GEMINI",
     "GEMINI_OPENAPI",
@@ -62,24 +64,18 @@ GEMINI = ProfileRules(
     formats=frozenset({"date-time", "date", "time"}),
 )
 
-GEMINI_OPENAPI = ProfileRules(
+# The same rules, less what the OpenAPI subset cannot say: recursion, open objects, `prefixItems`.
+GEMINI_OPENAPI = dataclasses.replace(
+    GEMINI,
     name="gemini-openapi",
-    force_required=False,
-    keep_default=False,
-    const_as_enum=True,
-    keep_numeric=True,
-    numeric_keys=frozenset({"minimum", "maximum"}),
-    keep_max_items=True,
-    max_min_items=None,
     allow_recursion=False,
-    allow_all_of=False,
-    simple_patterns_only=False,
-    keep_patterns=False,
+    keep_prefix_items=False,
+    open_objects=False,
     formats=frozenset({"date-time"}),
 )
 
-BEDROCK = ProfileRules(
-    name="bedrock",
+ANTHROPIC = ProfileRules(
+    name="anthropic",
     force_required=False,
     keep_default=True,
     const_as_enum=False,
@@ -91,6 +87,8 @@ BEDROCK = ProfileRules(
     simple_patterns_only=True,
     formats=_COMMON_FORMATS,
 )
+
+BEDROCK = dataclasses.replace(ANTHROPIC, name="bedrock")  # Bedrock's structured output takes Anthropic's subset
 
 MISTRAL = ProfileRules(
     name="mistral",

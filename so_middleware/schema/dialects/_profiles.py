@@ -19,7 +19,7 @@ from typing import Any, get_args
 from ...core import SchemaProfile, UserError
 from .._refs import check_expansion
 from .._schema_tools import cyclic_definitions
-from ._dialects import render_dialect
+from ._dialects import ANTHROPIC, render_dialect
 from ._limits import anthropic_limit_problems, openai_limit_problems
 from ._transform import Problem, ProfileRules, transform_schema
 from ._unroll import DEFAULT_RECURSION_DEPTH, unroll_recursion
@@ -41,21 +41,6 @@ OPENAI_STRICT = ProfileRules(
     simple_patterns_only=False,
     formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
 )
-
-ANTHROPIC = ProfileRules(
-    name="anthropic",
-    force_required=False,
-    keep_default=True,
-    const_as_enum=False,
-    keep_numeric=False,
-    keep_max_items=False,
-    max_min_items=1,
-    allow_recursion=False,
-    allow_all_of=True,
-    simple_patterns_only=True,
-    formats=frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}),
-)
-
 
 # Where a dialect cannot say something, the route of the same provider that can.
 _WIDER = {"gemini-openapi": "the 'gemini' profile (response_json_schema)"}

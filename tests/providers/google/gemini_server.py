@@ -9,15 +9,20 @@ answer comes from a script given by the test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from google import genai
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from so_middleware.gateway._server import AppServer
 
 
 @dataclass
@@ -76,3 +81,11 @@ class GeminiServer:
 
             return StreamingResponse(events(), media_type="text/event-stream")
         return JSONResponse(answer.body, headers=answer.headers)
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[tuple[GeminiServer, genai.Client]]:
+    """A stand-in on a free loopback port and a real `genai.Client` pointed at it."""
+    server = GeminiServer()
+    with AppServer(server.app()) as running:
+        yield server, genai.Client(api_key="test-key", http_options={"base_url": running.root_url})

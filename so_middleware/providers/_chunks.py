@@ -1,0 +1,39 @@
+"""Reading an SDK's async iterator of answer chunks into updates, for the adapters whose SDK hands
+out parsed chunks rather than an event stream (google-genai, ollama): each chunk within the idle
+timeout, the iterator closed on any exit, a stream that ends without its last chunk interrupted."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import anyio
+
+from ..core import ChatResponseUpdate, StreamInterruptedError
+from ._sdk_client import EventReader
+
+__all__ = ["read_chunks"]
+
+
+async def read_chunks(
+    chunks: Any, reader: EventReader, *, idle: float | None, source: str
+) -> AsyncGenerator[ChatResponseUpdate[Any], None]:
+    """The updates `reader` makes of `chunks`; `StreamInterruptedError` (with the text so far) when
+    no chunk comes within `idle` seconds or the chunks end before `reader` saw the last one."""
+    async with contextlib.aclosing(chunks):
+        while True:
+            try:
+                with anyio.fail_after(idle):
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                text = "".join(reader.text)
+                raise StreamInterruptedError(f"no chunk from {source} within {idle} s", partial_text=text) from None
+            update = reader.read(chunk)
+            if update is not None:
+                yield update
+    if not reader.finished:
+        text = "".join(reader.text)
+        raise StreamInterruptedError(f"{source}'s stream ended before its last chunk", partial_text=text)
