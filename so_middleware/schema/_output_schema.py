@@ -28,6 +28,7 @@ from ._typeinfo import (
 )
 from ._validators import RawSchemaValidator, TypedValidator, Validator
 from .dialects import DEFAULT_RECURSION_DEPTH, PROFILES, render_profile
+from .prompts import says_more_than_its_grammar, schema_outline
 
 __all__ = ["OutputSchema"]
 
@@ -44,6 +45,7 @@ class _Compiled:
     validator: Validator
     plan: PartialPlan
     profiles: dict[tuple[str, bool, int], dict[str, Any]] = field(default_factory=dict)
+    outline: tuple[str | None] | None = None  # (the outline, or None when it says nothing), once made
     # Identity cache keys are unique only while the type lives: the entry keeps it alive.
     keepalive: Any = None
 
@@ -213,6 +215,20 @@ class OutputSchema:
         Example: `OutputSchema(Person).json_schema_view() == OutputSchema(Person).json_schema()`.
         """
         return self._profile(profile)
+
+    def outline(self) -> str | None:
+        """The schema's outline for a model that cannot read the schema (`schema_outline` of the
+        plain schema), or None when it would tell nothing the schema's grammar does not (a bare
+        `list[int]`). Made once per type.
+
+        Example: `OutputSchema(list[int]).outline()` is None.
+        """
+        compiled = self._require()
+        if compiled.outline is None:
+            plain = self.json_schema_view("json-schema")  # the plain schema keeps the titles and examples
+            says = says_more_than_its_grammar(plain, wrapped=compiled.wrapped)
+            compiled.outline = (schema_outline(plain) if says else None,)
+        return compiled.outline[0]
 
     def check_profile(self, profile: SchemaProfile = "openai-strict") -> None:
         """Raise the `UserError` that `json_schema(profile)` would raise, without copying the schema.

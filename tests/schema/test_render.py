@@ -136,3 +136,22 @@ def test_a_long_description_is_cut_and_a_deep_schema_ends() -> None:
         deep = {"type": "object", "properties": {"a": deep}, "required": ["a"]}
     lines = schema_outline(deep).splitlines()
     assert len(lines) < 15 and lines[-1].strip() == "- a: value"
+
+
+def test_an_output_schemas_outline_is_none_when_it_says_nothing_more_than_its_grammar() -> None:
+    """`OutputSchema.outline()`: a bare `list[int]` has none; a bound, a named field or a
+    description makes one; the text is made once per type."""
+    from typing import Annotated
+
+    from pydantic import BaseModel, Field
+
+    from so_middleware.schema import OutputSchema
+
+    class Point(BaseModel):
+        x: int
+
+    assert OutputSchema(list[int]).outline() is None
+    assert OutputSchema(int).outline() is None
+    assert "at most 3 items" in (OutputSchema(Annotated[list[int], Field(max_length=3)]).outline() or "")
+    assert OutputSchema(Point).outline() == "The answer is JSON: object Point\n- x: integer"
+    assert OutputSchema(Point).outline() is OutputSchema(Point).outline()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core import ChatOptions
-from ...schema import OutputSchema, opening, schema_outline, shape_hint
+from ...schema import OutputSchema, opening, shape_hint
 
 __all__ = ["instructions_for", "outlined_instructions", "prefill_for"]
 
@@ -39,39 +39,10 @@ def outlined_instructions(options: ChatOptions, schema: OutputSchema) -> str | N
     examples), in a few lines rather than the schema itself. A schema with nothing of that (a bare
     `list[int]`) gets none: the caller's instructions are kept as they are.
     """
-    # The plain schema, whatever the profile: a strict dialect drops the titles and examples.
-    plain = schema.json_schema("json-schema")
-    if not _says_more_than_its_grammar(plain, wrapped=schema.is_wrapped):
+    outline = schema.outline()
+    if outline is None:
         return options.instructions  # `list[int]`: the grammar says it all, and an outline only adds words
-    outline = schema_outline(plain)
     return f"{options.instructions}\n\n{outline}" if options.instructions else outline
-
-
-# What an outline can show that a grammar does not: a field's name, meaning, choices, form or bounds.
-_TOLD = frozenset(
-    {"description", "enum", "const", "format", "examples", "pattern", "minimum", "maximum", "exclusiveMinimum",
-     "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "minProperties",
-     "maxProperties"}
-)  # fmt: skip
-
-
-def _says_more_than_its_grammar(schema: dict[str, Any], *, wrapped: bool) -> bool:
-    """Whether the schema names a field (other than the `response` wrapper) or carries anything of
-    `_TOLD`; a bare `list[int]` or `int` does not."""
-    stack: list[tuple[Any, bool]] = [(schema, wrapped)]
-    while stack:
-        node, is_wrapper = stack.pop()
-        if isinstance(node, list):
-            stack.extend((item, False) for item in node)
-        elif isinstance(node, dict):
-            if _TOLD.intersection(node) or (
-                isinstance(node.get("properties"), dict) and node["properties"] and not is_wrapper
-            ):
-                return True
-            stack.extend((value, False) for key, value in node.items() if key != "properties")
-            if isinstance(node.get("properties"), dict):
-                stack.extend((value, False) for value in node["properties"].values())
-    return False
 
 
 def prefill_for(schema: OutputSchema, profile: Any) -> str:

@@ -5,7 +5,7 @@ Pure code, like the rest of `schema`: text from a JSON schema, nothing sent anyw
 """
 
 from ._opening import opening
-from ._render import schema_outline
+from ._render import says_more_than_its_grammar, schema_outline
 from ._shape import shape_hint
 
-__all__ = ["opening", "schema_outline", "shape_hint"]
+__all__ = ["opening", "says_more_than_its_grammar", "schema_outline", "shape_hint"]

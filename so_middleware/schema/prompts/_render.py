@@ -25,7 +25,7 @@ from typing import Any
 from .._merge import MergeConflict, flatten
 from .._refs import pointer_of, resolve
 
-__all__ = ["schema_outline"]
+__all__ = ["says_more_than_its_grammar", "schema_outline"]
 
 _MAX_DEPTH = 8
 _MAX_NODES = 500
@@ -235,3 +235,33 @@ class _Outline:
                 optional = "" if name in required else " (optional)"
                 self.lines.append("  " * level + f"- {name}: {text}{optional}{_notes(flat)}")
                 self.fields(more, level + 1)
+
+
+# What an outline can show that a grammar does not: a field's name, meaning, choices, form or bounds.
+_TOLD = frozenset(
+    {"description", "enum", "const", "format", "examples", "pattern", "minimum", "maximum", "exclusiveMinimum",
+     "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "minProperties",
+     "maxProperties"}
+)  # fmt: skip
+
+
+def says_more_than_its_grammar(schema: Mapping[str, Any], *, wrapped: bool) -> bool:
+    """Whether an outline of `schema` tells a model anything its grammar does not: a named field
+    (other than the `response` wrapper of a `wrapped` schema), or anything of `_TOLD`. A bare
+    `list[int]` or `int` does not.
+
+    Example: `says_more_than_its_grammar({"type": "integer"}, wrapped=False)` is False.
+    """
+    stack: list[tuple[Any, bool]] = [(schema, wrapped)]
+    while stack:
+        node, is_wrapper = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, False) for item in node)
+        elif isinstance(node, Mapping):
+            properties = node.get("properties")
+            if _TOLD.intersection(node) or (isinstance(properties, Mapping) and properties and not is_wrapper):
+                return True
+            stack.extend((value, False) for key, value in node.items() if key != "properties")
+            if isinstance(properties, Mapping):
+                stack.extend((value, False) for value in properties.values())
+    return False
