@@ -552,9 +552,9 @@ def outline_section() -> list[str]:
     data = json.loads(path.read_text())
     lines = [
         "",
-        "The schema outline in `native` instructions (`Capabilities.schema_in_instructions`, on in the llama-server "
-        "profiles, which leave it out for a schema that says nothing more than its grammar, such as a bare "
-        f"`list[int]`), on and off, {len(data['tasks'])} tasks in one run of their own, measured "
+        "The schema outline in `native` instructions (`Capabilities.schema_in_instructions`, off in the llama-server "
+        "profiles after these runs; a schema that says nothing more than its grammar, such as a bare `list[int]`, "
+        f"gets none), on and off, {len(data['tasks'])} tasks in one run of their own, measured "
         f"{data['measured']} with `SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline --peers` "
         f"(load average {data['load_average_before']} before, {data['load_average_after']} after); the peers that "
         "run in the test environment beside us in the same run (instructor's rows need its own environment, "

@@ -67,10 +67,11 @@ LLAMA_SERVER_CHAT = Capabilities(
     prefill_echoed=True,
     response_format_passthrough=False,
     schema_profile="json-schema",
-    # The grammar enforces the schema unseen: its outline goes in the instructions (bench/quality.py
-    # --outline). A schema that names no field and carries no description, choice, format or bound
-    # (a bare `list[int]`) gets none: with one, SmolLM2-135M kept listing primes past three.
-    schema_in_instructions=True,
+    # The grammar enforces the schema unseen, but SmolLM2-135M does no better with its outline: two
+    # runs of bench/quality.py --outline gave 38% exactly correct off against 41% and 38% on (Chat),
+    # 41% and 41% (Responses), and one Responses task ran out of tokens with it. Off here; on where
+    # the models are larger (vLLM, Ollama, generic servers).
+    schema_in_instructions=False,
     # Measured on the bench tasks that loop (bench/loop_rescue.py): `frequency_penalty` 0.5 ends
     # both loops; llama.cpp's DRY sampler does nothing to a JSON loop with its default sequence
     # breakers (`"`, `:`, newline split every repeat), and with none it rescued one of two.
