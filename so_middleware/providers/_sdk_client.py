@@ -57,7 +57,7 @@ from ._post import SDKPost
 from ._sdk_use import sdk_boundary
 from ._sse import EventStream
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "EventReader", "SDKChatClient"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "EventReader", "SDKChatClient", "seconds_or_none"]
 
 K = TypeVar("K")
 
@@ -103,7 +103,7 @@ class SDKChatClient(BaseChatClient):
         self.model = model
         self._sdk_base_url = str(self.sdk_client.base_url)  # unredacted: discovery's probes go there
         self.base_url = redact_url(str(self.sdk_client.base_url))  # shown in repr, spans, logs
-        self.idle_timeout = _seconds_or_none("idle_timeout", idle_timeout)
+        self.idle_timeout = seconds_or_none("idle_timeout", idle_timeout)
         self.capabilities = capabilities or self.default_profile(self.base_url, model)
         # A server reached by base URL alone is identified on first use; a profile given, a
         # hosted API or discover=False keep the profile above.
@@ -304,7 +304,8 @@ class SDKChatClient(BaseChatClient):
             await close_sdk_stream(self.is_async, stream)
 
 
-def _seconds_or_none(name: str, value: Any) -> float | None:
+def seconds_or_none(name: str, value: Any) -> float | None:
+    """`value` as seconds: None, or a finite number > 0; anything else is a `UserError` naming `name`."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):

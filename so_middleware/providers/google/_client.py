@@ -32,12 +32,12 @@ from ...core import (
 from ...wire.gemini import GeminiStreamReader, request_to_wire, response_from_wire
 from .._chunks import read_chunks
 from .._openai_privates import genai_base_url
+from .._sdk_client import DEFAULT_IDLE_TIMEOUT, seconds_or_none
 from .._sdk_use import sdk_boundary
 from ._profiles import profile_for
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "GeminiChatClient"]
 
-DEFAULT_IDLE_TIMEOUT = 120.0  # seconds without a chunk before a stream counts as stalled
 _DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 
 
@@ -66,14 +66,10 @@ class GeminiChatClient(BaseChatClient):
     ) -> None:
         if not isinstance(sdk_client, genai.Client):
             raise UserError(f"GeminiChatClient needs a google.genai.Client, not {type(sdk_client).__name__}")
-        if idle_timeout is not None and (
-            isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int | float) or not idle_timeout > 0
-        ):
-            raise UserError(f"idle_timeout must be a positive number of seconds or None, not {idle_timeout!r}")
         self.sdk_client = sdk_client
         self.model = model
         self.base_url = redact_url(genai_base_url(sdk_client) or _DEFAULT_BASE_URL)
-        self.idle_timeout = idle_timeout
+        self.idle_timeout = seconds_or_none("idle_timeout", idle_timeout)
         self.capabilities = capabilities or profile_for(model)
         self._capabilities_given = capabilities is not None
 

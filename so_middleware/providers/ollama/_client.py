@@ -26,6 +26,7 @@ from ...core import (
 from ...wire.ollama import OllamaStreamReader, request_to_wire, response_from_wire
 from .._chunks import read_chunks
 from .._openai_privates import ollama_base_url
+from .._sdk_client import seconds_or_none
 from .._sdk_use import sdk_boundary
 from ._profiles import OLLAMA_NATIVE
 
@@ -62,16 +63,12 @@ class OllamaChatClient(BaseChatClient):
         if not isinstance(given, ollama.AsyncClient):
             hint = ": use ollama.AsyncClient()" if isinstance(given, ollama.Client) else ""
             raise UserError(f"OllamaChatClient needs an ollama.AsyncClient, not {type(given).__name__}{hint}")
-        if idle_timeout is not None and (
-            isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int | float) or not idle_timeout > 0
-        ):
-            raise UserError(f"idle_timeout must be a positive number of seconds or None, not {idle_timeout!r}")
         self.sdk_client = sdk_client
         self.model = model
         self.keep_alive = keep_alive
         self.base_url = redact_url(ollama_base_url(sdk_client) or "http://127.0.0.1:11434")
         self.capabilities = capabilities or OLLAMA_NATIVE
-        self.idle_timeout = idle_timeout
+        self.idle_timeout = seconds_or_none("idle_timeout", idle_timeout)
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `AsyncClient.chat` keyword arguments this adapter would send (for inspection and tests)."""
