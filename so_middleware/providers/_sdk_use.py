@@ -50,12 +50,15 @@ def sdk_boundary(sdk_client: Any, is_async: bool = True) -> Iterator[None]:
 
 
 def transport_error(error: BaseException) -> TransportError | None:
-    """`error` as a `TransportError`, when it is an SDK's (OpenAI, Anthropic, google-genai, ollama) or httpx's status,
+    """`error` as a `TransportError`, when it is an SDK's (OpenAI, Anthropic, google-genai, ollama, botocore) or httpx's status,
     timeout or connection error: of both types, with the SDK error's own fields, the address
     called, and for a connection error a message naming it; else None.
 
     Example: `transport_error(openai.RateLimitError(...))` is a `ProviderStatusError` and an `openai.RateLimitError`.
     """
+    botocore_errors = sys.modules.get("botocore.exceptions")
+    if botocore_errors is not None and isinstance(error, (botocore_errors.ClientError, botocore_errors.BotoCoreError)):
+        return _botocore_error(error, botocore_errors)
     kind = _kind_of(error)
     if kind is None:
         return None
@@ -105,6 +108,43 @@ def _kind_of(error: BaseException) -> type[TransportError] | None:
     if isinstance(error, (httpx.NetworkError, httpx.RemoteProtocolError)):
         return ProviderConnectionError
     return None
+
+
+# The status of each error a Bedrock stream can carry as an event (botocore names the error by the
+# event, lower camel case, and gives no HTTP status): the `httpStatusCode` of each in botocore's
+# bedrock-runtime service model.
+_EVENT_STATUS = {
+    "throttlingexception": 429,
+    "validationexception": 400,
+    "modelstreamerrorexception": 424,
+    "internalserverexception": 500,
+    "serviceunavailableexception": 503,
+}
+
+
+def _botocore_error(error: BaseException, botocore_errors: Any) -> TransportError | None:
+    """A botocore (boto3) error as ours: a `ClientError` is a status error with the service's code
+    and message as its body, its headers' retry-after read; a connection or read failure names the
+    endpoint. Other botocore errors (no credentials, bad parameters) are not transport errors."""
+    if isinstance(error, botocore_errors.ClientError):
+        kind: type[TransportError] = ProviderStatusError
+        answer = error.response
+        metadata = answer.get("ResponseMetadata") or {}
+        code = str(answer.get("Error", {}).get("Code", ""))
+        status = metadata.get("HTTPStatusCode") or _EVENT_STATUS.get(code.lower())
+        headers, url = metadata.get("HTTPHeaders") or {}, None
+        body: Any = {"code": code, "message": answer.get("Error", {}).get("Message")}
+    elif isinstance(error, (botocore_errors.ConnectTimeoutError, botocore_errors.ReadTimeoutError)):
+        kind, status, headers, url, body = ProviderTimeoutError, None, {}, error.kwargs.get("endpoint_url"), None
+    elif isinstance(error, (botocore_errors.ConnectionError, botocore_errors.HTTPClientError)):
+        kind, status, headers, url, body = ProviderConnectionError, None, {}, error.kwargs.get("endpoint_url"), None
+    else:
+        return None
+    made: TransportError = BaseException.__new__(_both(kind, type(error)))
+    made.__dict__.update(error.__dict__)
+    made.describe(url=url, status_code=status, headers=headers, body=body)
+    made.args = error.args
+    return made
 
 
 _made: dict[tuple[type[TransportError], type[BaseException]], type[TransportError]] = {}
