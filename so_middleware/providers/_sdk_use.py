@@ -122,7 +122,7 @@ _EVENT_STATUS = {
 }
 
 
-def _botocore_error(error: BaseException, botocore_errors: Any) -> TransportError | None:
+def _botocore_error(error: Any, botocore_errors: Any) -> TransportError | None:
     """A botocore (boto3) error as ours: a `ClientError` is a status error with the service's code
     and message as its body, its headers' retry-after read; a connection or read failure names the
     endpoint. Other botocore errors (no credentials, bad parameters) are not transport errors."""

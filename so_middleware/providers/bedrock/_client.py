@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from typing import Any, ClassVar
 
@@ -155,11 +156,17 @@ class BedrockChatClient(BaseChatClient):
 
 
 async def _events(stream: Any) -> AsyncGenerator[Any, None]:
-    """ConverseStream's events, each read on a worker thread; the SDK's stream closed on any exit."""
+    """ConverseStream's events, each read on a worker thread; the SDK's stream closed on any exit.
+
+    A stream left early (a stall, a cancel) may still have a worker blocked reading it, holding
+    the response's read lock until botocore's `read_timeout`: it is closed on a thread of its own
+    so the caller does not wait for that."""
     events = iter(stream)
     done = object()
     try:
         while (event := await anyio.to_thread.run_sync(next, events, done, abandon_on_cancel=True)) is not done:
             yield event
-    finally:
-        stream.close()
+    except BaseException:
+        threading.Thread(target=stream.close, name="bedrock-stream-close", daemon=True).start()
+        raise
+    stream.close()

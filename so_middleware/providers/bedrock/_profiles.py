@@ -42,7 +42,9 @@ BEDROCK_FORCED_TOOL = BEDROCK_NATIVE.replace(name="bedrock-forced-tool", native_
 BEDROCK_TOOLS_ONLY = BEDROCK_FORCED_TOOL.replace(name="bedrock-tools-only", forced_tool_choice=False)
 
 _REGION_PREFIX = re.compile(r"^(us|eu|apac|global|us-gov|jp|au|ca|ap)\.")
-_NATIVE_FAMILIES = frozenset({"qwen", "deepseek", "mistral", "google", "nvidia", "minimax", "moonshot", "moonshotai", "openai"})
+_NATIVE_FAMILIES = frozenset(
+    {"qwen", "deepseek", "mistral", "google", "nvidia", "minimax", "moonshot", "moonshotai", "openai"}
+)
 # Claude 4.5 and later: `claude-haiku-4-5`, `claude-opus-4-6`, `claude-sonnet-5`, ...
 _CLAUDE_WITH_FORMAT = re.compile(r"claude-(haiku|sonnet|opus)-(4-[5-9]|[5-9])")
 

@@ -18,6 +18,7 @@ import binascii
 import contextlib
 import json
 import struct
+import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,13 +34,15 @@ from starlette.routing import Route
 
 from so_middleware.gateway._server import AppServer
 
+SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"  # a dummy: the stand-in checks no signature
+
 
 @dataclass
 class Answer:
     """One scripted answer: a body (or stream events when streamed), a status and headers.
 
-    `stall` seconds of silence after the events (a stalled stream); `error_type` names the
-    rest-json error of a status that is not 200."""
+    `stall` seconds of silence after the events (a stalled stream; cut short when the stand-in
+    stops); `error_type` names the rest-json error of a status that is not 200."""
 
     body: Any = None
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -73,7 +76,9 @@ def text_events(pieces: list[str], *, stop: str = "end_turn") -> list[dict[str, 
 def _header(name: str, value: str) -> bytes:
     """One header: name length (1 byte), name, type 7 (string), value length (2 bytes), value."""
     encoded_name, encoded_value = name.encode(), value.encode()
-    return struct.pack("!B", len(encoded_name)) + encoded_name + struct.pack("!BH", 7, len(encoded_value)) + encoded_value
+    return (
+        struct.pack("!B", len(encoded_name)) + encoded_name + struct.pack("!BH", 7, len(encoded_value)) + encoded_value
+    )
 
 
 def frame(headers: dict[str, str], payload: bytes) -> bytes:
@@ -103,6 +108,7 @@ class BedrockServer:
     def __init__(self) -> None:
         self.answers: deque[Answer] = deque()
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.stopping = threading.Event()
 
     def script(self, *answers: Answer) -> None:
         self.answers.extend(answers)
@@ -122,8 +128,10 @@ class BedrockServer:
             async def frames() -> Any:
                 for event in answer.events:
                     yield event_frame(event)
-                if answer.stall:
-                    await asyncio.sleep(answer.stall)
+                for _ in range(int(answer.stall * 20)):
+                    if self.stopping.is_set():
+                        break
+                    await asyncio.sleep(0.05)
 
             return StreamingResponse(frames(), media_type="application/vnd.amazon.eventstream")
         return JSONResponse(answer.body, headers=answer.headers)
@@ -138,7 +146,7 @@ def bedrock_client(endpoint_url: str, **config: Any) -> Any:
         region_name="us-east-1",
         endpoint_url=endpoint_url,
         aws_access_key_id="AKIDEXAMPLE",
-        aws_secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+        aws_secret_access_key=SECRET_KEY,
         config=Config(**settings),
     )
 
@@ -148,4 +156,7 @@ def serving(**config: Any) -> Iterator[tuple[BedrockServer, Any]]:
     """A stand-in on a free loopback port and a real boto3 client pointed at it."""
     server = BedrockServer()
     with AppServer(server.app()) as running:
-        yield server, bedrock_client(running.root_url.rstrip("/"), **config)
+        try:
+            yield server, bedrock_client(running.root_url.rstrip("/"), **config)
+        finally:
+            server.stopping.set()
