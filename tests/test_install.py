@@ -161,3 +161,44 @@ def test_ollama_extra_makes_a_typed_call_without_the_other_sdks(
         printed = run([str(clean_environment / "python"), "pet.py"], cwd=tmp_path, env=env, timeout=300)
     assert printed.splitlines() == ["Pet(name='Rex', legs=4)", "[]"]
     assert server.requests[0]["format"]["properties"]["legs"] == {"title": "Legs", "type": "integer"}
+
+
+def test_bedrock_extra_makes_a_typed_call_without_the_other_sdks(
+    wheel: Path, clean_environment: Path, tmp_path: Path
+) -> None:
+    """`[bedrock]` alone: a typed call through a plain `boto3.client("bedrock-runtime")` (found by
+    `as_chat_client` through the wheel's entry point) against the Bedrock stand-in, which boto3
+    reaches through `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`; no other SDK imported."""
+    sys.path.insert(0, str(ROOT / "tests" / "providers" / "bedrock"))
+    from bedrock_server import Answer, BedrockServer, text_answer
+
+    from so_middleware.gateway._server import AppServer
+
+    run([str(clean_environment / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[bedrock]"], cwd=tmp_path)
+    script = (
+        "import sys\n"
+        "import boto3\n"
+        "from pydantic import BaseModel\n"
+        "from so_middleware import with_structured_output\n\n\n"
+        "class City(BaseModel):\n    name: str\n    population: int\n\n\n"
+        'sdk = boto3.client("bedrock-runtime")\n'
+        'client = with_structured_output(sdk, model="us.anthropic.claude-haiku-4-5-20251001-v1:0")\n'
+        'print(repr(client.get_response_sync("Oslo?", output_type=City).value))\n'
+        'print(sorted(name for name in ("openai", "anthropic", "google", "ollama") if name in sys.modules))\n'
+    )
+    (tmp_path / "bedrock.py").write_text(script)
+    server = BedrockServer()
+    server.script(Answer(text_answer('{"name": "Oslo", "population": 709000}')))
+    with AppServer(server.app()) as running:
+        env = {
+            **os.environ,
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": running.root_url,
+            "AWS_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+            "AWS_SECRET_ACCESS_KEY": "dummy",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+        env.pop("PYTHONPATH", None)
+        printed = run([str(clean_environment / "python"), "bedrock.py"], cwd=tmp_path, env=env, timeout=300)
+    assert printed.splitlines() == ["City(name='Oslo', population=709000)", "[]"]
+    assert isinstance(server.requests[0][1]["outputConfig"]["textFormat"]["structure"]["jsonSchema"]["schema"], str)

@@ -14,6 +14,7 @@ for folder in (
     "local",
     "providers",
     "providers/anthropic",
+    "providers/bedrock",
     "providers/google",
     "providers/ollama",
     "providers/openai",
