@@ -193,7 +193,7 @@ def test_bedrock_extra_makes_a_typed_call_without_the_other_sdks(
         env = {
             **os.environ,
             "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": running.root_url,
-            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
             "AWS_SECRET_ACCESS_KEY": "dummy",
             "AWS_EC2_METADATA_DISABLED": "true",

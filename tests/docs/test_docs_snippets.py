@@ -75,6 +75,9 @@ class DocsSessions:
             session.prepare['client = with_structured_output(OpenAIResponsesClient(AsyncOpenAI(), "gpt-4o"))'] = (
                 lambda: background_backend(session)
             )
+            session.prepare[
+                'sdk = boto3.client("bedrock-runtime", config=Config(retries={"total_max_attempts": 1}))'
+            ] = lambda: bedrock_stand_in(session)
             self.sessions[page] = session
         return self.sessions[page]
 
@@ -95,6 +98,38 @@ def background_backend(session: Session) -> None:
     previous = os.environ["OPENAI_BASE_URL"]
     os.environ["OPENAI_BASE_URL"] = server.base_url
     session.after_block.append(lambda: os.environ.__setitem__("OPENAI_BASE_URL", previous))
+
+
+def bedrock_stand_in(session: Session) -> None:
+    """Amazon Bedrock for the block about to run (docs/how-to/bedrock.md): the Converse stand-in of
+    tests/providers/bedrock, which boto3 finds by `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, with a region
+    and dummy credentials in the environment, as a reader's AWS set-up gives them."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "providers" / "bedrock"))
+    from bedrock_server import Answer, BedrockServer, text_answer
+
+    from so_middleware.gateway._server import AppServer
+
+    stand_in = BedrockServer()
+    stand_in.script(Answer(text_answer('{"name": "Oslo", "population": 709000}')))
+    server = AppServer(stand_in.app()).start()
+    session.cleanups.append(server.stop)
+    aws = {
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": server.root_url,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "docs-dummy",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    previous = {name: os.environ.get(name) for name in aws}
+    os.environ.update(aws)
+    session.after_block.append(
+        lambda: [
+            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+            for name, value in previous.items()
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
