@@ -5,6 +5,7 @@ names the documented wire format it speaks)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -65,7 +66,9 @@ async def test_a_model_without_the_native_format_gets_a_forced_tool(bedrock: tup
     sent = server.requests[0][1]
     assert "outputConfig" not in sent
     (tool,) = sent["toolConfig"]["tools"]
-    assert sent["toolConfig"]["toolChoice"] == {"tool": {"name": "City"}} == {"tool": {"name": tool["toolSpec"]["name"]}}
+    assert (
+        sent["toolConfig"]["toolChoice"] == {"tool": {"name": "City"}} == {"tool": {"name": tool["toolSpec"]["name"]}}
+    )
     assert set(tool["toolSpec"]["inputSchema"]["json"]["properties"]) == {"name", "population"}
 
 
@@ -129,3 +132,22 @@ def test_as_chat_client_finds_the_bedrock_adapter_and_the_sync_entry_point_works
     assert client.capabilities == BEDROCK_NATIVE
     value = with_structured_output(client).get_response_sync("Oslo?", output_type=City).value
     assert value == City(name="Oslo", population=1)
+
+
+def _aws_credentials() -> bool:
+    import boto3
+
+    return boto3.session.Session().get_credentials() is not None and bool(os.environ.get("BEDROCK_MODEL"))
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not os.environ.get("BEDROCK_MODEL"), reason="needs AWS credentials and BEDROCK_MODEL")
+def test_live_bedrock_gives_a_typed_value() -> None:
+    """Against the real service: `BEDROCK_MODEL=us.anthropic.claude-haiku-4-5-20251001-v1:0 pytest -m live`."""
+    if not _aws_credentials():
+        pytest.skip("needs AWS credentials from the standard chain")
+    import boto3
+
+    client = with_structured_output(BedrockChatClient(boto3.client("bedrock-runtime"), os.environ["BEDROCK_MODEL"]))
+    value = client.get_response_sync("Oslo has 709000 inhabitants.", output_type=City).value
+    assert isinstance(value, City)
