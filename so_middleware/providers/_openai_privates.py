@@ -19,6 +19,7 @@ __all__ = [
     "OPENAI_PACKAGE_DIR",
     "genai_base_url",
     "ollama_base_url",
+    "ollama_post",
     "is_the_sdks_own",
     "request_options_know_security",
     "status_error_from_response",
@@ -75,3 +76,11 @@ def ollama_base_url(sdk_client: Any) -> str | None:
     `base_url`: the SDK publishes none); None when the SDK moved it."""
     base_url = getattr(getattr(sdk_client, "_client", None), "base_url", None)
     return str(base_url) if base_url is not None else None
+
+
+def ollama_post(sdk_client: Any) -> Any:
+    """An `ollama.AsyncClient`'s private `_request(cls, method, path, json=, stream=)`, which sends
+    a body as it is (its `chat` rebuilds tools through its own types, which keep only some schema
+    keywords: `anyOf`, `minimum`, `additionalProperties` are dropped); None when the SDK moved it."""
+    post = getattr(sdk_client, "_request", None)
+    return post if callable(post) else None

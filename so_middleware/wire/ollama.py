@@ -6,7 +6,7 @@
 Pure functions and one small stream reader: no client, no I/O. Answers are read by attribute
 (the SDK's `ChatResponse`) or by key (the same JSON), so this needs no SDK import.
 
-Request mapping (`ollama`'s `AsyncClient.chat(model=, messages=, ...)`, docs.ollama.com/api/chat):
+Request mapping (the `/api/chat` body, docs.ollama.com/api/chat):
 
 | so_middleware                           | Ollama                                                       |
 |-----------------------------------------|--------------------------------------------------------------|
@@ -89,7 +89,7 @@ MODEL_OPTIONS = frozenset(
 
 
 def request_to_wire(messages: list[ChatMessage], options: ChatOptions, *, model: str | None) -> dict[str, Any]:
-    """The keyword arguments of `AsyncClient.chat` for this call (without `stream`)."""
+    """The `/api/chat` request body for this call (without `stream`, the adapter's)."""
     system = [options.instructions] if options.instructions else []
     turns: list[dict[str, Any]] = []
     names = {c.call_id: c.name for m in messages for c in m.contents if isinstance(c, FunctionCallContent)}
