@@ -72,39 +72,20 @@ from ..core import (
 )
 from .common import WireError, chosen_model, field_of, function_fields, tool_choice_to_wire, tools_to_wire
 
-__all__ = [
-    "FINISH_REASONS",
-    "GeminiStreamReader",
-    "finish_reason_to_wire",
-    "request_from_wire",
-    "request_to_wire",
-    "response_from_wire",
-    "response_to_wire",
-    "usage_from_wire",
-    "usage_to_wire",
-]
+__all__ = ["FINISH_REASONS", "GeminiStreamReader", "finish_reason_to_wire", "request_from_wire", "request_to_wire",
+           "response_from_wire", "response_to_wire", "usage_from_wire", "usage_to_wire"]  # fmt: skip
 
 FINISH_REASONS: Mapping[str, FinishReason] = {
-    "STOP": FinishReason.STOP,
-    "MAX_TOKENS": FinishReason.LENGTH,
-    "SAFETY": FinishReason.CONTENT_FILTER,
-    "RECITATION": FinishReason.CONTENT_FILTER,
-    "BLOCKLIST": FinishReason.CONTENT_FILTER,
-    "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
-    "SPII": FinishReason.CONTENT_FILTER,
-    "IMAGE_SAFETY": FinishReason.CONTENT_FILTER,
-    "IMAGE_PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
-    "MODEL_ARMOR": FinishReason.CONTENT_FILTER,
-    "LANGUAGE": FinishReason.CONTENT_FILTER,
-}
+    "STOP": FinishReason.STOP, "MAX_TOKENS": FinishReason.LENGTH,
+    **dict.fromkeys(("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+                     "IMAGE_PROHIBITED_CONTENT", "MODEL_ARMOR", "LANGUAGE"), FinishReason.CONTENT_FILTER),
+}  # fmt: skip
 """Gemini's `finish_reason` names read as ours (any other name: no reason, the answer as it is).
 Written back: the first name of each reason (`SAFETY` for a content filter), `STOP` for tool calls."""
 
-_WRITTEN_REASONS: Mapping[FinishReason, str] = {
-    **{reason: name for name, reason in reversed(list(FINISH_REASONS.items()))},
-    FinishReason.TOOL_CALLS: "STOP",  # Gemini ends a turn of calls with STOP
-    FinishReason.REFUSAL: "SAFETY",
-}
+# Gemini ends a turn of calls with STOP and has no refusal: a safety stop is the nearest
+_WRITTEN_REASONS: Mapping[FinishReason, str] = {**{reason: name for name, reason in reversed(list(FINISH_REASONS.items()))},
+                                                FinishReason.TOOL_CALLS: "STOP", FinishReason.REFUSAL: "SAFETY"}  # fmt: skip
 
 _MODES = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
 _MODES_READ = {mode: choice for choice, mode in _MODES.items()}
@@ -513,17 +494,11 @@ def finish_reason_to_wire(reason: FinishReason | None) -> str | None:
 
 def usage_to_wire(usage: UsageDetails) -> dict[str, Any]:
     """`usageMetadata` as a server writes it (the inverse of `usage_from_wire`: thoughts apart)."""
-    wire: dict[str, Any] = {}
-    if usage.input_tokens is not None:
-        wire["promptTokenCount"] = usage.input_tokens
-    if usage.output_tokens is not None:
-        wire["candidatesTokenCount"] = usage.output_tokens - (usage.reasoning_tokens or 0)
-    if usage.total_tokens is not None:
-        wire["totalTokenCount"] = usage.total_tokens
-    if usage.cached_input_tokens is not None:
-        wire["cachedContentTokenCount"] = usage.cached_input_tokens
-    if usage.reasoning_tokens is not None:
-        wire["thoughtsTokenCount"] = usage.reasoning_tokens
+    answer = None if usage.output_tokens is None else usage.output_tokens - (usage.reasoning_tokens or 0)
+    counts = (("promptTokenCount", usage.input_tokens), ("candidatesTokenCount", answer),
+              ("totalTokenCount", usage.total_tokens), ("cachedContentTokenCount", usage.cached_input_tokens),
+              ("thoughtsTokenCount", usage.reasoning_tokens))  # fmt: skip
+    wire = {name: count for name, count in counts if count is not None}
     return wire
 
 

@@ -64,17 +64,8 @@ from ..core import (
 )
 from .common import WireError, chosen_model, field_of, function_fields, tools_to_wire
 
-__all__ = [
-    "DONE_REASONS",
-    "MODEL_OPTIONS",
-    "OllamaStreamReader",
-    "done_reason_to_wire",
-    "request_from_wire",
-    "request_to_wire",
-    "response_from_wire",
-    "response_to_wire",
-    "usage_from_wire",
-]
+__all__ = ["DONE_REASONS", "MODEL_OPTIONS", "OllamaStreamReader", "done_reason_to_wire", "request_from_wire",
+           "request_to_wire", "response_from_wire", "response_to_wire", "usage_from_wire"]  # fmt: skip
 
 DONE_REASONS: Mapping[str, FinishReason] = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
 """Ollama's `done_reason` read as ours (`load`, `unload` and others: no reason). Written back:
