@@ -80,6 +80,25 @@ async def test_a_stream_that_ends_without_a_finish_reason_is_interrupted(
     assert info.value.partial_text == "Hel"
 
 
+@pytest.mark.parametrize("where", ["per call", "adapter"])
+async def test_a_stream_that_stalls_after_its_first_chunk_ends_with_the_idle_timeout(
+    gemini: tuple[GeminiServer, genai.Client], where: str
+) -> None:
+    """The stand-in sends its headers and a first chunk, then nothing (for longer than the test
+    may take): the chunk reader's idle timer ends the call, typed, with the text so far."""
+    server, sdk = gemini
+    first = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]}
+    server.script(Answer(chunks=[first], stall=600))
+    # 2 s, not less: the first chunk must come within it even on a loaded machine
+    client = _client(sdk, idle_timeout=2.0) if where == "adapter" else _client(sdk)
+    options = {"idle_timeout": 2.0} if where == "per call" else {}
+    stream = client.get_response("Hi", options=options, stream=True)
+    with pytest.raises(StreamInterruptedError, match=r"no chunk from Gemini within 2\.0 s") as info:
+        async for _ in stream:
+            pass
+    assert info.value.partial_text == "Hel"
+
+
 async def test_tool_calls_come_back_as_calls_and_results_go_with_their_function_name(
     gemini: tuple[GeminiServer, genai.Client],
 ) -> None:

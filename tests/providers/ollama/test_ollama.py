@@ -111,6 +111,23 @@ async def test_a_stream_cut_before_its_last_chunk_is_interrupted(
     assert info.value.partial_text == "Hel"
 
 
+@pytest.mark.parametrize("where", ["per call", "adapter"])
+async def test_a_stream_that_stalls_after_its_first_chunk_ends_with_the_idle_timeout(
+    local_ollama: tuple[OllamaServer, ollama.AsyncClient], where: str
+) -> None:
+    """The stand-in sends its headers and a first chunk, then nothing (for longer than the test
+    may take): the chunk reader's idle timer ends the call, typed, with the text so far."""
+    server, sdk = local_ollama
+    server.script(Answer(chunks=[chunk("Hel")], stall=600))
+    # 2 s, not less: the first chunk must come within it even on a loaded machine
+    client = _client(sdk, idle_timeout=2.0) if where == "adapter" else _client(sdk)
+    options = {"idle_timeout": 2.0} if where == "per call" else {}
+    with pytest.raises(StreamInterruptedError, match=r"no chunk from Ollama within 2\.0 s") as info:
+        async for _ in client.get_response("Hi", options=options, stream=True):
+            pass
+    assert info.value.partial_text == "Hel"
+
+
 async def test_tool_calls_both_ways_and_thinking(local_ollama: tuple[OllamaServer, ollama.AsyncClient]) -> None:
     server, sdk = local_ollama
     called = chat_answer("", thinking="Need the weather.",
