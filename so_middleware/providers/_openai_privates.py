@@ -18,6 +18,7 @@ from typing import Any
 __all__ = [
     "OPENAI_PACKAGE_DIR",
     "genai_base_url",
+    "genai_never_retries",
     "ollama_base_url",
     "ollama_post",
     "is_the_sdks_own",
@@ -69,6 +70,14 @@ def genai_base_url(sdk_client: Any) -> str | None:
     options = getattr(getattr(sdk_client, "_api_client", None), "_http_options", None)
     base_url = getattr(options, "base_url", None)
     return base_url if isinstance(base_url, str) else None
+
+
+def genai_never_retries(sdk_client: Any) -> bool:
+    """Whether a `google.genai.Client` was made without `retry_options` (then the SDK makes one
+    attempt per request), read from its private `_api_client._http_options`; False when the SDK
+    moved them."""
+    options = getattr(getattr(sdk_client, "_api_client", None), "_http_options", None)
+    return options is not None and "retry_options" in type(options).model_fields and options.retry_options is None
 
 
 def ollama_base_url(sdk_client: Any) -> str | None:
