@@ -112,7 +112,7 @@ def _anthropic_body(stream: bool) -> tuple[str, bytes]:
     """A Messages answer as docs.anthropic.com/en/api/messages documents it (streamed: the events of
     docs.anthropic.com/en/api/messages-streaming)."""
     usage = {"input_tokens": 31, "output_tokens": 17}
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5"}
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5"}
     if not stream:
         body = {**message, "content": [{"type": "text", "text": ANSWER}], "stop_reason": "end_turn",
                 "stop_sequence": None, "usage": usage}  # fmt: skip
@@ -149,9 +149,9 @@ def _anthropic(stream: bool) -> Case:
 
     raw_sdk = sdk()
     ours = with_structured_output(
-        AnthropicChatClient(sdk(), "claude-sonnet-4-5", capabilities=ANTHROPIC_API, discover=False)
+        AnthropicChatClient(sdk(), "claude-haiku-4-5", capabilities=ANTHROPIC_API, discover=False)
     )
-    request = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [{"role": "user", "content": PROMPT}],
+    request = {"model": "claude-haiku-4-5", "max_tokens": 1024, "messages": [{"role": "user", "content": PROMPT}],
                "output_config": {"format": {"type": "json_schema", "schema": SCHEMA}}}  # fmt: skip
 
     async def raw() -> Any:
