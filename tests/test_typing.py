@@ -59,6 +59,9 @@ async def probe() -> None:
     assert_type((await ChatAgent(client).run("hi", output_type=Person)).value, Pet)  # wrong: agent
     await ChatAgent(client, input_type=Person).run(Pet(name="Rex"))  # wrong: input
     ChatAgent(client, input_type=Person).run_sync(Pet(name="Rex"))  # wrong: sync_input
+    ChatAgent(client).run_sync("hi", stream=True)  # wrong: sync_stream
+    client.get_response_sync("hi", output_typ=Person)  # wrong: sync_keyword
+    assert_type(client.get_response_sync("hi", stream=True, output_type=Person), Pet)  # wrong: sync_streamed
     chained = chain(FakeChatClient("x"), with_structured_output)
     assert_type((await chained.get_response("hi", output_type=Person)).value, Pet)  # wrong: chain
     made_with = with_structured_output(FakeChatClient("x"), Person)
@@ -70,7 +73,19 @@ async def probe() -> None:
     reveal_type(response.parse(Person | None))  # reveal: parse-union
 """
 
-WRONG = ["layer", "any", "sync", "agent", "input", "sync_input", "chain", "creation"]
+WRONG = [
+    "layer",
+    "any",
+    "sync",
+    "agent",
+    "input",
+    "sync_input",
+    "sync_stream",
+    "sync_keyword",
+    "sync_streamed",
+    "chain",
+    "creation",
+]
 
 # What each checker infers where `output_type` is not a plain class. Both give Any for unions,
 # Annotated and Literal; they differ on an abstract class (mypy refuses it for `type[T]`) and on

@@ -4,18 +4,29 @@ blocking `run_sync`), with the thread and stream types they name."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from typing_extensions import TypeVar as DefaultedTypeVar
 
-from ..core import ChatMessage, ContinuationToken, MessageInput, OptionsInput, ResponseStream, run_sync
+from ..core import (
+    ChatMessage,
+    ContinuationToken,
+    MessageInput,
+    OptionsInput,
+    ResponseStream,
+    UserError,
+    run_sync,
+    typed_as,
+)
 from ._response import AgentResponse, AgentResponseUpdate
 
 __all__ = ["Agent", "AgentCall", "AgentRuns", "AgentStream", "AgentThread", "SyncRuns", "TypedAgentStream"]
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 # A typed agent's input (`ChatAgent(..., input_type=Order)`: `ChatAgent[Order]`); a chat agent's,
 # messages. Contravariant: an agent that takes any input may stand where one taking `Order` is asked.
 TIn = DefaultedTypeVar("TIn", contravariant=True, default=MessageInput)
@@ -167,54 +178,28 @@ else:
         run = Agent.run
 
 
+def _blocking(signature: Callable[P, Awaitable[R]]) -> Callable[P, R]:
+    """`signature`'s overloads that return an awaitable, each returning what it awaits: `run`'s
+    non-streaming overloads as `run_sync` has them (a `ParamSpec` keeps overloads apart, and
+    drops the streaming ones, whose result is not awaitable)."""
+    return cast("Callable[P, R]", signature)
+
+
 class SyncRuns(Generic[TIn]):
-    """`run_sync`, the blocking `run`, declared once for the agents that have a typed `run`."""
+    """`run_sync`, the blocking `run`, for the agents that have a typed `run`: typed from `Agent.run`,
+    so its parameters are `run`'s (`stream` aside)."""
 
-    @overload
-    def run_sync(
-        self,
-        input: TIn | MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-        approvals: Decisions = None,
-    ) -> AgentResponse[T]: ...
+    # named before use: pyright infers a nested `typed_as(_blocking(...))` from the decorator's
+    # expected type and loses `T`; `Agent[TIn]`, so that a `ChatAgent[Order]` takes an `Order`
+    _signature = _blocking(Agent[TIn].run)
 
-    @overload
-    def run_sync(
-        self,
-        input: TIn | MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-        approvals: Decisions = None,
-    ) -> AgentResponse[Any]: ...
-
-    def run_sync(
-        self,
-        input: TIn | MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-        approvals: Decisions = None,
-    ) -> AgentResponse[Any]:
+    @typed_as(_signature)
+    def run_sync(self, *args: Any, **kwargs: Any) -> Any:
         """Blocking `run` for scripts (raises `UserError` inside a running event loop): typed input
         and approvals as `run` takes them."""
-        token = continuation_token
-        agent = cast("Agent[Any]", self)
-        return run_sync(
-            lambda: agent.run(
-                input,
-                thread=thread,
-                options=options,
-                output_type=output_type,
-                continuation_token=token,
-                approvals=approvals,
-            )
-        )
+        if kwargs.get("stream"):
+            raise UserError("run_sync() does not stream: iterate run(..., stream=True) with async for")
+        run: Callable[..., Awaitable[AgentResponse[Any]]] = cast("Agent[Any]", self).run
+        return run_sync(lambda: run(*args, **kwargs))
+
+    del _signature  # a name for the type checkers only, not an attribute of every agent

@@ -1,17 +1,19 @@
 """The `ChatClient` protocol, the stream types of its calls, and `SyncCalls`, the blocking entry
 points every client has.
 
-The call signature is declared here once. `ChatClient.get_response` carries the overloads (what a
-type checker sees) and the one implementation, which gathers its arguments into a `ChatCall` and
-hands that to the class's `_call(call)` hook; `ChatCalls` is that protocol as a base class, which
+The call signature is written once, in `_Signature`: its overloads are what a type checker sees,
+each naming what `get_response` returns and what `get_response_sync` returns for that call.
+`ChatClient.get_response` and `SyncCalls.get_response_sync` take their static types from it, and
+each has one implementation: `get_response` gathers its arguments into a `ChatCall` and hands that
+to the class's `_call(call)` hook. `ChatCalls` is that protocol as a base class, which
 `BaseChatClient` and `DelegatingChatClient` inherit, so neither restates the signature.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from ._continuation import ContinuationToken
 from ._messages import MessageInput
@@ -38,6 +40,33 @@ TypedSyncChatStream = SyncResponseStream[ChatResponseUpdate[T], ChatResponse[T]]
 ChatStream = TypedChatStream[Any]
 SyncChatStream = TypedSyncChatStream[Any]
 
+Async = TypeVar("Async")
+Blocking = TypeVar("Blocking")
+P = ParamSpec("P")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Twin(Generic[Async, Blocking]):
+    """Types only: what one call returns from an async entry point (`Async`) and from its blocking
+    twin (`Blocking`), so one list of overloads serves both (see `_async_side`, `_blocking_side`)."""
+
+
+def _async_side(signature: Callable[P, _Twin[Async, Blocking]]) -> Callable[P, Async]:
+    """`signature` as the async entry point sees it: each overload's result is its `Async` half.
+    Both type checkers map every overload of `signature` (a `ParamSpec` keeps overloads apart)."""
+    return cast("Callable[P, Async]", signature)
+
+
+def _blocking_side(signature: Callable[P, _Twin[Async, Blocking]]) -> Callable[P, Blocking]:
+    """`signature` as the blocking twin sees it: each overload's result is its `Blocking` half."""
+    return cast("Callable[P, Blocking]", signature)
+
+
+def typed_as(signature: F) -> Callable[[Callable[..., Any]], F]:
+    """Give the decorated implementation the static type of `signature` (its overloads); at run
+    time the implementation is returned as written, so a call through it costs nothing more."""
+    return lambda implementation: cast(F, implementation)
+
 
 @dataclass(frozen=True)
 class ChatCall:
@@ -50,6 +79,66 @@ class ChatCall:
     stream: bool = False
     output_type: Any = None
     continuation_token: ContinuationToken | str | None = None
+
+
+class _Signature(Protocol):
+    """The call signature of `get_response` and `get_response_sync`, written once.
+
+    Four overloads, because mypy binds `T` from `output_type` only where the parameter is exactly
+    `type[T]`: a `type[T] | Any` parameter (one overload per `stream`, `T` defaulting to `Any`)
+    leaves `T` unbound for `output_type=Person` under mypy, so the type forms that are not classes
+    (`Person | None`, `Annotated[...]`) need overloads of their own.
+    """
+
+    @overload
+    def get_response(
+        self: Any,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: type[T],
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> _Twin[Awaitable[ChatResponse[T]], ChatResponse[T]]: ...
+
+    @overload
+    def get_response(
+        self: Any,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: type[T],
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> _Twin[TypedChatStream[T], TypedSyncChatStream[T]]: ...
+
+    @overload
+    def get_response(
+        self: Any,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> _Twin[Awaitable[ChatResponse[Any]], ChatResponse[Any]]: ...
+
+    @overload
+    def get_response(
+        self: Any,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: Any = None,
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> _Twin[ChatStream, SyncChatStream]: ...
+
+
+# Named before use: pyright infers a nested `typed_as(_async_side(...))` from the decorator's
+# expected type and loses `T`.
+_get_response = _async_side(_Signature.get_response)
+_get_response_sync = _blocking_side(_Signature.get_response)
 
 
 @runtime_checkable
@@ -75,50 +164,7 @@ class ChatClient(Protocol):
         response.value.name  # `Person` to the type checker
     """
 
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[ChatResponse[T]]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[True],
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> TypedChatStream[T]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> Awaitable[ChatResponse[Any]]: ...
-
-    @overload
-    def get_response(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[True],
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> ChatStream: ...
-
+    @typed_as(_get_response)
     def get_response(
         self,
         messages: MessageInput = (),
@@ -156,69 +202,13 @@ class SyncCalls:
     """The blocking entry points of a client, over its `get_response` (the adapters' base and every
     layer have them)."""
 
-    @overload
-    def get_response_sync(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> ChatResponse[T]: ...
-
-    @overload
-    def get_response_sync(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[True],
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> TypedSyncChatStream[T]: ...
-
-    @overload
-    def get_response_sync(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> ChatResponse[Any]: ...
-
-    @overload
-    def get_response_sync(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[True],
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> SyncChatStream: ...
-
-    def get_response_sync(
-        self,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: bool = False,
-        output_type: Any = None,
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> ChatResponse[Any] | SyncChatStream:
-        """Blocking `get_response` for scripts; with `stream=True` a `SyncResponseStream` to iterate
-        with `for`. Raises `UserError` inside a running event loop."""
-        client = cast(ChatClient, self)  # every class that mixes this in is a ChatClient
-        token = continuation_token
-        if stream:
-            return sync_stream(
-                lambda: client.get_response(
-                    messages, options=options, stream=True, output_type=output_type, continuation_token=token
-                )
-            )
-        return run_sync(
-            lambda: client.get_response(messages, options=options, output_type=output_type, continuation_token=token)
-        )
+    @typed_as(_get_response_sync)
+    def get_response_sync(self, *args: Any, **kwargs: Any) -> Any:
+        """Blocking `get_response` for scripts, with its arguments; with `stream=True` a
+        `SyncResponseStream` to iterate with `for`. Raises `UserError` inside a running event loop."""
+        # every class that mixes this in is a ChatClient; the arguments were checked against the
+        # overloads at the call, so here they are only passed on
+        get_response: Callable[..., Any] = cast(ChatClient, self).get_response
+        if kwargs.get("stream"):
+            return sync_stream(lambda: get_response(*args, **kwargs))
+        return run_sync(lambda: get_response(*args, **kwargs))

@@ -27,7 +27,7 @@ import openai
 
 from so_middleware.openai import OpenAIChatClient
 
-from ..core import ChatOptions, ChatResponse
+from ..core import ChatOptions
 from ..providers import JSONView, SDKPost, status_error_from_response
 from ._json import dumps
 
@@ -133,7 +133,3 @@ class DirectChatClient(OpenAIChatClient):
         if isinstance(call, SDKPost) and call.sdk_client.max_retries == 0:
             return self._direct
         return call
-
-    async def fetch(self, function: Any, request: dict[str, Any], expected: type, to_chat: Any) -> ChatResponse[Any]:
-        """A `DirectPost`'s answer is a `CompletionView`, not a `ChatCompletion`."""
-        return await super().fetch(function, request, CompletionView if function is self._direct else expected, to_chat)

@@ -17,7 +17,7 @@ from ..wire.responses_items import as_listed_item, items_to_messages
 from ._compaction._compact import compact, resolved
 from ._errors import BadRequest, error_response
 from ._json import JSONAnswer
-from ._request import parse_request, read_json
+from ._request import read_json, read_request
 from ._response import is_response_id, new_id, response_skeleton
 from ._runs import TERMINAL, ResponseRun, Runs
 from ._shared import shared_runs
@@ -82,9 +82,9 @@ class Gateway:
 
     async def create(self, request: Request) -> Response:
         """`POST /v1/responses`: plain, `stream: true`, or `background: true`."""
-        parsed = parse_request(read_json(await request.body()), default_model=self.config.default_model)
+        parsed = read_request(await request.body(), default_model=self.config.default_model)
         owner = _owner(request)
-        await self.images.check(parsed.input_items)
+        await self.images.check(parsed.items)
         history: list[dict[str, Any]] = []
         if parsed.previous_response_id:
             known = is_response_id(parsed.previous_response_id)  # else it cannot exist: not asked for
@@ -93,11 +93,11 @@ class Gateway:
                 raise BadRequest(f"Previous response with id '{parsed.previous_response_id}' not found.",
                                  "previous_response_id", 404)  # fmt: skip
             history = previous.input_items + previous.response["output"]
-        parsed.input_items = await self._resolved(parsed.input_items, owner)
-        history = history + parsed.input_items
+        history = history + await self._resolved(parsed.items, owner)
         status = "queued" if parsed.background else "in_progress"
-        run = ResponseRun(self.client, parsed, response_skeleton(parsed, new_id("resp"), status), items_to_messages(history),
-                  history, self.store, self.config.validate, owner, self.shared if parsed.background else None)  # fmt: skip
+        run = ResponseRun(self.client, parsed, response_skeleton(parsed.frame, new_id("resp"), status),
+                          items_to_messages(history), history, self.store, self.config.validate, owner,
+                          self.shared if parsed.background else None)  # fmt: skip
         request.scope["state"]["response_id"] = run.response["id"]  # for the access log
         events = server_span(self.config.tracer_provider, "POST /v1/responses").wrap(run.events())
         if parsed.background:

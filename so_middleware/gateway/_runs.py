@@ -22,7 +22,7 @@ from so_middleware.core import mend_surrogates
 from ..wire.responses import TERMINAL_EVENTS, Event
 from ..wire.responses_events import ResponseWriter
 from ._errors import BadRequest
-from ._request import GatewayRequest
+from ._request import ResponsesRequest
 from ._shared import SharedRuns
 from ._store import ResponseStore, StoreError
 
@@ -43,7 +43,7 @@ class ResponseRun:
     def __init__(
         self,
         client: ChatClient,
-        request: GatewayRequest,
+        request: ResponsesRequest,
         response: dict[str, Any],
         messages: list[ChatMessage],
         history: list[dict[str, Any]],

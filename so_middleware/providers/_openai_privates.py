@@ -18,7 +18,9 @@ from typing import Any
 __all__ = [
     "OPENAI_PACKAGE_DIR",
     "genai_base_url",
+    "genai_never_retries",
     "ollama_base_url",
+    "ollama_post",
     "is_the_sdks_own",
     "request_options_know_security",
     "status_error_from_response",
@@ -70,8 +72,24 @@ def genai_base_url(sdk_client: Any) -> str | None:
     return base_url if isinstance(base_url, str) else None
 
 
+def genai_never_retries(sdk_client: Any) -> bool:
+    """Whether a `google.genai.Client` was made without `retry_options` (then the SDK makes one
+    attempt per request), read from its private `_api_client._http_options`; False when the SDK
+    moved them."""
+    options = getattr(getattr(sdk_client, "_api_client", None), "_http_options", None)
+    return options is not None and "retry_options" in type(options).model_fields and options.retry_options is None
+
+
 def ollama_base_url(sdk_client: Any) -> str | None:
     """Where an `ollama.Client`/`AsyncClient` sends its requests (its private httpx client's
     `base_url`: the SDK publishes none); None when the SDK moved it."""
     base_url = getattr(getattr(sdk_client, "_client", None), "base_url", None)
     return str(base_url) if base_url is not None else None
+
+
+def ollama_post(sdk_client: Any) -> Any:
+    """An `ollama.AsyncClient`'s private `_request(cls, method, path, json=, stream=)`, which sends
+    a body as it is (its `chat` rebuilds tools through its own types, which keep only some schema
+    keywords: `anyOf`, `minimum`, `additionalProperties` are dropped); None when the SDK moved it."""
+    post = getattr(sdk_client, "_request", None)
+    return post if callable(post) else None

@@ -184,7 +184,10 @@ class SDKChatClient(BaseChatClient):
         self, function: Callable[..., Any], request: dict[str, Any], expected: type, to_chat: Callable[[Any], Any]
     ) -> ChatResponse[Any]:
         """Make a plain SDK call and map its result with `to_chat`; an answer that is not an
-        `expected` object, or that `to_chat` cannot read, raises `ProviderResponseError`."""
+        `expected` object (for an `SDKPost`, its own `cast_to`: what it reads answers into), or that
+        `to_chat` cannot read, raises `ProviderResponseError`."""
+        if isinstance(function, SDKPost):
+            expected = function.cast_to
         timeout = capped_timeout(self.sdk_client, seconds_left())
         if timeout is not None:  # a deadline above: the request must not outlive it
             request = {**request, "timeout": timeout}

@@ -9,8 +9,8 @@ new protocol is one new module here (and a provider folder for its client and tr
 - `responses_items`: Responses input and output items.
 - `responses_events`: Responses streaming events: written from updates, read back into them.
 - `messages`: Anthropic Messages: requests both ways, answers both ways, stream events, `stop_reason`.
-- `gemini`: Gemini `generateContent`: requests written, answers and stream chunks read, `finish_reason`.
-- `ollama`: Ollama's native `/api/chat`: requests written, answers and stream chunks read, `done_reason`.
+- `gemini`: Gemini `generateContent`: requests both ways, answers both ways, stream chunks read, `finishReason`.
+- `ollama`: Ollama's native `/api/chat`: requests both ways, answers both ways, stream chunks read, `done_reason`.
 - `common`: what every protocol shares (the model, data URIs, function tools, `WireError`, `JSONView`).
 - `prefill`: an assistant prefill a server echoes back, removed.
 

@@ -1,9 +1,12 @@
-"""Ollama's native `/api/chat` wire translation: so_middleware types to the SDK's `chat` call, its answers back.
+"""Ollama's native `/api/chat`, both directions: the request body a client sends
+(`request_to_wire`), the answer it reads (`response_from_wire`) and its streamed chunks
+(`OllamaStreamReader`); the request a server reads (`request_from_wire`) and the answer it writes
+(`response_to_wire`). One table, `DONE_REASONS`, reads and writes `done_reason`.
 
 Pure functions and one small stream reader: no client, no I/O. Answers are read by attribute
 (the SDK's `ChatResponse`) or by key (the same JSON), so this needs no SDK import.
 
-Request mapping (`ollama`'s `AsyncClient.chat(model=, messages=, ...)`, docs.ollama.com/api/chat):
+Request mapping (the `/api/chat` body, docs.ollama.com/api/chat):
 
 | so_middleware                           | Ollama                                                       |
 |-----------------------------------------|--------------------------------------------------------------|
@@ -25,6 +28,11 @@ Answer mapping: `message.content` is the answer, `message.thinking` is `Reasonin
 `tool_calls` entry a `FunctionCallContent` (an id is made: Ollama gives none); `done_reason`
 `stop` → stop (tool calls → tool_calls), `length` → length; usage from `prompt_eval_count` and
 `eval_count`.
+
+Read back by a server (`request_from_wire`): `options` other than the five above and every other
+top-level field (`keep_alive`, `think`, ...) go to `extra_body`; a tool result is linked to the
+latest call of its `tool_name` (Ollama gives calls no id); an image's media type is read from its
+first bytes. Empty `content` is not written (the SDK never sent it either).
 """
 
 from __future__ import annotations
@@ -49,23 +57,19 @@ from ..core import (
     HostedFileContent,
     ReasoningContent,
     RefusalContent,
+    ResponseFormat,
     TextContent,
     UsageDetails,
     UserError,
 )
-from .common import chosen_model, function_fields, tools_to_wire
+from .common import WireError, chosen_model, field_of, function_fields, tools_to_wire
 
-__all__ = [
-    "DONE_REASONS",
-    "MODEL_OPTIONS",
-    "OllamaStreamReader",
-    "request_to_wire",
-    "response_from_wire",
-    "usage_from_wire",
-]
+__all__ = ["DONE_REASONS", "MODEL_OPTIONS", "OllamaStreamReader", "done_reason_to_wire", "request_from_wire",
+           "request_to_wire", "response_from_wire", "response_to_wire", "usage_from_wire"]  # fmt: skip
 
 DONE_REASONS: Mapping[str, FinishReason] = {"stop": FinishReason.STOP, "length": FinishReason.LENGTH}
-"""Ollama's `done_reason` read as ours (`load`, `unload` and others: no reason)."""
+"""Ollama's `done_reason` read as ours (`load`, `unload` and others: no reason). Written back:
+`length` for a cut answer, `stop` for any other end (Ollama has no name for the others)."""
 
 _OPTIONS = (("temperature", "temperature"), ("top_p", "top_p"), ("max_tokens", "num_predict"), ("seed", "seed"))
 # Model options (docs.ollama.com modelfile parameters) given at the top of `extra_body`: moved into `options`.
@@ -76,7 +80,7 @@ MODEL_OPTIONS = frozenset(
 
 
 def request_to_wire(messages: list[ChatMessage], options: ChatOptions, *, model: str | None) -> dict[str, Any]:
-    """The keyword arguments of `AsyncClient.chat` for this call (without `stream`)."""
+    """The `/api/chat` request body for this call (without `stream`, the adapter's)."""
     system = [options.instructions] if options.instructions else []
     turns: list[dict[str, Any]] = []
     names = {c.call_id: c.name for m in messages for c in m.contents if isinstance(c, FunctionCallContent)}
@@ -132,8 +136,9 @@ def _turns(message: ChatMessage, names: Mapping[str, str]) -> list[dict[str, Any
             _add_data(turn, content)
         elif isinstance(content, HostedFileContent):
             raise UserError(f"Ollama cannot carry a file by id ({content.file_id}): send its data")
-    has_body = turn["content"] or turn.get("tool_calls") or turn.get("images") or turn.get("thinking")
-    return ([turn] if has_body else []) + results
+    if not turn["content"]:
+        del turn["content"]
+    return ([turn] if len(turn) > 1 else []) + results
 
 
 def _add_data(turn: dict[str, Any], content: DataContent) -> None:
@@ -153,6 +158,97 @@ def _tool_to_wire(tool: FunctionTool) -> dict[str, Any]:
     fields = function_fields(tool)
     fields.pop("strict", None)  # Ollama has no strict mode for tools
     return {"type": "function", "function": fields}
+
+
+# ---------------------------------------------------------------- requests, read by a server
+
+# `options` read into ours (any other stays in `options`, under `extra_body`).
+_OPTIONS_READ = {theirs: ours for ours, theirs in _OPTIONS}
+_READ_FIELDS = frozenset({"model", "messages", "tools", "format"})
+# The first bytes of the image types Ollama's vision models read.
+_IMAGE_MAGIC = ((b"\x89PNG", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF8", "image/gif"),
+                (b"RIFF", "image/webp"))  # fmt: skip
+
+
+def request_from_wire(body: Mapping[str, Any]) -> tuple[list[ChatMessage], ChatOptions]:
+    """An `/api/chat` request body as a server reads it: its messages and its options (other
+    fields in `extra_body`). The inverse of `request_to_wire`; a message of another role, or a
+    field of the wrong type, is a `WireError` naming it.
+
+    Example: `request_from_wire({"model": "m", "messages": [{"role": "user", "content": "Hi"}]})`
+    gives `([ChatMessage("user", "Hi")], ChatOptions(model="m"))`."""
+    wire = field_of(body, "messages", list)
+    if not wire:
+        raise WireError("messages must be a non-empty list of messages", "messages")
+    calls: list[FunctionCallContent] = []
+    messages = [_message_from_wire(message, f"messages[{i}]", calls) for i, message in enumerate(wire)]
+    options: dict[str, Any] = {"model": field_of(body, "model", str)}
+    sampling = dict(field_of(body, "options", dict) or {})
+    for theirs, ours in _OPTIONS_READ.items():
+        options[ours] = field_of(sampling, theirs, (int, float) if ours in ("temperature", "top_p") else int)
+        sampling.pop(theirs, None)
+    options["stop"] = field_of(sampling, "stop", list)
+    sampling.pop("stop", None)
+    form = field_of(body, "format", (dict, str))
+    if isinstance(form, dict):
+        options["response_format"] = ResponseFormat.json_schema(form)
+    elif form == "json":
+        options["response_format"] = ResponseFormat.json_object()
+    tools = field_of(body, "tools", list)
+    if tools:
+        options["tools"] = [_tool_from_wire(tool, f"tools[{i}]") for i, tool in enumerate(tools)]
+    extra = {key: value for key, value in body.items() if key not in _READ_FIELDS and key != "options"}
+    if sampling:
+        extra["options"] = sampling
+    if isinstance(form, str) and form != "json":
+        extra["format"] = form
+    options["extra_body"] = extra or None
+    return messages, ChatOptions(**{k: v for k, v in options.items() if v is not None})
+
+
+def _tool_from_wire(tool: Any, where: str) -> FunctionTool:
+    function = tool.get("function") if isinstance(tool, Mapping) and tool.get("type") == "function" else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise WireError(f"{where} must be a function tool with a string name", f"{where}.function.name")
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    return FunctionTool(function["name"], parameters, function.get("description"))
+
+
+def _message_from_wire(message: Any, where: str, calls: list[FunctionCallContent]) -> ChatMessage:
+    """One message; `calls` (the calls read so far) links a tool result to its call."""
+    role = message.get("role") if isinstance(message, Mapping) else None
+    if role not in ("system", "user", "assistant", "tool"):
+        raise WireError(f"{where} must be a message of role system, user, assistant or tool", f"{where}.role")
+    text = field_of(message, "content", str) or ""
+    if role == "tool":
+        name = message.get("tool_name")
+        call = next((c for c in reversed(calls) if name is None or c.name == name), None)
+        if call is None:
+            raise WireError(f"{where}: a tool result follows no call of its tool_name", f"{where}.tool_name")
+        return ChatMessage("tool", [FunctionResultContent(call.call_id, text)])
+    contents: list[Content] = []
+    thinking = field_of(message, "thinking", str)
+    if thinking:
+        contents.append(ReasoningContent(thinking))
+    if text:
+        contents.append(TextContent(text))
+    for i, image in enumerate(field_of(message, "images", list) or ()):
+        if not isinstance(image, str):
+            raise WireError(f"{where}.images[{i}] must be a base64 string", f"{where}.images[{i}]")
+        data = base64.b64decode(image)
+        contents.append(DataContent(data, next((t for magic, t in _IMAGE_MAGIC if data.startswith(magic)), "image/*")))
+    for i, call in enumerate(field_of(message, "tool_calls", list) or ()):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise WireError(f"{where}.tool_calls[{i}] must name a function", f"{where}.tool_calls[{i}].function.name")
+        made = FunctionCallContent(_made_id(), function["name"], json.dumps(function.get("arguments") or {}))
+        calls.append(made)
+        contents.append(made)
+    return ChatMessage(role, contents)
+
+
+def _made_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 # ---------------------------------------------------------------- answers
@@ -181,11 +277,7 @@ def _contents(message: Any) -> list[Content]:
     for call in _get(message, "tool_calls") or ():
         function = _get(call, "function")
         arguments = _get(function, "arguments")
-        found.append(
-            FunctionCallContent(
-                f"call_{uuid.uuid4().hex[:24]}", str(_get(function, "name")), json.dumps(arguments or {})
-            )
-        )
+        found.append(FunctionCallContent(_made_id(), str(_get(function, "name")), json.dumps(arguments or {})))
     return found
 
 
@@ -206,6 +298,36 @@ def response_from_wire(answer: Any) -> ChatResponse[Any]:
         model_id=_get(answer, "model"),
         raw_representation=answer,
     )
+
+
+def done_reason_to_wire(reason: FinishReason | None) -> str | None:
+    """`done_reason` as a server writes it (`DONE_REASONS` read backwards, `stop` for the others)."""
+    if reason is None:
+        return None
+    return "length" if reason is FinishReason.LENGTH else "stop"
+
+
+def response_to_wire(response: ChatResponse[Any]) -> dict[str, Any]:
+    """A `ChatResponse` as the whole `/api/chat` answer a server writes: the message with its
+    text, thinking and tool calls, `done`, `done_reason` and the counts where known. What
+    `response_from_wire` reads back."""
+    contents = [c for m in response.messages for c in m.contents]
+    message: dict[str, Any] = {"role": "assistant", "content": response.text}
+    thinking = "".join(c.text for c in contents if isinstance(c, ReasoningContent))
+    if thinking:
+        message["thinking"] = thinking
+    calls = [c for c in contents if isinstance(c, FunctionCallContent)]
+    if calls:
+        message["tool_calls"] = [{"function": {"name": c.name, "arguments": c.parsed_arguments()}} for c in calls]
+    body: dict[str, Any] = {"model": response.model_id, "message": message, "done": True}
+    reason = done_reason_to_wire(response.finish_reason)
+    if reason is not None:
+        body["done_reason"] = reason
+    if response.usage is not None and response.usage.input_tokens is not None:
+        body["prompt_eval_count"] = response.usage.input_tokens
+    if response.usage is not None and response.usage.output_tokens is not None:
+        body["eval_count"] = response.usage.output_tokens
+    return body
 
 
 class OllamaStreamReader:

@@ -1,5 +1,6 @@
 """The Responses API, both directions: the request a client sends (`request_to_wire`) and a server
-reads (`request_from_wire`, `options_from_wire`); the answer a client reads (`response_from_wire`;
+reads (`request_from_wire`, `options_from_wire`; a server's whole read, `ResponsesRequest.from_wire`,
+with the response object it asks for); the answer a client reads (`response_from_wire`;
 `responses_events.ResponseWriter` writes it); usage both ways; `incomplete_details.reason` read and
 written with one table, `INCOMPLETE_REASONS`. Items are in `responses_items`.
 
@@ -24,6 +25,7 @@ spec's, where they differ): the gateway writes them, the adapter's stream reader
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..core import (
@@ -46,7 +48,7 @@ from .chat import response_format_to_wire, responses_format_to_chat
 from .common import WireError, chosen_model, field_of, flat_format_to_wire, function_fields, tools_to_wire
 from .common import tool_choice_to_wire as _choice
 from .prefill import strip_echo
-from .responses_items import items_to_messages, message_to_items, output_contents
+from .responses_items import items_from_wire, items_to_messages, message_to_items, output_contents
 
 __all__ = [
     "CUSTOM_TOOL_PARAMETERS",
@@ -56,6 +58,7 @@ __all__ = [
     "STATUS_EVENTS",
     "TERMINAL_EVENTS",
     "Event",
+    "ResponsesRequest",
     "WireError",
     "echoed_text",
     "echoed_tool",
@@ -257,6 +260,10 @@ def options_from_wire(body: Mapping[str, Any], *, default_model: str | None = No
     is: `raw`, the flat spelling), tools, tool choice, and the fields for the backend in
     `extra_body` (those the API does not define, and `parallel_tool_calls`, `user`,
     `reasoning.effort`, `text.verbosity`). A field of the wrong type is a `WireError` naming it."""
+    return ChatOptions(**_option_fields(body, default_model))
+
+
+def _option_fields(body: Mapping[str, Any], default_model: str | None) -> dict[str, Any]:
     model = field_of(body, "model", str) or default_model
     if not model:
         raise WireError("model is required", "model")
@@ -275,7 +282,98 @@ def options_from_wire(body: Mapping[str, Any], *, default_model: str | None = No
     if body.get("tool_choice") is not None:
         options["tool_choice"] = tool_choice_from_wire(body["tool_choice"])
     options["extra_body"] = _extra_body(body, text)
-    return ChatOptions(**{k: v for k, v in options.items() if v is not None})
+    return {k: v for k, v in options.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class ResponsesRequest:
+    """A Responses request as a server reads it, in one call (`ResponsesRequest.from_wire`): the
+    options for the chat call, the input items (an `item_reference` still to resolve), the fields
+    that are the server's own (`stream`, `store`, `background`, `previous_response_id`), and the
+    response object it asks for before the server names it (`frame`: every field the Open
+    Responses schema requires, the request's settings echoed, `id`, `created_at` and `status` null).
+
+    Example:
+        request = ResponsesRequest.from_wire({"model": "m", "input": "Hi", "store": False})
+        assert request.options == ChatOptions(model="m") and not request.store
+    """
+
+    options: ChatOptions
+    items: list[dict[str, Any]]
+    frame: dict[str, Any]
+    stream: bool = False
+    store: bool = True
+    background: bool = False
+    previous_response_id: str | None = None
+
+    @property
+    def model(self) -> str:
+        """The model asked for (the body's, or the default `from_wire` was given)."""
+        return str(self.options.model)
+
+    @classmethod
+    def from_wire(cls, body: Mapping[str, Any], *, default_model: str | None = None) -> ResponsesRequest:
+        """Read and check a whole request body: the options (`options_from_wire`), `input`
+        (`responses_items.items_from_wire`) and the server's fields; the first field that cannot be
+        read is a `WireError` naming it, before any model call."""
+        fields = _option_fields(body, default_model)
+        items = items_from_wire(body.get("input"))
+        stream, store = bool(field_of(body, "stream", bool)), field_of(body, "store", bool) is not False
+        background, previous = bool(field_of(body, "background", bool)), field_of(body, "previous_response_id", str)
+        frame = _frame(body, fields["model"], background=background, store=store, previous_response_id=previous)
+        return cls(ChatOptions(**fields), items, frame, stream, store, background, previous)
+
+
+def _frame(
+    body: Mapping[str, Any], model: str, *, background: bool, store: bool, previous_response_id: str | None
+) -> dict[str, Any]:
+    """The response object before any output (see `ResponsesRequest.frame`): the API's defaults
+    where the request set none, `text.format` as received."""
+    return {
+        "id": None,
+        "object": "response",
+        "created_at": None,
+        "completed_at": None,
+        "status": None,
+        "background": background,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": body.get("instructions"),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "max_tool_calls": body.get("max_tool_calls"),
+        "metadata": body.get("metadata") or {},
+        "model": model,
+        "output": [],
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "previous_response_id": previous_response_id,
+        "prompt_cache_key": body.get("prompt_cache_key"),
+        "reasoning": _reasoning(body.get("reasoning")),
+        "safety_identifier": body.get("safety_identifier"),
+        "service_tier": body.get("service_tier") or "default",
+        "store": store,
+        "temperature": _number(body.get("temperature"), 1.0),
+        "top_p": _number(body.get("top_p"), 1.0),
+        "presence_penalty": _number(body.get("presence_penalty"), 0.0),
+        "frequency_penalty": _number(body.get("frequency_penalty"), 0.0),
+        "top_logprobs": body.get("top_logprobs") if isinstance(body.get("top_logprobs"), int) else 0,
+        "text": echoed_text(body.get("text")),
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": [echoed_tool(tool) for tool in body.get("tools") or []],
+        "truncation": body.get("truncation", "disabled"),
+        "usage": None,
+        "user": body.get("user"),
+    }
+
+
+def _number(value: Any, default: float) -> float:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _reasoning(value: Any) -> dict[str, Any] | None:
+    """`reasoning` as the schema has it: both `effort` and `summary` keys (null when not asked)."""
+    if not isinstance(value, dict):
+        return None
+    return {"effort": value.get("effort"), "summary": value.get("summary"), **value}
 
 
 def _extra_body(body: Mapping[str, Any], text: Mapping[str, Any]) -> dict[str, Any] | None:

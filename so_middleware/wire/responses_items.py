@@ -40,7 +40,9 @@ __all__ = [
     "as_listed_item",
     "call_item",
     "custom_input",
+    "is_reference",
     "item_to_message",
+    "items_from_wire",
     "items_to_messages",
     "message_item",
     "message_to_items",
@@ -168,6 +170,32 @@ def _only_calls(message: ChatMessage) -> bool:
 
 
 _PHASES = (None, "commentary", "final_answer")  # an assistant message's `phase`: unset, or one of the spec's two
+
+
+def items_from_wire(value: Any) -> list[dict[str, Any]]:
+    """A request's `input` as a server reads it: its items, each checked (a string is one user
+    message; an `item_reference` is left for the server to resolve, its `id` checked). A value that
+    cannot be read raises `WireError` naming it (`input`, `input[2].role`).
+
+    Example: `items_from_wire("Hi") == [{"type": "message", "role": "user", "content": "Hi"}]`."""
+    if value is None:
+        raise WireError("input is required", "input")
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise WireError("input must be a string or a list of input items", "input")
+    for index, item in enumerate(value):
+        if not is_reference(item):
+            item_to_message(item, f"input[{index}]")  # checked now: a bad item is refused before any call
+        elif not isinstance(item.get("id"), str):
+            raise WireError(f"input[{index}].id must be a string", f"input[{index}].id")
+    return list(value)
+
+
+def is_reference(item: dict[str, Any]) -> bool:
+    """An `item_reference` (its `type` may be left out or null, the spec says: then an id and no role)."""
+    kind = item.get("type")
+    return kind == "item_reference" or (kind is None and "id" in item and "role" not in item)
 
 
 def item_to_message(item: dict[str, Any], where: str) -> ChatMessage | None:

@@ -98,6 +98,16 @@ def test_run_sync() -> None:
     assert ChatAgent(FakeChatClient("hello")).run_sync("hi").text == "hello"
 
 
+def test_run_sync_does_not_stream() -> None:
+    """`run_sync(stream=True)`, which the type checkers refuse, raises a `UserError` saying so
+    before the model is called; `stream=False` runs."""
+    fake = FakeChatClient("hello")
+    with pytest.raises(UserError, match=r"run_sync\(\) does not stream"):
+        ChatAgent(fake).run_sync("hi", stream=True)  # type: ignore[call-overload]
+    assert fake.calls == []
+    assert ChatAgent(fake).run_sync("hi", stream=False).text == "hello"
+
+
 def test_nothing_to_run_is_an_error() -> None:
     with pytest.raises(UserError, match="nothing to run"):
         ChatAgent(FakeChatClient("x")).run(None)

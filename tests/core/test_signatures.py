@@ -30,17 +30,19 @@ def _definitions(name: str) -> Counter[str]:
 
 
 def test_get_response_is_declared_once_on_the_protocol() -> None:
-    # four overloads and the implementation; `DefaultTyped` (types only, no implementation) adds
-    # the overloads of a client made with an output type, whose calls without one answer it
+    # four overloads (`_Signature`, serving both entry points) and the implementation; the blocking
+    # twin is one implementation typed from the same overloads. `DefaultTyped` (types only, no
+    # implementation) adds the overloads of a client made with an output type, whose calls
+    # without one answer it
     assert _definitions("get_response") == {"core/_protocol.py": 5, "core/_default_typed.py": 7}
-    assert _definitions("get_response_sync") == {"core/_protocol.py": 5, "core/_default_typed.py": 7}
+    assert _definitions("get_response_sync") == {"core/_protocol.py": 1, "core/_default_typed.py": 7}
 
 
 def test_the_agents_run_is_declared_once_on_the_protocol() -> None:
     agents = {module: count for module, count in _definitions("run").items() if module.startswith("agents/")}
     assert agents == {"agents/_protocol.py": 5}  # four overloads and the implementation
     agents = {module: count for module, count in _definitions("run_sync").items() if module.startswith("agents/")}
-    assert agents == {"agents/_protocol.py": 3}
+    assert agents == {"agents/_protocol.py": 1}  # the implementation, typed from `run`'s overloads
 
 
 def _hooks(name: str) -> dict[str, list[str]]:

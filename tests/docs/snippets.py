@@ -10,7 +10,8 @@ in a script. A `# prints: TEXT` comment in a block is checked by the tests: TEXT
 The environment is the one a reader has set up, with the hosted APIs replaced by the local model
 (`reader_environment`): `OPENAI_BASE_URL` and `ANTHROPIC_BASE_URL` point at a llama-server with
 SmolLM2, with dummy keys, so the SDK clients the blocks build (`AsyncOpenAI()`, `AsyncAnthropic()`,
-`OpenAI()`) reach it; llama-server answers under any model name with its one model. The current
+`OpenAI()`) reach it (`genai.Client()` and `ollama.AsyncClient()` reach it through
+`native_backends.py`); llama-server answers under any model name with its one model. The current
 directory is a fresh temporary one holding the input files the blocks name (`people.jsonl`,
 `docs.jsonl`).
 """
@@ -37,6 +38,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from native_backends import native_backends
 
 from so_middleware import run_sync
 from so_middleware.local import LocalModelServer
@@ -249,11 +251,15 @@ def reader_environment(directory: Path, server: LocalModelServer) -> Iterator[No
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     before = weakref.WeakSet(sdk_clients())
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, native_backends(server) as native:
         patch.setenv("OPENAI_BASE_URL", server.base_url)
         patch.setenv("OPENAI_API_KEY", "sk-readme-local")
         patch.setenv("ANTHROPIC_BASE_URL", server.root_url)
         patch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme-local")
+        patch.setenv("GOOGLE_GEMINI_BASE_URL", native)  # the Gemini API and Ollama's, in front of `server`
+        patch.setenv("GEMINI_API_KEY", "readme-local")
+        patch.delenv("GOOGLE_API_KEY", raising=False)  # the SDK would take it over GEMINI_API_KEY
+        patch.setenv("OLLAMA_HOST", native)
         patch.chdir(directory)
         try:
             yield

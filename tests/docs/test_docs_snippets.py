@@ -101,7 +101,7 @@ def background_backend(session: Session) -> None:
 
 
 def bedrock_stand_in(session: Session) -> None:
-    """Amazon Bedrock for the block about to run (docs/how-to/bedrock.md): the Converse stand-in of
+    """Amazon Bedrock for the block about to run (docs/integrations/bedrock.md): the Converse stand-in of
     tests/providers/bedrock, which boto3 finds by `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, with a region
     and dummy credentials in the environment, as a reader's AWS set-up gives them."""
     import sys

@@ -21,6 +21,7 @@ from so_middleware import (
     TextContent,
     with_structured_output,
 )
+from so_middleware.core import SyncResponseStream
 from so_middleware.testing import FakeChatClient
 
 
@@ -58,3 +59,12 @@ async def use() -> None:
         assert_type(update, ChatResponseUpdate[Any])
     typed = with_structured_output(layer)
     assert_type((await typed.get_response("hi", output_type=Person)).value, Person)
+
+
+def use_blocking() -> None:
+    """The layer's inherited blocking twin is typed from the same overloads as `get_response`."""
+    layer = RedactingChatClient(with_structured_output(FakeChatClient('{"name": "Ada"}')), word="secret")
+    assert_type(layer.get_response_sync("hi", output_type=Person).value, Person)
+    assert_type(layer.get_response_sync("hi").value, Any)
+    stream = layer.get_response_sync("hi", stream=True, output_type=Person)
+    assert_type(stream, SyncResponseStream[ChatResponseUpdate[Person], ChatResponse[Person]])

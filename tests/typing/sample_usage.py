@@ -160,6 +160,7 @@ def agent_sync() -> None:
     agent = ChatAgent(with_structured_output(FakeChatClient("x")))
     assert_type(agent.run_sync("hi", output_type=Person).value, Person)
     assert_type(agent.run_sync("hi").value, Any)
+    assert_type(agent.run_sync("hi", stream=False, output_type=Person).value, Person)
 
 
 async def feature_and_parse() -> None:

@@ -127,12 +127,12 @@ class Sockets:
             request = {key: value for key, value in body.items() if key != "type"}
             parsed = parse_request({**request, "stream": True}, default_model=self.config.default_model)
             previous_id = parsed.previous_response_id
-            await self.gateway.images.check(parsed.input_items)
+            await self.gateway.images.check(parsed.items)
             history = await self._history(previous_id, latest, owner)
-            parsed.input_items = await self._resolved(parsed.input_items, owner)
-            _check_outputs(history, parsed.input_items)
-            history = history + parsed.input_items
-            run = ResponseRun(self.gateway.client, parsed, response_skeleton(parsed, new_id("resp"), "in_progress"),
+            items = await self._resolved(parsed.items, owner)
+            _check_outputs(history, items)
+            history = history + items
+            run = ResponseRun(self.gateway.client, parsed, response_skeleton(parsed.frame, new_id("resp"), "in_progress"),
                               items_to_messages(history), history, self.gateway.store, self.config.validate, owner)  # fmt: skip
             response_id = run.response["id"]
             async with contextlib.aclosing(

@@ -31,7 +31,7 @@ from ...core import (
 )
 from ...wire.gemini import GeminiStreamReader, request_to_wire, response_from_wire
 from .._chunks import read_chunks
-from .._openai_privates import genai_base_url
+from .._openai_privates import genai_base_url, genai_never_retries
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, seconds_or_none
 from .._sdk_use import sdk_boundary
 from ._profiles import profile_for
@@ -86,11 +86,15 @@ class GeminiChatClient(BaseChatClient):
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `generate_content` keyword arguments this adapter would send (for inspection and tests)."""
         request = request_to_wire(messages, options, model=self.model)
-        http_options: dict[str, Any] = {"retry_options": {"attempts": 1 + (options.sdk_max_retries or 0)}}
+        http_options: dict[str, Any] = {}
+        attempts = 1 + (options.sdk_max_retries or 0)
+        if attempts > 1 or not genai_never_retries(self.sdk_client):
+            http_options["retry_options"] = {"attempts": attempts}
         left = seconds_left()
         if left is not None:
             http_options["timeout"] = max(1, math.ceil(left * 1000))  # milliseconds
-        request["config"] = {"http_options": http_options, **request["config"]}
+        if http_options:  # per-call options cost the SDK a merge and copy of its own: only when they change something
+            request["config"] = {"http_options": http_options, **request["config"]}
         return request
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:

@@ -3,6 +3,12 @@
 The SDK's `AsyncClient` makes the calls (a sync `Client` is refused: the adapter is async at its
 core and its `*_sync` entry points run on so_middleware's own loop). A request goes through the
 codec in `so_middleware.wire.ollama`; the SDK's errors cross the one transport boundary.
+
+The codec's body is sent as it is, through the SDK client's request method (the SDK still does the
+host, headers, HTTP errors and the NDJSON framing): the SDK's `chat` would rebuild the tools
+through its own types, which drop the schema keywords they do not name (`anyOf`, `minimum`,
+`additionalProperties`, ...), and would take no field it does not name. Each answer is read as the
+plain JSON object it is, not validated into the SDK's `ChatResponse` first.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from ...core import (
 )
 from ...wire.ollama import OllamaStreamReader, request_to_wire, response_from_wire
 from .._chunks import read_chunks
-from .._openai_privates import ollama_base_url
+from .._openai_privates import ollama_base_url, ollama_post
 from .._sdk_client import seconds_or_none
 from .._sdk_use import sdk_boundary
 from ._profiles import OLLAMA_NATIVE
@@ -77,10 +83,18 @@ class OllamaChatClient(BaseChatClient):
             request.setdefault("keep_alive", self.keep_alive)
         return request
 
+    async def _send(self, request: dict[str, Any], *, stream: bool) -> Any:
+        """The answer (or, streamed, the async iterator of chunks) of `/api/chat` for `request`."""
+        post = ollama_post(self.sdk_client)
+        if post is None:  # the SDK moved its request method: its public call, with what it keeps
+            chat: Any = self.sdk_client.chat  # its overloads are on a literal `stream`
+            return await chat(**request, stream=stream)
+        return await post(dict, "POST", "/api/chat", json={**request, "stream": stream}, stream=stream)
+
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
         with sdk_boundary(self.sdk_client, is_async=True):
-            answer = await self.sdk_client.chat(**request, stream=False)
+            answer = await self._send(request, stream=False)
         return response_from_wire(answer)
 
     async def _stream(
@@ -90,7 +104,7 @@ class OllamaChatClient(BaseChatClient):
         reader = OllamaStreamReader()
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
         with sdk_boundary(self.sdk_client, is_async=True):
-            chunks: Any = await self.sdk_client.chat(**request, stream=True)
+            chunks: Any = await self._send(request, stream=True)
             updates = read_chunks(chunks, reader, idle=idle, source="Ollama")
             async with contextlib.aclosing(updates):  # closing this stream closes the SDK's at once
                 async for update in updates:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from google import genai
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,12 +28,14 @@ from so_middleware.gateway._server import AppServer
 
 @dataclass
 class Answer:
-    """One scripted answer: a body (or SSE chunks when streamed), a status and headers."""
+    """One scripted answer: a body (or SSE chunks when streamed), a status and headers; `stall`:
+    seconds the stream stays open, silent, after its chunks (a server that stopped mid-answer)."""
 
     body: Any = None
     chunks: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    stall: float = 0.0
 
 
 def text_answer(text: str, *, finish: str = "STOP", model: str = "gemini-2.5-flash") -> dict[str, Any]:
@@ -78,6 +81,7 @@ class GeminiServer:
             async def events() -> Any:
                 for chunk in answer.chunks:
                     yield f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+                await anyio.sleep(answer.stall)  # cancelled when the client goes away
 
             return StreamingResponse(events(), media_type="text/event-stream")
         return JSONResponse(answer.body, headers=answer.headers)

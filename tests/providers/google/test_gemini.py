@@ -22,6 +22,7 @@ from so_middleware import (
     failure_of,
 )
 from so_middleware.google import GeminiChatClient, profile_for
+from so_middleware.providers._openai_privates import genai_never_retries
 
 pytestmark = pytest.mark.anyio
 
@@ -75,6 +76,25 @@ async def test_a_stream_that_ends_without_a_finish_reason_is_interrupted(
     server.script(Answer(chunks=[{"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]}]))
     stream = _client(sdk).get_response("Hi", stream=True)
     with pytest.raises(StreamInterruptedError) as info:
+        async for _ in stream:
+            pass
+    assert info.value.partial_text == "Hel"
+
+
+@pytest.mark.parametrize("where", ["per call", "adapter"])
+async def test_a_stream_that_stalls_after_its_first_chunk_ends_with_the_idle_timeout(
+    gemini: tuple[GeminiServer, genai.Client], where: str
+) -> None:
+    """The stand-in sends its headers and a first chunk, then nothing (for longer than the test
+    may take): the chunk reader's idle timer ends the call, typed, with the text so far."""
+    server, sdk = gemini
+    first = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]}
+    server.script(Answer(chunks=[first], stall=600))
+    # 2 s, not less: the first chunk must come within it even on a loaded machine
+    client = _client(sdk, idle_timeout=2.0) if where == "adapter" else _client(sdk)
+    options = {"idle_timeout": 2.0} if where == "per call" else {}
+    stream = client.get_response("Hi", options=options, stream=True)
+    with pytest.raises(StreamInterruptedError, match=r"no chunk from Gemini within 2\.0 s") as info:
         async for _ in stream:
             pass
     assert info.value.partial_text == "Hel"
@@ -162,6 +182,30 @@ async def test_a_400_is_not_transient_and_keeps_the_sdk_error_and_message(
     assert (failure_of(info.value).status, failure_of(info.value).transient) == (400, False)
 
 
+@pytest.mark.parametrize(
+    ("client_attempts", "sdk_max_retries", "requests"),
+    [(None, None, 1), (3, None, 1), (3, 0, 1), (None, 1, 2)],
+    ids=["no SDK retries", "the client's retries off for the call", "zero asked", "one retry asked"],
+)
+async def test_the_sdk_retries_only_as_the_call_asks(
+    gemini: tuple[GeminiServer, genai.Client], client_attempts: int | None, sdk_max_retries: int | None, requests: int
+) -> None:
+    """The retries layer retries: the SDK makes one attempt per call (a client made with its own
+    `retry_options` too) unless the call asks for more (`sdk_max_retries`)."""
+    server, sdk = gemini
+    if client_attempts is not None:
+        retrying = {"attempts": client_attempts, "initial_delay": 0.01, "max_delay": 0.01}
+        sdk = genai.Client(
+            api_key="test-key", http_options={"base_url": _client(sdk).base_url, "retry_options": retrying}
+        )
+    busy = Answer(error_body(503, "UNAVAILABLE", "The model is overloaded."), status=503)
+    server.script(busy, busy, busy)
+    with pytest.raises(genai.errors.ServerError, match="overloaded"):
+        await _client(sdk).get_response("x", options={"sdk_max_retries": sdk_max_retries})
+    assert len(server.requests) == requests
+    await sdk.aio.aclose()
+
+
 def test_the_profile_follows_the_model() -> None:
     assert profile_for("gemini-2.5-pro").schema_profile == "gemini"
     assert profile_for("gemini-3-flash-preview").schema_profile == "gemini"
@@ -179,3 +223,10 @@ def test_bad_input_is_a_user_error_before_any_request(gemini_sync: tuple[GeminiS
     with pytest.raises(UserError, match="'nope'"):
         _client(sdk).get_response_sync(orphan)
     assert server.requests == []
+
+
+def test_the_sdks_retry_options_are_where_the_adapter_reads_them() -> None:
+    """The one private name of google-genai the adapter reads besides its base URL; when a release
+    moves it, this fails (and the adapter then says, per call, that the SDK makes one attempt)."""
+    assert genai_never_retries(genai.Client(api_key="k"))
+    assert not genai_never_retries(genai.Client(api_key="k", http_options={"retry_options": {"attempts": 2}}))

@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -22,11 +23,13 @@ from starlette.routing import Route
 
 @dataclass
 class Answer:
-    """One scripted answer: a body (or NDJSON chunks when streamed) and a status."""
+    """One scripted answer: a body (or NDJSON chunks when streamed) and a status; `stall`: seconds
+    the stream stays open, silent, after its chunks (a server that stopped mid-answer)."""
 
     body: Any = None
     chunks: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
+    stall: float = 0.0
 
 
 def chat_answer(content: str, *, done_reason: str = "stop", **message: Any) -> dict[str, Any]:
@@ -72,6 +75,7 @@ class OllamaServer:
             async def lines() -> Any:
                 for piece in answer.chunks:
                     yield (json.dumps(piece) + "\n").encode()
+                await anyio.sleep(answer.stall)  # cancelled when the client goes away
 
             return StreamingResponse(lines(), media_type="application/x-ndjson")
         return JSONResponse(answer.body)

@@ -27,6 +27,8 @@ from so_middleware import (
 )
 from so_middleware.gateway._server import AppServer, free_port
 from so_middleware.ollama import OLLAMA_NATIVE, OllamaChatClient
+from so_middleware.providers._openai_privates import ollama_post
+from so_middleware.providers.ollama import _client as ollama_client_module
 
 pytestmark = pytest.mark.anyio
 
@@ -105,6 +107,23 @@ async def test_a_stream_cut_before_its_last_chunk_is_interrupted(
     server.script(Answer(chunks=[chunk("Hel")]))
     with pytest.raises(StreamInterruptedError) as info:
         async for _ in _client(sdk).get_response("Hi", stream=True):
+            pass
+    assert info.value.partial_text == "Hel"
+
+
+@pytest.mark.parametrize("where", ["per call", "adapter"])
+async def test_a_stream_that_stalls_after_its_first_chunk_ends_with_the_idle_timeout(
+    local_ollama: tuple[OllamaServer, ollama.AsyncClient], where: str
+) -> None:
+    """The stand-in sends its headers and a first chunk, then nothing (for longer than the test
+    may take): the chunk reader's idle timer ends the call, typed, with the text so far."""
+    server, sdk = local_ollama
+    server.script(Answer(chunks=[chunk("Hel")], stall=600))
+    # 2 s, not less: the first chunk must come within it even on a loaded machine
+    client = _client(sdk, idle_timeout=2.0) if where == "adapter" else _client(sdk)
+    options = {"idle_timeout": 2.0} if where == "per call" else {}
+    with pytest.raises(StreamInterruptedError, match=r"no chunk from Ollama within 2\.0 s") as info:
+        async for _ in client.get_response("Hi", options=options, stream=True):
             pass
     assert info.value.partial_text == "Hel"
 
@@ -207,3 +226,43 @@ async def test_model_options_in_extra_body_go_into_options(
     assert sent["think"] is False and "repeat_penalty" not in sent
     assert dict(OLLAMA_NATIVE.loop_breaking) == {"repeat_penalty": 1.3}
     assert hash(OLLAMA_NATIVE)
+
+
+async def test_a_tool_schema_and_a_field_of_the_server_arrive_as_they_were_given(
+    local_ollama: tuple[OllamaServer, ollama.AsyncClient],
+) -> None:
+    """The SDK's `chat` rebuilds tools through its own types, which keep only some keywords (an
+    optional field's `anyOf` came out as `{}`), and takes no field it does not name: the adapter
+    sends its body as it is, through the SDK client's request method."""
+    server, sdk = local_ollama
+    server.script(Answer(chat_answer("ok")), Answer(chunks=[{**chunk("ok"), "done": True, "done_reason": "stop"}]))
+    parameters = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 1}, "note": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        "required": ["n", "note"],
+        "additionalProperties": False,
+    }  # fmt: skip
+    options = {"tools": [FunctionTool("count", parameters)], "extra_body": {"truncate": False}}
+    assert (await _client(sdk).get_response("x", options=options)).text == "ok"
+    assert [update.text async for update in _client(sdk).get_response("x", options=options, stream=True)] == ["ok"]
+    for sent in server.requests:
+        assert sent["tools"][0]["function"]["parameters"] == parameters
+        assert sent["truncate"] is False
+    assert [sent["stream"] for sent in server.requests] == [False, True]
+
+
+def test_the_sdks_request_method_is_where_the_adapter_reads_it() -> None:
+    """The one private name of the ollama SDK the adapter uses; when a release moves it, this fails
+    (and the adapter falls back to the SDK's `chat`)."""
+    assert ollama_post(ollama.AsyncClient()) is not None
+
+
+async def test_without_the_sdks_request_method_the_sdks_chat_makes_the_call(
+    local_ollama: tuple[OllamaServer, ollama.AsyncClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SDK release that moved its request method: the adapter finds none and calls `chat`."""
+    server, sdk = local_ollama
+    server.script(Answer(chat_answer("ok")))
+    monkeypatch.setattr(ollama_client_module, "ollama_post", lambda sdk_client: None)
+    assert (await _client(sdk).get_response("x")).text == "ok"
+    assert server.requests[0]["messages"] == [{"role": "user", "content": "x"}]
