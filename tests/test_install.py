@@ -174,7 +174,9 @@ def test_bedrock_extra_makes_a_typed_call_without_the_other_sdks(
 
     from so_middleware.gateway._server import AppServer
 
-    run([str(clean_environment / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[bedrock]"], cwd=tmp_path)
+    # without PYTHONPATH: a clone on it (its .egg-info) reads to pip as so-middleware already installed
+    clean = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    run([str(clean_environment / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[bedrock]"], tmp_path, clean)
     script = (
         "import sys\n"
         "import boto3\n"
