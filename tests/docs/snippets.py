@@ -254,6 +254,8 @@ def reader_environment(directory: Path, server: LocalModelServer) -> Iterator[No
         patch.setenv("OPENAI_API_KEY", "sk-readme-local")
         patch.setenv("ANTHROPIC_BASE_URL", server.root_url)
         patch.setenv("ANTHROPIC_API_KEY", "sk-ant-readme-local")
+        patch.setenv("MISTRAL_SERVER_URL", server.root_url)  # llama-server speaks Mistral's chat route too
+        patch.setenv("MISTRAL_API_KEY", "readme-local")
         patch.chdir(directory)
         try:
             yield

@@ -4,6 +4,7 @@ the documented wire format it speaks)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -63,6 +64,7 @@ async def test_structured_output_sends_a_strict_json_schema_in_the_mistral_diale
     server.script(Answer(chat_answer('{"name": "Oslo", "population": 709000}')))
     response = await with_structured_output(_client(sdk)).get_response("Oslo?", output_type=City)
     assert response.value == City(name="Oslo", population=709000)
+    assert response.attempts[0].strategy == "native" and response.attempts[0].strict
     sent = server.requests[0]["response_format"]
     assert sent["type"] == "json_schema" and sent["json_schema"]["strict"] is True
     schema = sent["json_schema"]["schema"]
@@ -77,6 +79,16 @@ async def test_a_recursive_type_goes_as_is(mistral: tuple[MistralServer, Mistral
     response = await with_structured_output(_client(sdk)).get_response("Tree?", output_type=Node)
     assert response.value.children[0].label == "b"
     assert "#/$defs/Node" in str(server.requests[0]["response_format"]["json_schema"]["schema"])
+
+
+async def test_a_type_that_cannot_be_strict_goes_with_strict_false_and_is_validated(
+    mistral: tuple[MistralServer, Mistral],
+) -> None:
+    server, sdk = mistral
+    server.script(Answer(chat_answer('{"a": 1, "b": 2}')))
+    response = await with_structured_output(_client(sdk)).get_response("Counts?", output_type=dict[str, int])
+    assert response.value == {"a": 1, "b": 2}
+    assert server.requests[0]["response_format"]["json_schema"]["strict"] is False
 
 
 async def test_a_stream_gives_partial_values_and_the_typed_end(mistral: tuple[MistralServer, Mistral]) -> None:
@@ -142,3 +154,20 @@ def test_as_chat_client_finds_the_mistral_adapter_and_the_sync_entry_point_works
     assert isinstance(client, MistralChatClient) and client.capabilities == MISTRAL_API
     value = with_structured_output(client).get_response_sync("Oslo?", output_type=City).value
     assert value == City(name="Oslo", population=1)
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not os.environ.get("MISTRAL_API_KEY"), reason="needs MISTRAL_API_KEY")
+@pytest.mark.parametrize("stream", [False, True])
+async def test_mistral_native_strict_live(stream: bool) -> None:
+    """Mistral's API itself: `MISTRAL_API_KEY=... pytest -m live` (model: `MISTRAL_MODEL`)."""
+    async with Mistral() as sdk:
+        client = with_structured_output(sdk, model=os.environ.get("MISTRAL_MODEL", "mistral-small-latest"))
+        if stream:
+            response = await client.get_response(
+                "Oslo has 709,000 people.", output_type=City, stream=True
+            ).get_final_response()
+        else:
+            response = await client.get_response("Oslo has 709,000 people.", output_type=City)
+    assert response.value == City(name="Oslo", population=709000)
+    assert response.attempts[0].strategy == "native" and response.attempts[0].strict
