@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from mistral_server import MODEL, Answer, MistralServer, chat_answer, chunk, error_body, serving
 from mistralai.client import Mistral, errors
+from mistralai.client.utils import BackoffStrategy, RetryConfig
 
 from so_middleware import (
     ChatMessage,
@@ -49,6 +50,10 @@ async def mistral() -> AsyncIterator[tuple[MistralServer, Mistral]]:
     with serving() as (server, sdk):
         yield server, sdk
         await sdk.__aexit__(None, None, None)
+
+
+def server_url_of(sdk: Mistral) -> str:
+    return sdk.sdk_configuration.get_server_details()[0]
 
 
 def _client(sdk: Mistral, **options: Any) -> MistralChatClient:
@@ -235,6 +240,18 @@ async def test_a_429_is_transient_with_its_retry_after_and_of_both_types(
     assert (failure.status, failure.transient, failure.retry_after, failure.code) == (429, True, 3.0, "rate_limited")
     assert "rate limit exceeded" in str(info.value)
     assert len(server.requests) == 1  # the SDK's own retries are off
+
+
+async def test_the_sdk_clients_own_retries_are_off_for_each_call(mistral: tuple[MistralServer, Mistral]) -> None:
+    """A client made with a retry config still sends one request per call: `with_retries` retries."""
+    server, sdk = mistral
+    backoff = RetryConfig("backoff", BackoffStrategy(1, 10, 1.1, 2000), retry_connection_errors=True)
+    retrying = Mistral(api_key="k", server_url=server_url_of(sdk), retry_config=backoff)
+    server.script(*[Answer(error_body("busy", "rate_limited"), status=429)] * 5)
+    with pytest.raises(ProviderStatusError):
+        await _client(retrying).get_response("x")
+    assert len(server.requests) == 1
+    await retrying.__aexit__(None, None, None)
 
 
 @pytest.mark.parametrize(
