@@ -178,7 +178,8 @@ def _part_to_wire(content: Content) -> dict[str, Any]:
 
 def _get(value: Any, name: str) -> Any:
     """A field by key or attribute; the SDK's `Unset` (a field the answer did not carry) reads as None."""
-    found = value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+    # `dict`, not `Mapping`: an ABC check is slow on the SDK's models, whose classes it makes per call
+    found = value.get(name) if isinstance(value, dict) else getattr(value, name, None)
     return None if found is not None and type(found).__name__ == "Unset" else found
 
 
