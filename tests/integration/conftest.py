@@ -15,6 +15,7 @@ for folder in (
     "providers",
     "providers/anthropic",
     "providers/google",
+    "providers/mistral",
     "providers/ollama",
     "providers/openai",
     "schema",
