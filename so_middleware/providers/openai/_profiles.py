@@ -6,6 +6,7 @@ The llama-server profiles are re-checked against the real server by tests/integr
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from ...core import Capabilities
@@ -24,6 +25,7 @@ __all__ = [
     "VLLM_CHAT",
     "profile_for",
     "server_profile",
+    "takes_grammar_tools",
 ]
 
 Route = Literal["chat", "responses"]
@@ -126,8 +128,22 @@ def profile_for(base_url: str, model: str | None = None, *, route: Route = "chat
     `so_middleware.local.chat_client`, which does).
     """
     if "api.openai.com" in base_url or ".openai.azure.com" in base_url:
-        return OPENAI_API_RESPONSES if route == "responses" else OPENAI_API
+        profile = OPENAI_API_RESPONSES if route == "responses" else OPENAI_API
+        return profile.replace(text_constraint="openai") if takes_grammar_tools(model) else profile
     return OPENAI_COMPATIBLE
+
+
+# GPT-5 and later take a custom tool whose input is held to a Lark grammar or a regex.
+_GRAMMAR_TOOL_MODELS = re.compile(r"(?:^|/)gpt-(\d+)")
+
+
+def takes_grammar_tools(model: str | None) -> bool:
+    """Whether an OpenAI model enforces a custom tool's grammar: GPT-5 and later.
+
+    Example: `takes_grammar_tools("gpt-5-mini")` is True, `takes_grammar_tools("gpt-4.1")` False.
+    """
+    found = _GRAMMAR_TOOL_MODELS.search((model or "").lower())
+    return found is not None and int(found.group(1)) >= 5
 
 
 # vLLM's /v1/chat/completions: response_format json_schema and json_object are enforced by its
