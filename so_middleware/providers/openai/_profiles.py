@@ -69,10 +69,12 @@ LLAMA_SERVER_CHAT = Capabilities(
     prefill_echoed=True,
     response_format_passthrough=False,
     schema_profile="json-schema",
-    # The grammar enforces the schema unseen, but SmolLM2-135M does no better with its outline: two
-    # runs of bench/quality.py --outline gave 38% exactly correct off against 41% and 38% on (Chat),
-    # 41% and 41% (Responses), and one Responses task ran out of tokens with it. Off here; on where
-    # the models are larger (vLLM, Ollama, generic servers).
+    # The grammar enforces the schema unseen, but SmolLM2-135M does no better with its outline
+    # (bench/quality.py --outline, BENCHMARKS.md section 4): at temperature 0 the runs repeat, and
+    # the outline changes 11 of the 32 answers, 6 to right and 5 to wrong (12 -> 13 exactly
+    # correct on Chat and on Responses), no direction; after the user's text it costs two valid
+    # answers, its field lines alone change 8 answers, 4 each way, and on Messages it costs two
+    # exact ones. Off here; on where the models are larger (vLLM, Ollama, generic servers).
     schema_in_instructions=False,
     # Measured on the bench tasks that loop (bench/loop_rescue.py): `frequency_penalty` 0.5 ends
     # both loops; llama.cpp's DRY sampler does nothing to a JSON loop with its default sequence
