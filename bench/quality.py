@@ -21,11 +21,16 @@ rows kept, the new ones marked with when they were measured):
 
 `--discovery-off` adds the generic adapter with `discover=False`, the generic protocol profile.
 
-`--outline` runs the `native` strategy on each route with the schema's outline in the instructions
-and without it (the profile's `schema_in_instructions` on and off), every task or the first
-`--tasks N`, and writes `bench/results/quality_outline.json`:
+`--outline` runs each local route (chat and responses with `native`, Messages with the default,
+`prompted`) with the schema's outline off, in the system message (the profile's
+`schema_in_instructions`; on Messages the bench gives it as the caller's instructions, the same
+place) and after the user's text, every task or the first `--tasks N`, each configuration
+`--repeat N` times on the same server (how many tasks kept the same outcome in every repeat is
+recorded: at temperature 0 with a fixed seed they all did), and writes
+`bench/results/quality_outline.json` with the outline's mean length in the server's tokens:
 
-    SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline [--tasks 16] [--routes chat,responses]
+    SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline --repeat 2 [--variants off,system,user] \
+        [--tasks 16] [--routes chat,responses,anthropic] [--in-flight 4]
 """
 
 from __future__ import annotations
@@ -181,15 +186,18 @@ async def _run_default(config: Config, layer: Any, adapter: Any, tasks: list[Tas
     config.profile = adapter.capabilities.name + (f" (discovered: {found.kind})" if found else "")
 
 
-async def _ours(client: Any, task: Task, mode: str) -> Outcome:
+async def _ours(client: Any, task: Task, mode: str, *, instructions: str | None = None, suffix: str = "") -> Outcome:
+    """One task through our layer; `instructions` go to the system message, `suffix` after the prompt."""
     from so_middleware import OutputError, StructuredOutput
 
     chosen = {} if mode == DEFAULT else {"mode": mode}
     feature = StructuredOutput(task.output_type, max_retries=MAX_RETRIES, **chosen)
     options = {"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS, "features": [feature]}
+    if instructions:
+        options["instructions"] = instructions
     start = time.perf_counter()
     try:
-        response = await client.get_response(task.prompt(), options=options)
+        response = await client.get_response(task.prompt() + suffix, options=options)
     except OutputError as error:
         usage = error.usage.total_tokens if error.usage and error.usage.total_tokens else 0
         return Outcome(
@@ -270,9 +278,9 @@ async def _instructor(patched: Any, task: Task, route: str = "chat") -> Outcome:
     )
 
 
-async def _all_tasks(config: Config, one: Any, tasks: list[Task]) -> None:
-    """Every task under one configuration, IN_FLIGHT at once; outcomes in task order."""
-    slots = asyncio.Semaphore(IN_FLIGHT)
+async def _all_tasks(config: Config, one: Any, tasks: list[Task], in_flight: int = IN_FLIGHT) -> None:
+    """Every task under one configuration, `in_flight` at once; outcomes in task order."""
+    slots = asyncio.Semaphore(in_flight)
 
     async def guarded(task: Task) -> Outcome:
         async with slots:
@@ -476,6 +484,8 @@ def merge(saved: dict[str, Any], configs: list[Config], run_info: dict[str, Any]
 
 def _outline_client(server: Any, route: str, outline: bool) -> Any:
     """The route's llama-server adapter with the outline on or off; the rest of its profile kept."""
+    if route == "anthropic":  # `prompted` there: the outline, when on, is given by the bench itself
+        return _route_client(server, route)
     import openai
 
     from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OpenAIChatClient, OpenAIResponsesClient
@@ -488,38 +498,104 @@ def _outline_client(server: Any, route: str, outline: bool) -> Any:
     return adapter(sdk, server.model, capabilities=profile)
 
 
-def run_outline(*, only: list[str] | None, limit: int | None, peers: bool = False) -> None:
-    """`native` on each OpenAI route with the schema outline on and off, in one run on one server;
-    with `peers`, every peer that runs in this environment (`bench/quality_peers.py`) beside them.
+# Where the outline goes: nowhere, in the system message (what `schema_in_instructions` does), or
+# after the user's text; `fields`: its field lines only, without the first line ("The answer is
+# JSON: object", whose word SmolLM2 copied into string fields), in the system message.
+OUTLINE_VARIANTS = ("off", "system", "user", "fields")
+OUTLINE_MODES = {"chat": "native", "responses": "native", "anthropic": DEFAULT}
 
-    The Messages route is left out: llama-server ignores every format there, so it runs
-    `prompted`, whose instructions already carry the answer's skeleton.
+
+def _outline_of(task: Task) -> str:
+    from so_middleware.schema import OutputSchema
+
+    return OutputSchema(task.output_type).outline() or ""
+
+
+def _outline_tokens(server: Any, tasks: list[Task]) -> float:
+    """The mean number of prompt tokens the outline adds per task, by the server's own tokenizer."""
+    import httpx
+
+    counts = []
+    for task in tasks:
+        outline = _outline_of(task)
+        reply = httpx.post(f"{server.root_url}/tokenize", json={"content": outline}, timeout=30)
+        counts.append(len(reply.json()["tokens"]) if outline else 0)
+    return sum(counts) / len(counts)
+
+
+def _outline_run(client: Any, route: str, variant: str) -> Any:
+    """One task under a variant: the library's own switch for `system` on the native routes; on
+    Messages (`prompted`) the outline is given as the caller's instructions, the same place."""
+    mode = OUTLINE_MODES[route]
+
+    async def one(task: Task) -> Outcome:
+        if variant == "user":
+            return await _ours(client, task, mode, suffix="\n\n" + _outline_of(task) if _outline_of(task) else "")
+        if variant == "system" and route == "anthropic":
+            return await _ours(client, task, mode, instructions=_outline_of(task) or None)
+        if variant == "fields":
+            fields = "\n".join(_outline_of(task).splitlines()[1:])
+            return await _ours(client, task, mode, instructions=fields or None)
+        return await _ours(client, task, mode)
+
+    return one
+
+
+def _same_in_every_run(runs: list[Config]) -> int:
+    """How many tasks had the same outcome (valid, exact, value, error) in every repeat."""
+    keys = [[(o.valid, o.exact, json.dumps(o.value, sort_keys=True), o.error) for o in run.outcomes] for run in runs]
+    return sum(len(set(column)) == 1 for column in zip(*keys, strict=True))
+
+
+def run_outline(
+    *,
+    only: list[str] | None,
+    limit: int | None,
+    peers: bool = False,
+    repeat: int = 1,
+    in_flight: int = IN_FLIGHT,
+    variants: tuple[str, ...] = OUTLINE_VARIANTS,
+) -> None:
+    """Each local route with the schema outline off and in each place of `variants`, `repeat`
+    times over, in one run on one server; with `peers`, every peer that runs in this environment
+    (`bench/quality_peers.py`) beside them. The native routes run `native`; Messages runs what
+    the default picks there (`prompted`: llama-server ignores every format on that route).
     """
     from so_middleware import with_structured_output
     from so_middleware.local import LocalModelServer
 
-    routes = [route for route in ("chat", "responses") if not only or route in only]
+    routes = [route for route in ("chat", "responses", "anthropic") if not only or route in only]
     tasks = TASKS[:limit] if limit else TASKS
     configs: list[Config] = []
+    agreement: dict[str, int] = {}
+    outline_tokens: list[float] = []
 
     async def go(server: Any) -> None:
+        outline_tokens.append(_outline_tokens(server, tasks))
         warm = with_structured_output(_outline_client(server, "chat", False))
         for task in tasks[:IN_FLIGHT]:  # untimed: the server's first requests are slower
             await _ours(warm, task, "native")
         for route in routes:
-            for outline in (False, True):
-                config = Config("so_middleware", route, "native, outline " + ("on" if outline else "off"))
-                layer = with_structured_output(_outline_client(server, route, outline))
-                log(f"quality: {route} {config.mode}, {len(tasks)} tasks")
-                await _all_tasks(config, lambda task, layer=layer: _ours(layer, task, "native"), tasks)
-                log(f"    valid {sum(o.valid for o in config.outcomes)}, exact {sum(o.exact for o in config.outcomes)}")
-                configs.append(config)
-            if peers:
+            for variant in variants:
+                runs = []
+                for index in range(repeat):
+                    mode = f"{OUTLINE_MODES[route]}, outline {variant}" + (f", run {index + 1}" if repeat > 1 else "")
+                    config = Config("so_middleware", route, mode)
+                    layer = with_structured_output(_outline_client(server, route, variant == "system"))
+                    log(f"quality: {route} {config.mode}, {len(tasks)} tasks")
+                    await _all_tasks(config, _outline_run(layer, route, variant), tasks, in_flight)
+                    valid, exact = sum(o.valid for o in config.outcomes), sum(o.exact for o in config.outcomes)
+                    log(f"    valid {valid}, exact {exact}")
+                    configs.append(config)
+                    runs.append(config)
+                if repeat > 1:
+                    agreement[f"{route}/{variant}"] = _same_in_every_run(runs)
+            if peers and route != "anthropic":
                 from quality_peers import _timed, peer_rows
 
                 for config, run in peer_rows(server, [route]):
                     log(f"quality: {config.library} {route} {config.mode}, {len(tasks)} tasks")
-                    await _all_tasks(config, lambda task, run=run: _timed(task, run), tasks)
+                    await _all_tasks(config, lambda task, run=run: _timed(task, run), tasks, in_flight)
                     log(
                         f"    valid {sum(o.valid for o in config.outcomes)}, exact {sum(o.exact for o in config.outcomes)}"
                     )
@@ -527,11 +603,24 @@ def run_outline(*, only: list[str] | None, limit: int | None, peers: bool = Fals
 
     started = time.perf_counter()
     load_before = [round(value, 2) for value in os.getloadavg()]
-    with LocalModelServer(threads=THREADS, parallel=IN_FLIGHT, extra_args=["--alias", MODEL_ALIAS]) as server:
+    with LocalModelServer(threads=THREADS, parallel=in_flight, extra_args=["--alias", MODEL_ALIAS]) as server:
         asyncio.run(go(server))
+    command = (
+        "SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline"
+        + (f" --repeat {repeat}" if repeat > 1 else "")
+        + (f" --in-flight {in_flight}" if in_flight != IN_FLIGHT else "")
+        + (" --peers" if peers else "")
+        + (f" --tasks {limit}" if limit else "")
+        + (f" --routes {','.join(only)}" if only else "")
+    )
     result = {
         "model": MODEL_ALIAS,
         "tasks": [task.name for task in tasks],
+        "command": command,
+        "in_flight": in_flight,
+        "repeat": repeat,
+        "outline_tokens_per_task": outline_tokens[0],
+        "same_outcome_in_every_run": agreement,
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "seconds_total": time.perf_counter() - started,
         "load_average_before": load_before,
@@ -541,7 +630,8 @@ def run_outline(*, only: list[str] | None, limit: int | None, peers: bool = Fals
     }
     (RESULTS / "quality_outline.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     for row in result["summary"]:
-        print(f"{row['route']:10} {row['mode']:22} valid {row['valid_share']:.0%}  exact {row['exact_share']:.0%}")
+        print(f"{row['route']:10} {row['mode']:34} valid {row['valid_share']:.0%}  exact {row['exact_share']:.0%}")
+    print(f"outline tokens per task {outline_tokens[0]:.1f}; same outcome in every run: {agreement}")
 
 
 def outline_section() -> list[str]:
@@ -552,14 +642,15 @@ def outline_section() -> list[str]:
     data = json.loads(path.read_text())
     lines = [
         "",
-        "The schema outline in `native` instructions (`Capabilities.schema_in_instructions`, off in the llama-server "
-        "profiles after these runs; a schema that says nothing more than its grammar, such as a bare `list[int]`, "
-        f"gets none), on and off, {len(data['tasks'])} tasks in one run of their own, measured "
-        f"{data['measured']} with `SO_MIDDLEWARE_THREADS=1 .venv/bin/python bench/quality.py --outline --peers` "
-        f"(load average {data['load_average_before']} before, {data['load_average_after']} after); the peers that "
-        "run in the test environment beside us in the same run (instructor's rows need its own environment, "
-        "`.venv-bench`: see the table above). The Messages route runs `prompted` on llama-server (every format "
-        "ignored there), whose instructions carry the skeleton already: not measured.",
+        "The schema outline (`Capabilities.schema_in_instructions`) on the local routes: off, in the system message "
+        "(what the switch does), or after the user's text, "
+        f"{len(data['tasks'])} tasks, each configuration {data.get('repeat', 1)} time(s), "
+        f"{data.get('in_flight', IN_FLIGHT)} request(s) in flight, in one run of their own, measured "
+        f"{data['measured']} with `{data.get('command', 'bench/quality.py --outline')}` "
+        f"(load average {data['load_average_before']} before, {data['load_average_after']} after). "
+        "The native routes run `native`; Messages runs `prompted` (llama-server ignores every format there). "
+        f"The outline adds {data.get('outline_tokens_per_task', 0):.0f} prompt tokens per task on average "
+        "(the server's tokenizer).",
         "",
         "| library | route | mode | valid typed value | exactly correct | attempts per task | tokens per task |",
         "|---|---|---|---:|---:|---:|---:|",
@@ -569,6 +660,11 @@ def outline_section() -> list[str]:
             f"| {row['library']} | {row['route']} | {row['mode']} | {row['valid_share']:.0%} | "
             f"{row['exact_share']:.0%} | {row['attempts_per_task']:.2f} | {row['tokens_per_task']:.0f} |"
         )
+    if data.get("same_outcome_in_every_run"):
+        same = ", ".join(f"{key} {count}" for key, count in data["same_outcome_in_every_run"].items())
+        lines += ["", f"Tasks with the same outcome (value or error) in every repeat, of {len(data['tasks'])}: {same}."]
+    if data.get("notes"):  # what other runs of the same command showed, written down with the result
+        lines += ["", *data["notes"]]
     return lines
 
 
@@ -584,6 +680,9 @@ def main() -> None:
     )
     parser.add_argument("--outline", action="store_true", help="native with the schema outline on and off")
     parser.add_argument("--tasks", type=int, help="with --outline: only the first N tasks")
+    parser.add_argument("--repeat", type=int, default=1, help="with --outline: run each configuration N times")
+    parser.add_argument("--in-flight", type=int, default=IN_FLIGHT, help="with --outline: requests at once (and slots)")
+    parser.add_argument("--variants", help="with --outline: comma-separated, of off,system,user")
     parser.add_argument("--instructor", nargs=2, metavar=("BASE_URL", "MODES"), help=argparse.SUPPRESS)
     parser.add_argument("--route", default="chat", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)
@@ -592,7 +691,14 @@ def main() -> None:
         _run_instructor(args.instructor[0], args.instructor[1].split(","), args.quick, args.route)
         return
     if args.outline:
-        run_outline(only=args.routes.split(",") if args.routes else None, limit=args.tasks, peers=args.peers)
+        run_outline(
+            only=args.routes.split(",") if args.routes else None,
+            limit=args.tasks,
+            peers=args.peers,
+            repeat=args.repeat,
+            in_flight=args.in_flight,
+            variants=tuple(args.variants.split(",")) if args.variants else OUTLINE_VARIANTS,
+        )
         return
     if not args.defaults:
         parser.error("run the whole section with `python bench/run.py --only quality`; here only --defaults")

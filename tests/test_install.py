@@ -204,3 +204,36 @@ def test_bedrock_extra_makes_a_typed_call_without_the_other_sdks(
         printed = run([str(clean_environment / "python"), "bedrock.py"], cwd=tmp_path, env=env, timeout=300)
     assert printed.splitlines() == ["City(name='Oslo', population=709000)", "[]"]
     assert isinstance(server.requests[0][1]["outputConfig"]["textFormat"]["structure"]["jsonSchema"]["schema"], str)
+
+
+def test_mistral_extra_makes_a_typed_call_without_the_other_sdks(
+    wheel: Path, clean_environment: Path, tmp_path: Path
+) -> None:
+    """`[mistral]` alone: a typed call against the Mistral stand-in, with none of the other SDKs imported."""
+    sys.path.insert(0, str(ROOT / "tests" / "providers" / "mistral"))
+    from mistral_server import Answer, MistralServer, chat_answer
+
+    from so_middleware.gateway._server import AppServer
+
+    run([str(clean_environment / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[mistral]"], cwd=tmp_path)
+    script = (
+        "import os\n"
+        "import sys\n"
+        "from mistralai.client import Mistral\n"
+        "from pydantic import BaseModel\n"
+        "from so_middleware import with_structured_output\n\n\n"
+        "class City(BaseModel):\n    name: str\n    population: int\n\n\n"
+        'sdk = Mistral(server_url=os.environ["MISTRAL_SERVER_URL"])\n'
+        'client = with_structured_output(sdk, model="mistral-small-latest")\n'
+        'print(repr(client.get_response_sync("Oslo?", output_type=City).value))\n'
+        'print(sorted(name for name in ("openai", "anthropic", "google", "ollama") if name in sys.modules))\n'
+    )
+    (tmp_path / "city.py").write_text(script)
+    server = MistralServer()
+    server.script(Answer(chat_answer('{"name": "Oslo", "population": 709000}')))
+    with AppServer(server.app()) as running:
+        env = {**os.environ, "MISTRAL_SERVER_URL": running.root_url, "MISTRAL_API_KEY": "test-key"}
+        env.pop("PYTHONPATH", None)
+        printed = run([str(clean_environment / "python"), "city.py"], cwd=tmp_path, env=env, timeout=300)
+    assert printed.splitlines() == ["City(name='Oslo', population=709000)", "[]"]
+    assert server.requests[0]["response_format"]["json_schema"]["strict"] is True

@@ -52,7 +52,7 @@ ALLOWED = {
     "gateway": LIBRARY | {"gateway"},
     "cli": LIBRARY | {"batch", "gateway", "cli"},
 }
-SDKS = {"openai", "anthropic", "google", "ollama", "boto3", "botocore"}
+SDKS = {"openai", "anthropic", "google", "ollama", "mistralai", "boto3", "botocore"}
 SDK_ALLOWED = {"providers", "local", "top", "testing", "batch", "gateway", "cli"}
 # Core modules that import nothing from the package: the other core modules build on them.
 LEAVES = [

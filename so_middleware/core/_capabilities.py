@@ -47,9 +47,9 @@ class Capabilities:
     # is closed once the tokens left cannot close its document, not waited for to the limit.
     prone_to_loops: bool = False
     # How the backend enforces a regex or grammar on a text answer (`Regex`, `Grammar`): llama.cpp's
-    # GBNF `grammar` body field, or vLLM's `structured_outputs`; None: such answers are checked
-    # and re-asked only.
-    text_constraint: Literal["llama.cpp", "vllm"] | None = None
+    # GBNF `grammar` body field, vLLM's `structured_outputs`, or OpenAI's custom tool with a Lark or
+    # regex grammar (GPT-5 and later); None: such answers are checked and re-asked only.
+    text_constraint: Literal["llama.cpp", "vllm", "openai"] | None = None
 
     def replace(self, **changes: Any) -> Capabilities:
         """A copy with some flags changed."""

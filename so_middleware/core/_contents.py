@@ -59,12 +59,15 @@ class DataContent:
 
 @dataclass(frozen=True)
 class FunctionCallContent:
-    """A tool (function) call the model asked for; `arguments` is the raw JSON text."""
+    """A tool (function) call the model asked for; `arguments` is the raw JSON text, and
+    `signature` the opaque token a provider signed the call with (Gemini's thought signature),
+    sent back as it came when the call returns to the model."""
 
     call_id: str
     name: str
     arguments: str = ""
     type: Literal["function_call"] = "function_call"
+    signature: str | None = None
 
     def parsed_arguments(self) -> Any:
         """The arguments parsed as JSON (`{}` when empty)."""

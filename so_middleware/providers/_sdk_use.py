@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 import weakref
 from collections.abc import Iterator
@@ -50,7 +51,7 @@ def sdk_boundary(sdk_client: Any, is_async: bool = True) -> Iterator[None]:
 
 
 def transport_error(error: BaseException) -> TransportError | None:
-    """`error` as a `TransportError`, when it is an SDK's (OpenAI, Anthropic, google-genai, ollama, botocore) or httpx's status,
+    """`error` as a `TransportError`, when it is an SDK's (OpenAI, Anthropic, google-genai, ollama, mistralai, botocore) or httpx's status,
     timeout or connection error: of both types, with the SDK error's own fields, the address
     called, and for a connection error a message naming it; else None.
 
@@ -64,8 +65,10 @@ def transport_error(error: BaseException) -> TransportError | None:
         return None
     made: TransportError = BaseException.__new__(_both(kind, type(error)))
     made.__dict__.update(error.__dict__)  # the SDK's own fields: request, response, body, status_code, ...
-    request = _request_of(error)
     response = getattr(error, "response", None)
+    if response is None:
+        response = getattr(error, "raw_response", None)  # mistralai keeps the httpx response there
+    request = _request_of(error) or _request_of(response)
     status = getattr(error, "status_code", None)
     if not isinstance(status, int) or isinstance(status, bool):
         status = getattr(response, "status_code", None) if kind is ProviderStatusError else None
@@ -74,6 +77,9 @@ def transport_error(error: BaseException) -> TransportError | None:
     body = getattr(error, "body", None)
     if body is None:
         body = getattr(error, "details", None)  # google-genai keeps the error's JSON there
+    elif isinstance(body, str) and body[:1] == "{":  # mistralai keeps the error's JSON as text
+        with contextlib.suppress(ValueError):
+            body = json.loads(body)
     made.describe(url=url, status_code=status, headers=headers or {}, body=body)
     made.args = (_message(error, made.url),) if kind is ProviderConnectionError else error.args
     return made
@@ -95,6 +101,12 @@ def _kind_of(error: BaseException) -> type[TransportError] | None:
     ollama = sys.modules.get("ollama")
     if ollama is not None and isinstance(error, ollama.ResponseError):
         return ProviderStatusError  # its connection errors are Python's own ConnectionError
+    mistral_errors = sys.modules.get("mistralai.client.errors")
+    if mistral_errors is not None:  # mistralai: its timeouts and connection errors are httpx's own
+        if isinstance(error, mistral_errors.MistralError) and type(error).__name__ != "ResponseValidationError":
+            return ProviderStatusError  # (a 200 whose body does not fit the SDK's model is no status error)
+        if isinstance(error, mistral_errors.NoResponseError):
+            return ProviderConnectionError
     genai_errors = sys.modules.get("google.genai.errors")
     if genai_errors is not None and isinstance(error, genai_errors.APIError):
         return ProviderStatusError  # google-genai: its timeouts and connection errors are httpx's own
@@ -174,7 +186,7 @@ def _remade(ours: type[TransportError], theirs: type[BaseException], args: Any, 
     return made
 
 
-def _request_of(error: BaseException) -> Any:
+def _request_of(error: Any) -> Any:
     try:
         return getattr(error, "request", None)
     except RuntimeError:  # httpx's `.request` of an error raised without one

@@ -14,7 +14,7 @@ Request mapping (`google-genai`'s `models.generate_content(model=, contents=, co
 | `instructions` option + system messages | `config.system_instruction` (joined by a blank line)            |
 | user / assistant turns                  | `contents` with role `user` / `model`                           |
 | text / data contents                    | `{"text"}` / `{"inline_data": {"mime_type", "data"}}` parts      |
-| `FunctionCallContent`                   | `{"function_call": {"id", "name", "args"}}` in a model turn      |
+| `FunctionCallContent`                   | `{"function_call": {"id", "name", "args"}}` in a model turn, its `thought_signature` beside it |
 | `FunctionResultContent`                 | `{"function_response": {"id", "name", "response"}}` in a user turn |
 | `ReasoningContent`                      | a signed thought sent back as it came (`text`, `thought`, `thought_signature`); an unsigned one not |
 | `max_tokens`, `stop`, `seed`            | `max_output_tokens`, `stop_sequences`, `seed`                   |
@@ -174,7 +174,7 @@ def _parts(message: ChatMessage, names: Mapping[str, str]) -> list[dict[str, Any
                 parts.append({"text": content.text, "thought": True, "thought_signature": content.signature})
         elif isinstance(content, FunctionCallContent):
             call = {**_id(content.call_id), "name": content.name, "args": content.parsed_arguments()}
-            parts.append({"function_call": call})
+            parts.append({"function_call": call, **_signed(content.signature, "thought_signature")})
         elif isinstance(content, FunctionResultContent):
             name = names.get(content.call_id)
             if name is None:
@@ -337,7 +337,10 @@ def _part_from_wire(part: Mapping[str, Any], where: str, calls: list[FunctionCal
     if isinstance(part.get("function_call"), Mapping):
         call = _fields(part["function_call"], f"{where}.functionCall")
         made = FunctionCallContent(
-            call.get("id") or _made_id(), str(call.get("name")), json.dumps(call.get("args") or {})
+            call.get("id") or _made_id(),
+            str(call.get("name")),
+            json.dumps(call.get("args") or {}),
+            signature=_signature(part),
         )
         calls.append(made)
         return made
@@ -439,14 +442,12 @@ def _contents(candidate: Any, *, seen_calls: int = 0) -> list[Content]:
         call = _get(part, "function_call")
         if call is not None:
             call_id = _get(call, "id") or _made_id()
-            found.append(FunctionCallContent(call_id, str(_get(call, "name")), json.dumps(_get(call, "args") or {})))
+            arguments = json.dumps(_get(call, "args") or {})
+            found.append(FunctionCallContent(call_id, str(_get(call, "name")), arguments, signature=_signature(part)))
             seen_calls += 1
         elif isinstance(text, str) and text:
             if _get(part, "thought"):
-                signature = _get(part, "thought_signature")
-                if isinstance(signature, bytes):
-                    signature = base64.b64encode(signature).decode()
-                found.append(ReasoningContent(text, signature))
+                found.append(ReasoningContent(text, _signature(part)))
             else:
                 found.append(TextContent(text))
     return found
@@ -509,8 +510,21 @@ def _part_to_wire(content: Content) -> dict[str, Any] | None:
     if isinstance(content, TextContent):
         return {"text": content.text}
     if isinstance(content, FunctionCallContent):
-        return {"functionCall": {**_id(content.call_id), "name": content.name, "args": content.parsed_arguments()}}
+        call = {**_id(content.call_id), "name": content.name, "args": content.parsed_arguments()}
+        return {"functionCall": call, **_signed(content.signature, "thoughtSignature")}
     return None
+
+
+def _signature(part: Any) -> str | None:
+    """A part's thought signature as text (the SDK's objects hold bytes, JSON holds base64)."""
+    signature = _get(part, "thought_signature")
+    if isinstance(signature, bytes):
+        return base64.b64encode(signature).decode()
+    return signature if isinstance(signature, str) else None
+
+
+def _signed(signature: str | None, key: str) -> dict[str, str]:
+    return {key: signature} if signature else {}
 
 
 def response_to_wire(response: ChatResponse[Any]) -> dict[str, Any]:

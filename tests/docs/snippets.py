@@ -260,6 +260,8 @@ def reader_environment(directory: Path, server: LocalModelServer) -> Iterator[No
         patch.setenv("GEMINI_API_KEY", "readme-local")
         patch.delenv("GOOGLE_API_KEY", raising=False)  # the SDK would take it over GEMINI_API_KEY
         patch.setenv("OLLAMA_HOST", native)
+        patch.setenv("MISTRAL_SERVER_URL", server.root_url)  # llama-server speaks Mistral's chat route too
+        patch.setenv("MISTRAL_API_KEY", "readme-local")
         patch.chdir(directory)
         try:
             yield

@@ -16,6 +16,7 @@ for folder in (
     "providers/anthropic",
     "providers/bedrock",
     "providers/google",
+    "providers/mistral",
     "providers/ollama",
     "providers/openai",
     "schema",

@@ -131,7 +131,8 @@ DOCUMENTED_REQUESTS = {
             {"role": "user", "parts": [{"text": "What's the temperature in London?"}]},
             {"role": "model", "parts": [
                 {"text": "I should look it up.", "thought": True, "thoughtSignature": "c2lnbmF0dXJl"},
-                {"functionCall": {"name": "get_current_temperature", "args": {"location": "London"}}}]},
+                {"functionCall": {"name": "get_current_temperature", "args": {"location": "London"}},
+                 "thoughtSignature": "Y2FsbA=="}]},
             {"role": "user", "parts": [{"functionResponse": {
                 "name": "get_current_temperature", "response": {"temperature": 15, "unit": "Celsius"}}}]},
         ],
@@ -281,6 +282,13 @@ DOCUMENTED_ANSWERS = {
             "finishReason": "STOP"}],
         "usageMetadata": {"promptTokenCount": 50, "candidatesTokenCount": 5, "totalTokenCount": 55},
         "modelVersion": "gemini-2.5-flash",
+    },
+    # The thought-signatures guide: Gemini 3 signs the first call of a turn.
+    "signed function call": {
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "check_flight", "args": {"flight": "AA100"}}, "thoughtSignature": "U2lnX0E="}]},
+            "finishReason": "STOP"}],
+        "modelVersion": "gemini-3-pro-preview",
     },
     "cut at the token limit": {
         "candidates": [{"content": {"role": "model", "parts": [{"text": "Once upon a"}]}, "finishReason": "MAX_TOKENS"}],

@@ -28,8 +28,8 @@ class Native(Strategy):
 
     def plan(self, target: Target, messages: list[ChatMessage], options: ChatOptions) -> AttemptRequest:
         schema, profile = target.schema, target.profile
-        # Only OpenAI's dialect has a strict switch; elsewhere `strict` is left unsent.
-        strict = schema.is_strict_json_schema() if profile == "openai-strict" else None
+        # Only OpenAI's and Mistral's dialects have a strict switch; elsewhere `strict` is left unsent.
+        strict = schema.is_strict_json_schema() if profile in ("openai-strict", "mistral") else None
         fmt = ResponseFormat.json_schema(  # the shared schema: each request renders its own copy
             schema.json_schema_view(profile),
             name=schema.wire_name(profile),

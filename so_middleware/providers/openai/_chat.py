@@ -19,6 +19,7 @@ from ...wire.chat import ChunkReader, request_to_wire, response_from_wire
 from .._discovery import ServerInfo
 from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
+from ._custom_tool import CustomToolAnswer, as_update
 from ._profiles import profile_for, server_profile
 from ._tool_emulation import ToolEmulation
 
@@ -86,6 +87,9 @@ class OpenAIChatClient(SDKChatClient):
         return self._creates(sdk, sdk.chat.completions)
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        custom = CustomToolAnswer.of(options)  # a regex or grammar answer, asked as a custom tool
+        if custom is not None:  # (the options sent name it in Chat's shape: not found again)
+            return custom.from_chat(await self._respond(messages, custom.chat_options(options)))
         emulation = ToolEmulation.of(options, self.capabilities)  # tools the backend ignores
         if emulation is not None:
             response = await self._respond(emulation.messages(messages), emulation.options)
@@ -100,6 +104,9 @@ class OpenAIChatClient(SDKChatClient):
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        if CustomToolAnswer.of(options) is not None:  # Chat streams no documented custom call: asked whole
+            yield as_update(await self._respond(messages, options))
+            return
         emulation = ToolEmulation.of(options, self.capabilities)  # tools the backend ignores
         if emulation is not None:
             updates = emulation.updates(self._stream(emulation.messages(messages), emulation.options))

@@ -6,6 +6,7 @@ The llama-server profiles are re-checked against the real server by tests/integr
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from ...core import Capabilities
@@ -24,6 +25,7 @@ __all__ = [
     "VLLM_CHAT",
     "profile_for",
     "server_profile",
+    "takes_grammar_tools",
 ]
 
 Route = Literal["chat", "responses"]
@@ -67,10 +69,12 @@ LLAMA_SERVER_CHAT = Capabilities(
     prefill_echoed=True,
     response_format_passthrough=False,
     schema_profile="json-schema",
-    # The grammar enforces the schema unseen, but SmolLM2-135M does no better with its outline: two
-    # runs of bench/quality.py --outline gave 38% exactly correct off against 41% and 38% on (Chat),
-    # 41% and 41% (Responses), and one Responses task ran out of tokens with it. Off here; on where
-    # the models are larger (vLLM, Ollama, generic servers).
+    # The grammar enforces the schema unseen, but SmolLM2-135M does no better with its outline
+    # (bench/quality.py --outline, BENCHMARKS.md section 4): at temperature 0 the runs repeat, and
+    # the outline changes 11 of the 32 answers, 6 to right and 5 to wrong (12 -> 13 exactly
+    # correct on Chat and on Responses), no direction; after the user's text it costs two valid
+    # answers, its field lines alone change 8 answers, 4 each way, and on Messages it costs two
+    # exact ones. Off here; on where the models are larger (vLLM, Ollama, generic servers).
     schema_in_instructions=False,
     # Measured on the bench tasks that loop (bench/loop_rescue.py): `frequency_penalty` 0.5 ends
     # both loops; llama.cpp's DRY sampler does nothing to a JSON loop with its default sequence
@@ -126,8 +130,22 @@ def profile_for(base_url: str, model: str | None = None, *, route: Route = "chat
     `so_middleware.local.chat_client`, which does).
     """
     if "api.openai.com" in base_url or ".openai.azure.com" in base_url:
-        return OPENAI_API_RESPONSES if route == "responses" else OPENAI_API
+        profile = OPENAI_API_RESPONSES if route == "responses" else OPENAI_API
+        return profile.replace(text_constraint="openai") if takes_grammar_tools(model) else profile
     return OPENAI_COMPATIBLE
+
+
+# GPT-5 and later take a custom tool whose input is held to a Lark grammar or a regex.
+_GRAMMAR_TOOL_MODELS = re.compile(r"(?:^|/)gpt-(\d+)")
+
+
+def takes_grammar_tools(model: str | None) -> bool:
+    """Whether an OpenAI model enforces a custom tool's grammar: GPT-5 and later.
+
+    Example: `takes_grammar_tools("gpt-5-mini")` is True, `takes_grammar_tools("gpt-4.1")` False.
+    """
+    found = _GRAMMAR_TOOL_MODELS.search((model or "").lower())
+    return found is not None and int(found.group(1)) >= 5
 
 
 # vLLM's /v1/chat/completions: response_format json_schema and json_object are enforced by its

@@ -35,6 +35,7 @@ from .._discovery import ServerInfo
 from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, EventReader, SDKChatClient
 from ._background import ResumableReader, answer_to_chat, background_to_chat, ended_run_error, final_of_resumed
+from ._custom_tool import CustomToolAnswer, CustomToolReader
 from ._profiles import profile_for, server_profile
 
 __all__ = ["OpenAIResponsesClient"]
@@ -104,7 +105,9 @@ class OpenAIResponsesClient(SDKChatClient):
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
         to_chat = background_to_chat if options.starts_background_run else answer_to_chat
-        return await self.fetch(self.create_for(options), request, Response, lambda r: to_chat(r, prefill=prefill))
+        response = await self.fetch(self.create_for(options), request, Response, lambda r: to_chat(r, prefill=prefill))
+        custom = CustomToolAnswer.of(options)  # a regex or grammar answer, asked as a custom tool
+        return custom.from_responses(response) if custom is not None else response
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
@@ -121,6 +124,9 @@ class OpenAIResponsesClient(SDKChatClient):
         reader: EventReader = StreamReader(prefill=self.echoed_prefill(messages))
         if options.starts_background_run or token is not None:  # updates carry tokens to resume with
             reader = ResumableReader(StreamReader(prefill=self.echoed_prefill(messages)), token, token is not None)
+        custom = CustomToolAnswer.of(options)
+        if custom is not None:  # the tool's input is the answer's text
+            reader = CustomToolReader(reader, custom.name)
         ending = f"{Event.COMPLETED} or {Event.INCOMPLETE}"
         events = self.read_events(stream, reader, ending=ending, idle_timeout=self.idle_timeout_for(options))
         try:

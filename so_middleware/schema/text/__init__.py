@@ -8,16 +8,28 @@ Example:
     regex_to_gbnf(r"[A-Z]{3}")  # 'root ::= ([A-Z]){3}\\n'
 """
 
-from ._formats import Grammar, GrammarFormat, Regex, RegexFormat, TextConstraint, TextFormat, text_format_of
+from ._formats import (
+    CUSTOM_TOOL_NAME,
+    Grammar,
+    GrammarFormat,
+    Regex,
+    RegexFormat,
+    TextConstraint,
+    TextFormat,
+    custom_tool_fields,
+    text_format_of,
+)
 from ._gbnf import regex_to_gbnf
 
 __all__ = [
+    "CUSTOM_TOOL_NAME",
     "Grammar",
     "GrammarFormat",
     "Regex",
     "RegexFormat",
     "TextConstraint",
     "TextFormat",
+    "custom_tool_fields",
     "regex_to_gbnf",
     "text_format_of",
 ]

@@ -8,9 +8,15 @@ fields of a backend that enforces it.
 
 | output type         | checked here                                   | enforced by the backend           |
 |---------------------|------------------------------------------------|-----------------------------------|
-| `Regex(p)`          | `re.fullmatch(p, text)`                        | llama.cpp (`grammar`, p as GBNF), vLLM (`structured_outputs.regex`) |
-| `Grammar(lark=g)`   | lark's Earley parser (`pip install lark`)      | vLLM (`structured_outputs.grammar`) |
+| `Regex(p)`          | `re.fullmatch(p, text)`                        | llama.cpp (`grammar`, p as GBNF), vLLM (`structured_outputs.regex`), OpenAI GPT-5 (custom tool, `regex`) |
+| `Grammar(lark=g)`   | lark's Earley parser (`pip install lark`)      | vLLM (`structured_outputs.grammar`), OpenAI GPT-5 (custom tool, `lark`) |
 | `Grammar(gbnf=g)`   | nowhere here: only an engine reads GBNF        | llama.cpp (`grammar`), vLLM (`structured_outputs.grammar`); refused elsewhere |
+
+On OpenAI (`text_constraint="openai"`) the form goes as a custom tool the model must call, with
+`format: {"type": "grammar", "syntax": "lark" | "regex", "definition": ...}`; the adapter reads
+the call's `input` back as the answer's text. A regex goes natively only when it is a plain
+regular expression (what `regex_to_gbnf` can translate: no lookaround, no backreference, which
+OpenAI's regex engine does not take); any other is checked here only.
 
 A text that fails the check is re-asked like an invalid JSON answer. An answer with whitespace
 around a form that does not allow it is taken without that whitespace.
@@ -30,16 +36,18 @@ from ...core import UserError
 from ._gbnf import regex_to_gbnf
 
 __all__ = [
+    "CUSTOM_TOOL_NAME",
     "Grammar",
     "GrammarFormat",
     "Regex",
     "RegexFormat",
     "TextConstraint",
     "TextFormat",
+    "custom_tool_fields",
     "text_format_of",
 ]
 
-TextConstraint = Literal["llama.cpp", "vllm"]
+TextConstraint = Literal["llama.cpp", "vllm", "openai"]
 """How a backend takes a regex or grammar on a text answer (`Capabilities.text_constraint`)."""
 
 
@@ -106,6 +114,8 @@ class RegexFormat(TextFormat):
             return {"structured_outputs": {"regex": self.pattern}}
         if constraint == "llama.cpp":
             return {"grammar": self._gbnf if self._gbnf is not None else regex_to_gbnf(self.pattern)}
+        if constraint == "openai" and self._gbnf is not None:  # else checked here only: see the module
+            return custom_tool_fields("regex", self.pattern)
         return None
 
     def instructions(self) -> str:
@@ -154,14 +164,42 @@ class GrammarFormat(TextFormat):
         if self.gbnf is not None:
             raise UserError(
                 "a GBNF grammar is enforced by llama.cpp and vLLM only, and nothing here can check an answer "
-                "against it; this backend's profile says it takes none (text_constraint=None). "
+                f"against it; this backend's profile says it takes {_taken(constraint)}. "
                 "Use Grammar(lark=...), which is checked here, or a profile with text_constraint set"
             )
+        if constraint == "openai" and self.lark is not None:
+            return custom_tool_fields("lark", self.lark)
         return None
 
     def instructions(self) -> str:
         kind, text = ("GBNF", self.gbnf) if self.gbnf is not None else ("Lark", self.lark)
         return f"Reply with only text in this {kind} grammar: nothing else.\n{text}"
+
+
+# The custom tool that carries a form to OpenAI: the model must call it, and its input is the answer.
+CUSTOM_TOOL_NAME = "answer"
+
+
+def custom_tool_fields(syntax: Literal["lark", "regex"], definition: str) -> dict[str, Any]:
+    """The Responses API body fields of a custom tool whose input must be in `definition`, and the
+    `tool_choice` that makes the model call it (`openai.types.responses.CustomToolParam`,
+    `ToolChoiceCustomParam`). The Chat Completions adapter moves them into its own shape.
+
+    Example: `custom_tool_fields("regex", "[0-9]+")["tool_choice"]` is `{"type": "custom", "name": "answer"}`.
+    """
+    tool = {
+        "type": "custom",
+        "name": CUSTOM_TOOL_NAME,
+        "description": "Give your answer as this tool's input.",
+        "format": {"type": "grammar", "syntax": syntax, "definition": definition},
+    }
+    return {"tools": [tool], "tool_choice": {"type": "custom", "name": CUSTOM_TOOL_NAME}}
+
+
+def _taken(constraint: TextConstraint | None) -> str:
+    if constraint == "openai":
+        return "Lark grammars and regular expressions only (text_constraint='openai')"
+    return "none (text_constraint=None)"
 
 
 def _lark_parser(grammar: str, start: str) -> Any:

@@ -100,6 +100,27 @@ async def test_a_stream_that_stalls_after_its_first_chunk_ends_with_the_idle_tim
     assert info.value.partial_text == "Hel"
 
 
+async def test_a_signed_call_goes_back_with_its_thought_signature(gemini: tuple[GeminiServer, genai.Client]) -> None:
+    """Gemini 3 signs its function calls (`thoughtSignature` beside `functionCall`, ai.google.dev
+    "Thought signatures") and refuses a turn whose call comes back without it."""
+    server, sdk = gemini
+    call = {"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}}, "thoughtSignature": "c2lnbmVk"}
+    server.script(
+        Answer({"candidates": [{"content": {"role": "model", "parts": [call]}, "finishReason": "STOP"}]}),
+        Answer(text_answer("It is sunny.")),
+    )
+    tool = FunctionTool("get_weather", {"type": "object", "properties": {"city": {"type": "string"}}}, "Weather")
+    client = _client(sdk)
+    first = await client.get_response("Weather in Oslo?", options={"tools": [tool]})
+    asked = first.messages[-1].contents[0]
+    assert isinstance(asked, FunctionCallContent) and asked.signature == "c2lnbmVk"
+    result = ChatMessage("tool", [FunctionResultContent(asked.call_id, "sunny")])
+    await client.get_response([ChatMessage("user", "Weather in Oslo?"), first.messages[-1], result])
+    back = server.requests[1][1]["contents"][1]["parts"][0]
+    assert back["thoughtSignature"] == "c2lnbmVk"
+    assert back["functionCall"]["name"] == "get_weather"
+
+
 async def test_tool_calls_come_back_as_calls_and_results_go_with_their_function_name(
     gemini: tuple[GeminiServer, genai.Client],
 ) -> None:

@@ -11,7 +11,14 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from so_middleware import Grammar, Regex, UserError
-from so_middleware.schema.text import GrammarFormat, RegexFormat, regex_to_gbnf, text_format_of
+from so_middleware.schema.text import (
+    CUSTOM_TOOL_NAME,
+    GrammarFormat,
+    RegexFormat,
+    custom_tool_fields,
+    regex_to_gbnf,
+    text_format_of,
+)
 
 GBNF_CASES = [
     (r"[A-Z]{3}-[0-9]{4}", 'root ::= ([A-Z]){3} "-" ([0-9]){4}\n'),
@@ -101,12 +108,31 @@ def test_a_lark_grammar_checks_the_answer_with_lark() -> None:
         adapter.validate_python("1+")
 
 
-def test_a_lark_grammar_goes_to_vllm_only() -> None:
+def test_a_lark_grammar_goes_to_vllm_and_openai_only() -> None:
     form = text_format_of(Grammar(lark=ARITHMETIC))
     assert isinstance(form, GrammarFormat)
     assert form.request_fields("vllm") == {"structured_outputs": {"grammar": ARITHMETIC}}
+    assert form.request_fields("openai") == custom_tool_fields("lark", ARITHMETIC)
     assert form.request_fields("llama.cpp") is None
     assert form.request_fields(None) is None
+
+
+def test_openai_gets_a_custom_tool_it_must_call_with_a_plain_regex_only() -> None:
+    plain, lookahead = text_format_of(Regex(r"[A-Z]{3}")), text_format_of(Regex(r"(?=A)[A-Z]{3}"))
+    assert isinstance(plain, RegexFormat) and isinstance(lookahead, RegexFormat)
+    fields = plain.request_fields("openai")
+    assert fields == {
+        "tools": [
+            {
+                "type": "custom",
+                "name": CUSTOM_TOOL_NAME,
+                "description": "Give your answer as this tool's input.",
+                "format": {"type": "grammar", "syntax": "regex", "definition": "[A-Z]{3}"},
+            }
+        ],
+        "tool_choice": {"type": "custom", "name": CUSTOM_TOOL_NAME},
+    }
+    assert lookahead.request_fields("openai") is None  # OpenAI's regex engine has no lookaround: checked here only
 
 
 def test_a_gbnf_grammar_goes_to_the_engines_that_read_it_and_is_refused_elsewhere() -> None:
@@ -117,6 +143,8 @@ def test_a_gbnf_grammar_goes_to_the_engines_that_read_it_and_is_refused_elsewher
     assert form.request_fields("vllm") == {"structured_outputs": {"grammar": gbnf}}
     with pytest.raises(UserError, match=r"GBNF grammar is enforced by llama\.cpp and vLLM only"):
         form.request_fields(None)
+    with pytest.raises(UserError, match=r"takes Lark grammars and regular expressions only"):
+        form.request_fields("openai")
 
 
 @pytest.mark.parametrize(
