@@ -30,6 +30,22 @@ ROOT = HERE.parent
 ROWS = ("raw", "structured", "chain")
 
 
+# A bench script run for another checkout: that checkout's so_middleware imported first (from
+# PYTHONPATH), before `_common` puts this checkout's folder at the head of `sys.path`.
+_IN_CHECKOUT = (
+    "import runpy, sys; sys.argv = sys.argv[1:]; sys.path[0] = sys.argv[0].rpartition('/')[0]; "
+    "import so_middleware; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+def in_checkout(tree: Path | None, python: str, script: str, *args: str) -> tuple[list[str], dict[str, str] | None]:
+    """The command and environment that run `script` with `args` over `tree`'s so_middleware (this
+    checkout's when `tree` is None)."""
+    if tree is None:
+        return [python, script, *args], None
+    return [python, "-c", _IN_CHECKOUT, script, *args], {**os.environ, "PYTHONPATH": str(tree)}
+
+
 def _child(calls: int) -> dict[str, float]:
     sys.path.insert(0, str(HERE))
     import overhead  # the same contenders as the overhead table

@@ -47,6 +47,7 @@ from _common import (
     otel_providers,
     python_for,
 )
+from ab_overhead import in_checkout
 
 CONCURRENT = 200
 TRACEMALLOC_ROUNDS = 5
@@ -225,9 +226,8 @@ class _Contender:
 
     def __init__(self, contender: str, port: int, tree: Path | None = None) -> None:
         self.name = contender
-        command = [python_for(contender), __file__, "--contender", contender, str(port)]
+        command, env = in_checkout(tree, python_for(contender), __file__, "--contender", contender, str(port))
         self.stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115 - open for the process's life; its last line names a failure
-        env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}  # that checkout's so_middleware
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env
         )

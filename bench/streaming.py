@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -48,6 +47,7 @@ from _common import (
     python_for,
     sse_body,
 )
+from ab_overhead import in_checkout
 from pydantic import BaseModel
 
 CHUNK = 16
@@ -230,8 +230,7 @@ def _one(contender: str, kind: str, size: int, budget: float) -> dict[str, Any]:
 
 
 def _measure(contender: str, kind: str, size: int, budget: float, tree: Path | None = None) -> dict[str, Any]:
-    command = [python_for(contender), __file__, "--one", contender, kind, str(size), str(budget)]
-    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}  # that checkout's so_middleware
+    command, env = in_checkout(tree, python_for(contender), __file__, "--one", contender, kind, str(size), str(budget))
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=budget * 4 + 60, check=False, env=env)
     except subprocess.TimeoutExpired:
