@@ -3,9 +3,9 @@ as a ratio to the raw SDK `create` measured in the same process.
 
 Usage (from the repository root; BASE is another checkout, e.g. `git worktree add /tmp/base 8b09cb0`):
 
-    .venv/bin/python bench/ab_overhead.py --base /tmp/base [--pairs 3] [--calls 300]
+    .venv/bin/python bench/ab_overhead.py --base /tmp/base [/tmp/base2 ...] [--pairs 3] [--calls 300]
 
-Each pair runs one process per checkout, one after the other (the order alternates between pairs),
+Each pair runs one process per checkout, one after the other (the order turns between pairs),
 with the checkout first on `PYTHONPATH`. A process answers every call from an in-process
 `httpx2.MockTransport` serving the one recorded body of `bench/overhead.py`, and measures CPU time
 per call of the raw `create`, `with_structured_output` alone and the full chain (telemetry with a
@@ -28,6 +28,22 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 ROWS = ("raw", "structured", "chain")
+
+
+# A bench script run for another checkout: that checkout's so_middleware imported first (from
+# PYTHONPATH), before `_common` puts this checkout's folder at the head of `sys.path`.
+_IN_CHECKOUT = (
+    "import runpy, sys; sys.argv = sys.argv[1:]; sys.path[0] = sys.argv[0].rpartition('/')[0]; "
+    "import so_middleware; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+def in_checkout(tree: Path | None, python: str, script: str, *args: str) -> tuple[list[str], dict[str, str] | None]:
+    """The command and environment that run `script` with `args` over `tree`'s so_middleware (this
+    checkout's when `tree` is None)."""
+    if tree is None:
+        return [python, script, *args], None
+    return [python, "-c", _IN_CHECKOUT, script, *args], {**os.environ, "PYTHONPATH": str(tree)}
 
 
 def _child(calls: int) -> dict[str, float]:
@@ -62,9 +78,15 @@ def _run(tree: Path, calls: int) -> dict[str, float]:
     return found
 
 
+def _commit(tree: Path) -> str:
+    """The short commit a checkout is at, to name its rows."""
+    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or tree.name
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--base", type=Path, help="the checkout to compare against")
+    parser.add_argument("--base", type=Path, nargs="+", help="the checkouts to compare against")
     parser.add_argument("--head", type=Path, default=ROOT, help="the checkout measured (this one by default)")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--calls", type=int, default=300)
@@ -77,11 +99,16 @@ def main() -> None:
         return
     if args.base is None:
         parser.error("--base is required")
-    trees = {"base": args.base.resolve(), "head": args.head.resolve()}
+    trees = {"head": args.head.resolve()}
+    for tree in args.base:
+        trees[f"base {_commit(tree)}" if len(args.base) > 1 else "base"] = tree.resolve()
     print("| pair | checkout | raw `create` µs | structured output alone ÷ raw | full chain ÷ raw |")
     print("|---|---|---|---|---|")
+    names = list(trees)
     for pair in range(1, args.pairs + 1):
-        order = ("base", "head") if pair % 2 else ("head", "base")
+        turn = (pair - 1) % len(names)  # each checkout goes first in turn (pair 1: the bases first)
+        order = names[1:] + names[:1]
+        order = order[turn:] + order[:turn]
         for name in order:
             found = _run(trees[name], args.calls)
             print(

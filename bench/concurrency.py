@@ -12,6 +12,10 @@ spell of a shared machine falls on every contender alike:
   it; the median of 5 more rounds (tracemalloc slows calls, so these rounds are not timed);
 - RSS: the process's peak resident set (VmHWM) after all rounds, minus its resident set after
   the warm-up round.
+
+`python bench/concurrency.py --base CHECKOUT [CHECKOUT ...] [--pairs 3]` runs this checkout and
+others side by side instead (raw SDK, structured output and full chain of each, in turns), and
+prints each one's throughputs as ratios to its own raw SDK row.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from _common import (
     otel_providers,
     python_for,
 )
+from ab_overhead import in_checkout
 
 CONCURRENT = 200
 TRACEMALLOC_ROUNDS = 5
@@ -219,12 +224,12 @@ async def _contender_run(contender: str, port: int) -> dict[str, Any]:
 class _Contender:
     """A contender's process, run round by round from here."""
 
-    def __init__(self, contender: str, port: int) -> None:
+    def __init__(self, contender: str, port: int, tree: Path | None = None) -> None:
         self.name = contender
-        command = [python_for(contender), __file__, "--contender", contender, str(port)]
+        command, env = in_checkout(tree, python_for(contender), __file__, "--contender", contender, str(port))
         self.stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115 - open for the process's life; its last line names a failure
         self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env
         )
         self.error: str | None = None
         self._expect("ready")
@@ -290,12 +295,48 @@ def run(*, quick: bool) -> dict[str, Any]:
     return {"concurrent_calls": CONCURRENT, "rounds": rounds, "tracemalloc_rounds": TRACEMALLOC_ROUNDS, "rows": rows}
 
 
+def side_by_side(trees: dict[str, Path], pairs: int, rounds: int = 3) -> None:
+    """Checkouts side by side (`--base`): per pair, each checkout's raw SDK, structured output and
+    full chain processes take `rounds` rounds in turns with the other checkouts' (the order turns
+    between pairs); a markdown row per checkout and pair, its throughputs as ratios to its raw row."""
+    contenders = CONTENDERS[:3]
+    print("| pair | checkout | raw calls/s | structured output ÷ raw | full chain ÷ raw |")
+    print("|---|---|---|---|---|")
+    names = list(trees)
+    with LoopbackServer(Fixture.load(CHAT_FIXTURE)) as server:
+        for pair in range(pairs):
+            order = names[1:] + names[:1]
+            order = order[pair % len(order) :] + order[: pair % len(order)]
+            running = {name: [_Contender(c, server.port, trees[name]) for c in contenders] for name in order}
+            for _ in range(rounds):
+                for name in order:
+                    for process in running[name]:
+                        process.round()
+            for name in order:
+                raw, structured, chain = (process.finish() for process in running[name])
+                if "error" in raw or "error" in structured or "error" in chain:
+                    print(
+                        f"| {pair + 1} | {name} | {raw.get('error') or structured.get('error') or chain.get('error')} |"
+                    )
+                    continue
+                print(
+                    f"| {pair + 1} | {name} | {raw['calls_per_s']:.0f} | {structured['calls_per_s'] / raw['calls_per_s']:.2f}× "
+                    f"| {chain['calls_per_s'] / raw['calls_per_s']:.2f}× |",
+                    flush=True,
+                )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve", metavar="FIXTURE")
     parser.add_argument("--contender", nargs=2, metavar=("NAME", "PORT"))
+    parser.add_argument("--base", type=Path, nargs="+", help="checkouts to run side by side with this one")
+    parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args()
-    if args.serve:
+    if args.base:
+        here = Path(__file__).resolve().parent.parent
+        side_by_side({"head": here, **{str(tree): tree.resolve() for tree in args.base}}, args.pairs)
+    elif args.serve:
         loaded = Fixture.load(Path(args.serve))
         asyncio.run(_serve(loaded.body, loaded.content_type))
     elif args.contender:

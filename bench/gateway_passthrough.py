@@ -24,6 +24,8 @@ server's own CPU time (utime + stime from /proc) before and after, divided by th
     python bench/gateway_passthrough.py [--quick] [--rss-requests N] [--rows stream_1,stream_64,plain,memory,rss]
     # writes bench/results/gateway_passthrough.json; with --rows, only those rows are measured again, the
     # others kept from the file (each row's time and load average are in `row_measured`)
+    python bench/gateway_passthrough.py --base CHECKOUT [CHECKOUT ...] [--pairs 3]
+    # this checkout's gateway and others', side by side: CPU per request as ratios to the floor
 """
 
 from __future__ import annotations
@@ -172,13 +174,16 @@ def _peers_python() -> Path | None:
 
 
 class _Server:
-    def __init__(self, name: str, args: list[str], port: int, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str, args: list[str], port: int, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> None:
         self.name, self.port = name, port
         # open-responses-server serves `/responses`, not `/v1/responses`
         self.url = f"http://127.0.0.1:{port}" + ("" if name == "open-responses-server" else "/v1")
         home = PEERS_VENV / "run" / name  # where a peer writes its logs
         home.mkdir(parents=True, exist_ok=True)
-        self.process = subprocess.Popen(args, cwd=home if name not in ("floor", "gateway") else ROOT, env={**os.environ, **(env or {})}, stdin=subprocess.PIPE,
+        cwd = cwd or (home if name not in ("floor", "gateway") else ROOT)
+        self.process = subprocess.Popen(args, cwd=cwd, env={**os.environ, **(env or {})}, stdin=subprocess.PIPE,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
     def wait_ready(self) -> bool:
@@ -450,7 +455,51 @@ def table(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def side_by_side(trees: dict[str, Path], pairs: int) -> None:
+    """Checkouts side by side (`--base`): the floor and one gateway per checkout (run from it) in
+    front of one backend; per pair, each row's rounds go through every server in turn (the order
+    turns between pairs); the gateways' CPU per request as a ratio to the floor's."""
+    from so_middleware.gateway._server import free_port
+
+    backend = subprocess.Popen([sys.executable, __file__, "--backend"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, cwd=ROOT)  # fmt: skip
+    assert backend.stdout is not None
+    backend_url = f"http://127.0.0.1:{backend.stdout.readline().strip()}/v1"
+    servers = [_Server("floor", [sys.executable, __file__, "--floor", backend_url, str(port := free_port())], port)]
+    for name, tree in trees.items():
+        command = [sys.executable, "-m", "so_middleware.cli", "gateway", "--backend", backend_url,
+                   "--port", str(port := free_port()), "--log-level", "warning"]  # fmt: skip
+        servers.append(_Server(name, command, port, {"PYTHONPATH": str(tree)}, cwd=tree))
+    streamed = {"model": "m", "input": "hi", "stream": True, "store": False}
+    plain = {"model": "m", "input": "hi", "store": False}
+    rows = {"streamed, 64 at once": (streamed, 64, 320), "plain, 8 at once": (plain, 8, 400)}
+    print("| pair | row | floor CPU ms/request | " + " | ".join(f"{name} ÷ floor" for name in trees) + " |")
+    print("|---|---|---|" + "---|" * len(trees))
+    try:
+        if not all(server.wait_ready() for server in servers):
+            raise SystemExit("a server did not start")
+        for pair in range(pairs):
+            turn = pair % len(servers)
+            order = servers[turn:] + servers[:turn]
+            for row, (body, concurrent, per_round) in rows.items():
+                found = _cpu_row(order, body, concurrent, per_round, 1)
+                floor = found["floor"]["cpu_ms_per_request"]
+                ratios = " | ".join(f"{found[name]['cpu_ms_per_request'] / floor:.2f}×" for name in trees)
+                print(f"| {pair + 1} | {row} | {floor:.2f} | {ratios} |", flush=True)
+    finally:
+        for server in servers:
+            server.stop()
+        backend.terminate()
+        backend.wait(timeout=20)
+
+
 if __name__ == "__main__":
+    if "--base" in sys.argv:  # --base CHECKOUT [CHECKOUT ...] [--pairs N]
+        bases = sys.argv[sys.argv.index("--base") + 1 :]
+        pairs = int(bases[bases.index("--pairs") + 1]) if "--pairs" in bases else 3
+        bases = bases[: bases.index("--pairs")] if "--pairs" in bases else bases
+        side_by_side({"head": ROOT, **{base: Path(base).resolve() for base in bases}}, pairs)
+        sys.exit(0)
     if "--table" in sys.argv:
         print("\n".join(table(json.loads((ROOT / "bench" / "results" / "gateway_passthrough.json").read_text()))))
         sys.exit(0)

@@ -4,8 +4,12 @@
     python bench/profile_hot.py stream      # the full chain, streaming, over the recorded stream
     python bench/profile_hot.py long 262144 # typed streaming of the orders document of that size
     python bench/profile_hot.py string 262144 # ... of the one-long-string document
+    python bench/profile_hot.py count [CHECKOUT ...]  # Python function calls per call: raw, structured, chain
 
-Prints the top entries by own time (tottime) and by cumulative time.
+Prints the top entries by own time (tottime) and by cumulative time. `count` prints, for the raw
+`create`, structured output alone and the full chain of `bench/overhead.py`, how many Python
+functions one call runs in all and in so_middleware: a figure the machine's load cannot move, to
+compare checkouts: this one, then each one named.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import cProfile
 import pstats
+import subprocess
 import sys
 from pathlib import Path
 
@@ -75,8 +80,50 @@ async def _document(kind: str, size: int) -> None:
     await updates.get_final_response()
 
 
+async def _count(calls: int = 50) -> None:
+    import overhead
+
+    import so_middleware
+
+    ours = str(Path(so_middleware.__file__).resolve().parent)
+    contenders = overhead._contenders(False)
+    rows = {
+        "raw": contenders["raw SDK `create`"],
+        "structured": contenders["so_middleware structured output only"],
+        "chain": contenders["so_middleware full chain (telemetry+retries+SO)"],
+    }
+    print(f"so_middleware from {ours}")
+    for name, call in rows.items():
+        for _ in range(5):  # first-call set-up out of the count
+            await call()
+        seen = {"all": 0, "ours": 0}
+
+        def count(frame: object, event: str, arg: object, seen: dict[str, int] = seen) -> None:
+            if event == "call":  # Python frames only (a resumed coroutine counts again)
+                seen["all"] += 1
+                seen["ours"] += frame.f_code.co_filename.startswith(ours)  # type: ignore[attr-defined]
+
+        sys.setprofile(count)
+        try:
+            for _ in range(calls):
+                await call()
+        finally:
+            sys.setprofile(None)
+        print(f"{name}: {seen['all'] / calls:.0f} Python calls per call, {seen['ours'] / calls:.0f} in so_middleware")
+
+
 def main() -> None:
     kind = sys.argv[1]
+    if kind == "count-here":
+        asyncio.run(_count())
+        return
+    if kind == "count":  # this checkout, then each one named
+        from ab_overhead import in_checkout
+
+        for tree in [None, *(Path(name).resolve() for name in sys.argv[2:])]:
+            command, env = in_checkout(tree, sys.executable, __file__, "count-here")
+            print(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout, flush=True)
+        return
     if kind in ("call", "stream"):
         asyncio.run(_calls(kind, 20))  # warm-up
         run = lambda: asyncio.run(_calls(kind, 400))  # noqa: E731

@@ -474,6 +474,10 @@ def write_report(results: dict[str, dict[str, Any]], meta: dict[str, Any], path:
             "",
         ]
         lines += overhead_tables(results["overhead"])
+        # checkouts A/B'd in one run (the benches' `--base`), their tables as they printed them
+        side_by_side = RESULTS / "side_by_side.md"
+        if side_by_side.exists():
+            lines += ["", side_by_side.read_text().strip(), ""]
     if "streaming" in results:
         s = results["streaming"]
         lines += [

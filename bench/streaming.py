@@ -14,6 +14,10 @@ Completions SSE event (`delta.content`), and the whole event stream is served by
 Each (contender, size) runs in its own subprocess and reports CPU seconds (`time.process_time`)
 for the whole stream. A contender that passes the CPU budget is stopped where it is and reported
 as "> budget" with how much of the document it had reached.
+
+`python bench/streaming.py --base CHECKOUT [CHECKOUT ...] [--pairs 3] [--size 262144]` runs this
+checkout and others side by side instead: the raw SDK floor and so_middleware of each, per
+document, so_middleware's CPU time as a ratio to its own floor.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import asyncio
 import json
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from _common import (
@@ -42,6 +47,7 @@ from _common import (
     python_for,
     sse_body,
 )
+from ab_overhead import in_checkout
 from pydantic import BaseModel
 
 CHUNK = 16
@@ -223,10 +229,10 @@ def _one(contender: str, kind: str, size: int, budget: float) -> dict[str, Any]:
     }
 
 
-def _measure(contender: str, kind: str, size: int, budget: float) -> dict[str, Any]:
-    command = [python_for(contender), __file__, "--one", contender, kind, str(size), str(budget)]
+def _measure(contender: str, kind: str, size: int, budget: float, tree: Path | None = None) -> dict[str, Any]:
+    command, env = in_checkout(tree, python_for(contender), __file__, "--one", contender, kind, str(size), str(budget))
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=budget * 4 + 60, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=budget * 4 + 60, check=False, env=env)
     except subprocess.TimeoutExpired:
         return {"over_budget": True, "budget_s": budget, "reached_chars": None, "note": "wall-clock timeout"}
     if done.returncode != 0:
@@ -280,9 +286,37 @@ def _document_rows(kind: str, sizes: tuple[int, ...], budget: float) -> dict[str
     return {"rows": rows, "slopes": slopes}
 
 
+def side_by_side(trees: dict[str, Path], pairs: int, size: int) -> None:
+    """Checkouts side by side (`--base`): per pair and document, the raw SDK floor and so_middleware
+    of each checkout, one after the other (the order turns between pairs); a markdown row each."""
+    print(f"| pair | checkout | document ({size // 1024} KB) | raw floor CPU s | so_middleware ÷ raw |")
+    print("|---|---|---|---|---|")
+    names = list(trees)
+    for pair in range(pairs):
+        order = names[1:] + names[:1]
+        order = order[pair % len(order) :] + order[: pair % len(order)]
+        for kind in DOCUMENTS:
+            for name in order:
+                raw, ours = (_measure(c, kind, size, 30.0, trees[name]) for c in CONTENDERS[:2])
+                if "cpu_s" not in raw or "cpu_s" not in ours:
+                    print(f"| {pair + 1} | {name} | {kind} | {raw} | {ours} |")
+                    continue
+                ratio = ours["cpu_s"] / raw["cpu_s"]
+                print(f"| {pair + 1} | {name} | {kind} | {raw['cpu_s']:.3f} | {ratio:.2f}× |", flush=True)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--one", nargs=4, metavar=("CONTENDER", "DOCUMENT", "SIZE", "BUDGET"), required=True)
+    parser.add_argument("--one", nargs=4, metavar=("CONTENDER", "DOCUMENT", "SIZE", "BUDGET"))
+    parser.add_argument("--base", type=Path, nargs="+", help="checkouts to run side by side with this one")
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--size", type=int, default=256 * 1024, help="the documents' size with --base")
     args = parser.parse_args()
+    if args.base:
+        here = Path(__file__).resolve().parent.parent
+        side_by_side({"head": here, **{str(tree): tree.resolve() for tree in args.base}}, args.pairs, args.size)
+        raise SystemExit(0)
+    if args.one is None:
+        parser.error("--one or --base is required")
     name, kind, size_text, budget_text = args.one
     print(json.dumps(_one(name, kind, int(size_text), float(budget_text))))

@@ -78,7 +78,9 @@ class BaseChatClient(ChatCalls, SyncCalls):
             )
         stream = call.stream
         chat_messages = as_messages(call.messages)
-        chat_options = with_continuation(call.options, call.continuation_token)
+        chat_options = call.options
+        if call.continuation_token is not None or not isinstance(chat_options, ChatOptions):
+            chat_options = with_continuation(chat_options, call.continuation_token)  # a layer above coerced them
         if chat_options.background or chat_options.continuation_token is not None:
             check_background(self, chat_options)
         check_sendable(chat_messages, chat_options)

@@ -113,11 +113,22 @@ class ResponseFormat:
 def copy_json(value: Any) -> Any:
     """A deep copy of a JSON value (dicts, lists, tuples of scalars); several times faster than
     `copy.deepcopy`, which a schema is copied with on every call."""
+    # a scalar is kept without a call of its own (most of a schema's values are strings), and loops
+    # make no comprehension frame per container: schemas are mostly small dicts
     if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
+        copied = {}
+        for key, item in value.items():
+            copied[key] = item if type(item) in _JSON_SCALARS else copy_json(item)
+        return copied
     if isinstance(value, (list, tuple)):
-        return type(value)(copy_json(item) for item in value)
+        items = []
+        for item in value:
+            items.append(item if type(item) in _JSON_SCALARS else copy_json(item))
+        return items if type(value) is list else type(value)(items)
     return value
+
+
+_JSON_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def flat_format(nested: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -154,7 +154,7 @@ class ChatOptions:
             raise TypeError(f"ChatOptions has no field {sorted(unknown)[0]!r}")
         if "response_format" in changes:
             changes["response_format"] = _response_format(changes["response_format"])
-        _check(changes)
+        _check(changes, _CHECKS if len(changes) != 1 else _CHECK_OF.get(next(iter(changes)), ()))
         copied = object.__new__(type(self))
         copied.__dict__.update(self.__dict__)
         copied.__dict__.update(changes)
@@ -282,9 +282,13 @@ _CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
 )
 
 
-def _check(values: Mapping[str, Any]) -> None:
-    """`UserError` naming the first of these option values that has the wrong type."""
-    for name, check, expected in _CHECKS:
+_CHECK_OF = {check[0]: (check,) for check in _CHECKS}  # a field's own check, for a `replace` of one field
+
+
+def _check(values: Mapping[str, Any], checks: Sequence[tuple[str, Callable[[Any], bool], str]] = _CHECKS) -> None:
+    """`UserError` naming the first of these option values that has the wrong type (`checks`: the
+    ones that can apply, fewer for a `replace` of one field, made on every layer of every call)."""
+    for name, check, expected in checks:
         value = values.get(name)
         if value is not None and not check(value):
             raise UserError(f"option {name!r} must be {expected}, not {_shown(value)}")

@@ -79,6 +79,10 @@ def lone_surrogate_in(value: Any, depth: int = 0) -> str | None:
     else:
         return None
     for item in items:
+        if type(item) is str:  # most items: no call of their own
+            if not item.isascii() and lone_surrogate_at(item) is not None:
+                return item
+            continue
         found = lone_surrogate_in(item, depth + 1)
         if found is not None:
             return found
@@ -121,7 +125,10 @@ def _mend(value: Any, depth: int) -> Any:
 
 
 def _is_blank(message: ChatMessage) -> bool:
-    return all(isinstance(c, TextContent) and not c.text.strip() for c in message.contents)
+    for content in message.contents:  # noqa: SIM110 - a loop, not all(...): no generator on every message of every call
+        if not isinstance(content, TextContent) or content.text.strip():
+            return False
+    return True
 
 
 def _surrogate_message(where: str, text: str) -> str:

@@ -128,6 +128,8 @@ def test_replace_checks_the_changed_fields_and_keeps_the_rest() -> None:
         options.replace(temperature="hot")
     with pytest.raises(UserError, match="option 'max_tokens' must be an int >= 1"):
         options.replace(max_tokens=0)
+    with pytest.raises(UserError, match="option 'seed' must be an int"):  # a field or two: each checked
+        options.replace(instructions="Be brief.", seed="7")
     with pytest.raises(TypeError, match="no field 'temprature'"):
         options.replace(temprature=1)
     with pytest.raises(dataclasses.FrozenInstanceError):

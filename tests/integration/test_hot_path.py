@@ -33,6 +33,15 @@ def test_copy_json_is_a_deep_copy() -> None:
     assert value == {"a": [1, {"b": (2, 3)}], "c": {"d": None}}
 
 
+def test_copy_json_copies_containers_inside_lists_and_tuples_and_keeps_scalars() -> None:
+    value = {"enum": [["x"], ("y", ["z"])], "n": 1.5, "ok": True}
+    copied = copy_json(value)
+    assert copied == value and type(copied["enum"][1]) is tuple
+    copied["enum"][0].append("changed")
+    copied["enum"][1][1].append("changed")
+    assert value == {"enum": [["x"], ("y", ["z"])], "n": 1.5, "ok": True}
+
+
 def test_json_schema_is_a_fresh_copy_each_call() -> None:
     schema = OutputSchema(Person)
     first = schema.json_schema()

@@ -36,9 +36,10 @@ class Native(Strategy):
             strict=strict,
             description=target.description,
         )
-        changed = options.replace(response_format=fmt)
         if target.capabilities.schema_in_instructions:
-            changed = changed.replace(instructions=outlined_instructions(options, schema))
+            changed = options.replace(response_format=fmt, instructions=outlined_instructions(options, schema))
+        else:
+            changed = options.replace(response_format=fmt)
         return AttemptRequest(self, list(messages), changed, strict=bool(strict))
 
     def ignored(self, plan: AttemptRequest, answer: Answer) -> bool:

@@ -135,18 +135,14 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient, RetriesE
 
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Like any ChatClient; `output_type=T` is a shortcut for a per-run `StructuredOutput(T)`."""
-        features = call.options.features
-        retries = retries_in(features)
-        run = self._run(call, features, retries)
+        run, retries = self._run(call)
         if run is not None:
             return run.respond()
         return super().respond(call) if retries is None else retries.respond(self._inner(call, retries))
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: each model call's updates, then the validated response."""
-        features = call.options.features
-        retries = retries_in(features)
-        run = self._run(call, features, retries)
+        run, retries = self._run(call)
         if run is not None:
             return ResponseStream(run.steps(), run.final_response)
         return super().stream(call) if retries is None else retries.stream(self._inner(call, retries))
@@ -157,16 +153,20 @@ class StructuredOutputChatClient(DefaultTyped[D], DelegatingChatClient, RetriesE
         options = without(call.options, retries)
         return functools.partial(self.__wrapped__.get_response, call.messages, options=options)
 
-    def _run(self, call: LayerCall, features: Sequence[Any], retries: CallRetries | None) -> StructuredRun | None:
-        """The run this call asks for; None for a call that asks for no structured output."""
+    def _run(self, call: LayerCall) -> tuple[StructuredRun | None, CallRetries | None]:
+        """The run this call asks for (None for a call that asks for no structured output), and
+        the retries a retry layer above left to this layer."""
         options = call.options
+        features = options.features  # read once: the run's options are made from the same list
+        retries = retries_in(features)
         feature = feature_for(features, call.output_type, self._self_settings, self._self_default)
         if feature is None:
-            return None
+            return None, retries
         messages = as_messages(call.messages)  # refused before the first call: it would be paid for
         check_sendable(messages, options)
         learned, strategies = self._self_learned, self._self_strategies
-        return StructuredRun(self.__wrapped__, feature, messages, options, learned, strategies, retries)
+        run = StructuredRun(self.__wrapped__, feature, messages, options, learned, strategies, retries, features)
+        return run, retries
 
 
 @overload

@@ -145,10 +145,11 @@ def retries_in(features: Sequence[Any]) -> CallRetries | None:
     return next((feature for feature in reversed(features) if isinstance(feature, CallRetries)), None)
 
 
-def without(options: ChatOptions, *dropped: object) -> ChatOptions:
-    """`options` without the `dropped` features (the same object when none is there)."""
+def without(options: ChatOptions, *dropped: object, features: Sequence[Any] | None = None) -> ChatOptions:
+    """`options` without the `dropped` features (the same object when none is there); `features`:
+    `options.features`, when the caller has read them already."""
     dropped_ids = {id(feature) for feature in dropped}  # identity: a feature's == may compare its settings
-    features = options.features
+    features = options.features if features is None else features
     if not any(id(feature) in dropped_ids for feature in features):
         return options
     return options.with_features([feature for feature in features if id(feature) not in dropped_ids])

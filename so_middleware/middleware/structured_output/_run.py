@@ -73,6 +73,7 @@ class StructuredRun:
         learned: Learned | None = None,
         strategies: Sequence[Strategy] | None = None,
         retries: CallRetries | None = None,
+        features: Sequence[Any] | None = None,
     ) -> None:
         self.inner = inner
         self.available = strategies  # the client's list (None: the default one)
@@ -80,7 +81,7 @@ class StructuredRun:
         self.messages = messages
         self.retries = retries  # a retry layer's above: each model call is retried with them, not the run
         # the calls carry the other features on, not the run's own, not the retries it applies
-        self.options = without(options, feature, retries)
+        self.options = without(options, feature, retries, features=features)
         self.key = (route_of(inner), options.model or getattr(inner, "model", None))
         self._memory = learned
         self._use(getattr(inner, "capabilities", None))
@@ -106,15 +107,16 @@ class StructuredRun:
         self.strategies: list[Strategy] = [s for s in every if s.name not in lesson.ignored] or every[-1:]
 
     async def _discover(self) -> None:
-        """Identify the backend first where the adapter has yet to (`discover_capabilities`)."""
-        if getattr(self.inner, "discovery_pending", False):
-            self._use(await self.inner.discover_capabilities())  # type: ignore[attr-defined]
+        """Identify the backend first, as the adapter has yet to (`discover_capabilities`); asked
+        only then, to make no coroutine on a call to a known backend."""
+        self._use(await self.inner.discover_capabilities())  # type: ignore[attr-defined]
 
     # ---------------------------------------------------------------- the loop
 
     async def steps(self) -> AsyncIterator[ChatResponseUpdate[Any]]:
         """The streamed run: call, judge, then finish, fall back or re-ask; yields each call's updates."""
-        await self._discover()
+        if getattr(self.inner, "discovery_pending", False):
+            await self._discover()
         plan: AttemptRequest | None = self._plan(self.messages)
         while plan is not None:
             call = Call(self.inner, plan, len(self.attempts), self.target, self.retries)
@@ -130,7 +132,8 @@ class StructuredRun:
 
     async def respond(self) -> ChatResponse[Any]:
         """The non-streaming run: the same steps as `steps()`, made with plain calls."""
-        await self._discover()
+        if getattr(self.inner, "discovery_pending", False):
+            await self._discover()
         plan: AttemptRequest | None = self._plan(self.messages)
         while plan is not None:
             try:
