@@ -124,13 +124,20 @@ def test_with_auto_and_a_text_format_the_message_follows_the_format(
     ['{"name": "launch_rockets", "arguments": {}}', "It is sunny in Oslo."],  # what no grammar-bound backend sends
     ids=["unknown-call", "text"],
 )
+@pytest.mark.parametrize("choice", ["required", "auto"])
 def test_an_answer_that_is_no_call_is_a_bad_gateway_keeping_the_backend_text(
-    llama_like: tuple[FakeChatBackend, AppServer], stream: bool, answer: str
+    llama_like: tuple[FakeChatBackend, AppServer], stream: bool, answer: str, choice: str
 ) -> None:
+    """A call of a tool the request did not declare never reaches the client as a call, whether
+    the call was required or left to the model: the schema sent lists only the declared tools."""
     backend, server = llama_like
     backend.text = answer
     with pytest.raises(openai.APIStatusError) as caught:
-        create(sdk(server), stream, tools=[WEATHER], tool_choice="required")
+        create(sdk(server), stream, tools=[WEATHER], tool_choice=choice)
+    schema = backend.bodies[-1]["response_format"]["json_schema"]["schema"]
+    assert [option["properties"].get("name", {}).get("const") for option in schema.get("anyOf", [schema])] == (
+        ["get_weather"] if choice == "required" else ["get_weather", None]
+    )
     assert caught.value.status_code == 502
     assert caught.value.body["code"] == "backend_bad_response"  # type: ignore[index]
     assert caught.value.body["raw_text"] == answer  # type: ignore[index]
@@ -201,3 +208,21 @@ def test_a_tool_whose_definitions_are_no_object_is_a_400_naming_it(
     with pytest.raises(openai.BadRequestError, match="tool 'get_weather' must be an object") as caught:
         sdk(server).responses.create(model="m", input=QUESTION, tools=[tool, TIME], tool_choice="required")
     assert caught.value.status_code == 400 and backend.bodies == []
+
+
+def test_a_function_call_output_reaches_the_backend_named_after_its_call(
+    llama_like: tuple[FakeChatBackend, AppServer],
+) -> None:
+    """A `function_call_output` has only the call's id; the backend that reads the history as text
+    is told which tool answered (what agent clients such as Codex CLI send back)."""
+    backend, server = llama_like
+    backend.text = '{"answer": "Sunny."}'
+    history = [
+        {"role": "user", "content": QUESTION},
+        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city": "Oslo"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "12 C"},
+    ]
+    response = sdk(server).responses.create(model="m", input=history, tools=[WEATHER, TIME])  # type: ignore[arg-type]
+    assert response.output_text == "Sunny."
+    texts = [m["content"] for m in backend.bodies[-1]["messages"] if m["role"] == "user"]
+    assert texts[-1] == "The call of get_weather returned: 12 C"

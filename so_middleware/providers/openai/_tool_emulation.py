@@ -108,8 +108,12 @@ class ToolEmulation:
         return cls(changed, tuple(tools), answers)
 
     def messages(self, messages: list[ChatMessage]) -> list[ChatMessage]:
-        """The history as this backend can read it: earlier calls and their results as text."""
-        return [_as_text(message) for message in messages]
+        """The history as this backend can read it: earlier calls and their results as text.
+
+        A result that does not name its tool (a Responses `function_call_output` has only the
+        call's id) is named after its call: the model reads which tool answered, not an id."""
+        called = {c.call_id: c.name for m in messages for c in m.contents if isinstance(c, FunctionCallContent)}
+        return [_as_text(message, called) for message in messages]
 
     def response(self, response: ChatResponse[Any]) -> ChatResponse[Any]:
         """The backend's answer with its JSON turned into the tool call it stands for."""
@@ -227,7 +231,7 @@ def _string(literal: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _as_text(message: ChatMessage) -> ChatMessage:
+def _as_text(message: ChatMessage, called: dict[str, str]) -> ChatMessage:
     if not any(isinstance(c, (FunctionCallContent, FunctionResultContent)) for c in message.contents):
         return message
     parts: list[str] = []
@@ -236,7 +240,8 @@ def _as_text(message: ChatMessage) -> ChatMessage:
             parts.append(json.dumps({"name": content.name, "arguments": _parsed(content.arguments)}))
         elif isinstance(content, FunctionResultContent):
             outcome = "failed" if content.is_error else "returned"
-            parts.append(f"The call of {content.name or content.call_id} {outcome}: {content.result_text}")
+            name = content.name or called.get(content.call_id) or content.call_id
+            parts.append(f"The call of {name} {outcome}: {content.result_text}")
         elif isinstance(content, TextContent):
             parts.append(content.text)
     return ChatMessage(

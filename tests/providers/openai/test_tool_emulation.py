@@ -212,6 +212,18 @@ def test_earlier_calls_and_results_are_sent_as_text() -> None:
     assert (sent[2].role, sent[2].text) == ("user", "The call of get_weather returned: 12 C")
 
 
+def test_a_result_that_names_no_tool_is_named_after_its_call() -> None:
+    """A Responses `function_call_output` carries only the call's id: the text names the tool."""
+    history = [
+        ChatMessage(
+            "assistant", [FunctionCallContent("c1", "get_weather", "{}"), FunctionCallContent("c2", "get_time", "{}")]
+        ),
+        ChatMessage("tool", [FunctionResultContent("c2", "noon"), FunctionResultContent("c9", "lost")]),
+    ]
+    sent = emulation(tool_choice="auto").messages(history)
+    assert sent[1].text == "The call of get_time returned: noon\nThe call of c9 returned: lost"
+
+
 # ------------------------------------------------------------------------------- the answer
 
 
