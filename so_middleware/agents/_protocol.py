@@ -18,6 +18,7 @@ from ..core import (
     ResponseStream,
     UserError,
     run_sync,
+    show_parameters_of,
     typed_as,
 )
 from ._response import AgentResponse, AgentResponseUpdate
@@ -203,3 +204,6 @@ class SyncRuns(Generic[TIn]):
         return run_sync(lambda: run(*args, **kwargs))
 
     del _signature  # a name for the type checkers only, not an attribute of every agent
+
+
+show_parameters_of(Agent.run, vars(SyncRuns)["run_sync"])

@@ -64,6 +64,7 @@ from ._formats import copy_json as copy_json  # for schema and middleware: JSON 
 from ._formats import flat_format as flat_format  # for wire: either OpenAI spelling of a format read flat
 from ._messages import ChatMessage, MessageInput, Role, as_messages
 from ._options import FEATURES_KEY, ChatOptions, ForcedTool, FunctionTool, OptionsInput, ToolChoice, find_feature
+from ._protocol import show_parameters_of as show_parameters_of  # for agents: the twin's run-time signature
 from ._protocol import typed_as as typed_as  # for agents: a blocking twin typed from its async verb
 from ._record_keys import (
     CACHE_HIT_KEY,

@@ -11,6 +11,7 @@ to the class's `_call(call)` hook. `ChatCalls` is that protocol as a base class,
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload, runtime_checkable
@@ -212,3 +213,12 @@ class SyncCalls:
         if kwargs.get("stream"):
             return sync_stream(lambda: get_response(*args, **kwargs))
         return run_sync(lambda: get_response(*args, **kwargs))
+
+
+def show_parameters_of(model: Callable[..., Any], twin: Callable[..., Any]) -> None:
+    """Make `inspect.signature(twin)` (`help()`, an editor reading the live object) show `model`'s
+    parameters, where `twin` is written `(*args, **kwargs)` and typed from `model`'s overloads."""
+    twin.__signature__ = inspect.signature(model)  # type: ignore[attr-defined]  # pyright: ignore[reportFunctionMemberAccess]
+
+
+show_parameters_of(ChatClient.get_response, SyncCalls.get_response_sync)

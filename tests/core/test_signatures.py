@@ -57,6 +57,17 @@ def _hooks(name: str) -> dict[str, list[str]]:
     return found
 
 
+def test_the_blocking_twins_show_their_verbs_parameters_at_run_time() -> None:
+    """`help(client.get_response_sync)` and an editor reading the live object see the keywords,
+    not the `(*args, **kwargs)` the twin is written with."""
+    from so_middleware.testing import FakeChatClient
+
+    client = FakeChatClient()
+    for twin, verb in ((client.get_response_sync, client.get_response), (SyncRuns.run_sync, Agent.run)):
+        assert inspect.signature(twin) == inspect.signature(verb)
+    assert "output_type" in inspect.signature(client.get_response_sync).parameters
+
+
 def test_the_call_hooks_take_the_call_as_one_object() -> None:
     """`_call` (chat clients) and `_run` (agents) take a `ChatCall` / `AgentCall`: the argument list
     is written in the public signature and that dataclass, not again in every hook."""
