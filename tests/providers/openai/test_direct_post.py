@@ -81,3 +81,13 @@ def test_http_client_with_a_blocking_sdk_client_is_refused() -> None:
     sdk = openai.OpenAI(base_url="http://backend.test/v1", api_key="k")
     with pytest.raises(UserError, match=r"http_client=.*AsyncOpenAI"):
         OpenAIChatClient(sdk, "m", discover=False, http_client=httpx2.AsyncClient())
+
+
+async def test_what_orjson_refuses_is_still_posted() -> None:
+    """An integer past 64 bits (orjson refuses it) is valid JSON to send."""
+    captured: list[httpx2.Request] = []
+    client = _direct(captured, max_retries=0)
+    extra = {"seed": 2**70}
+    await client.get_response("hi", options=ChatOptions(extra_body=extra))
+    [request] = captured
+    assert {key: value for key, value in json.loads(request.content).items() if key in extra} == extra
