@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, Ty
 
 from typing_extensions import TypeVar as DefaultedTypeVar
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeForm
+
 from ..core import (
     ChatMessage,
     ContinuationToken,
@@ -86,33 +89,7 @@ class Agent(Protocol[TIn]):
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
-        output_type: type[T],
-        stream: Literal[False] = False,
-        continuation_token: ContinuationToken | str | None = None,
-        approvals: Decisions = None,
-    ) -> Awaitable[AgentResponse[T]]: ...
-
-    @overload
-    def run(
-        self,
-        input: TIn | MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: type[T],
-        stream: Literal[True],
-        continuation_token: ContinuationToken | str | None = None,
-        approvals: Decisions = None,
-    ) -> TypedAgentStream[T]: ...
-
-    @overload
-    def run(
-        self,
-        input: TIn | MessageInput | None = None,
-        *,
-        thread: AgentThread | None = None,
-        options: OptionsInput = None,
-        output_type: Any = None,
+        output_type: None = None,
         stream: Literal[False] = False,
         continuation_token: ContinuationToken | str | None = None,
         approvals: Decisions = None,
@@ -125,11 +102,37 @@ class Agent(Protocol[TIn]):
         *,
         thread: AgentThread | None = None,
         options: OptionsInput = None,
-        output_type: Any = None,
+        output_type: None = None,
         stream: Literal[True],
         continuation_token: ContinuationToken | str | None = None,
         approvals: Decisions = None,
     ) -> AgentStream: ...
+
+    @overload
+    def run(
+        self,
+        input: TIn | MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: TypeForm[T],
+        stream: Literal[False] = False,
+        continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
+    ) -> Awaitable[AgentResponse[T]]: ...
+
+    @overload
+    def run(
+        self,
+        input: TIn | MessageInput | None = None,
+        *,
+        thread: AgentThread | None = None,
+        options: OptionsInput = None,
+        output_type: TypeForm[T],
+        stream: Literal[True],
+        continuation_token: ContinuationToken | str | None = None,
+        approvals: Decisions = None,
+    ) -> TypedAgentStream[T]: ...
 
     def run(
         self,
@@ -155,8 +158,7 @@ class Agent(Protocol[TIn]):
         A run whose tool calls wait for approval ends with `approval_requests` and a
         `continuation_token`; `run(continuation_token=token, approvals={call_id: True | False |
         "reason"})` resumes it, in this process or another one (see `ChatAgent`).
-        `output_type=T` types the result as `AgentResponse[T]` (see `ChatClient` for which type
-        forms keep their type statically).
+        `output_type=T` types the result as `AgentResponse[T]`, for any type form (see `ChatClient`).
         """
         call = AgentCall(input, thread, options, output_type, stream, continuation_token, approvals)
         return cast(_Running, self)._run(call)

@@ -9,10 +9,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeForm
+
 from ._continuation import ContinuationToken
 from ._messages import MessageInput
 from ._options import OptionsInput
-from ._protocol import SyncChatStream, TypedChatStream, TypedSyncChatStream
+from ._protocol import TypedChatStream, TypedSyncChatStream
 from ._responses import ChatResponse
 
 __all__ = ["DefaultTyped"]
@@ -24,28 +27,8 @@ if TYPE_CHECKING:
 
     class DefaultTyped(Generic[D]):
         """`get_response` and `get_response_sync` of `ChatClient`, a call without `output_type`
-        answering the creation-time type `D`."""
+        answering the creation-time type `D` (in `ChatClient`'s order: the overloads must match)."""
 
-        @overload
-        def get_response(
-            self,
-            messages: MessageInput = (),
-            *,
-            options: OptionsInput = None,
-            stream: Literal[False] = False,
-            output_type: type[T],
-            continuation_token: ContinuationToken | str | None = None,
-        ) -> Awaitable[ChatResponse[T]]: ...
-        @overload
-        def get_response(
-            self,
-            messages: MessageInput = (),
-            *,
-            options: OptionsInput = None,
-            stream: Literal[True],
-            output_type: type[T],
-            continuation_token: ContinuationToken | str | None = None,
-        ) -> TypedChatStream[T]: ...
         @overload
         def get_response(
             self,
@@ -73,9 +56,9 @@ if TYPE_CHECKING:
             *,
             options: OptionsInput = None,
             stream: Literal[False] = False,
-            output_type: Any = None,
+            output_type: TypeForm[T],
             continuation_token: ContinuationToken | str | None = None,
-        ) -> Awaitable[ChatResponse[Any]]: ...
+        ) -> Awaitable[ChatResponse[T]]: ...
         @overload
         def get_response(
             self,
@@ -83,31 +66,11 @@ if TYPE_CHECKING:
             *,
             options: OptionsInput = None,
             stream: Literal[True],
-            output_type: Any = None,
+            output_type: TypeForm[T],
             continuation_token: ContinuationToken | str | None = None,
-        ) -> TypedChatStream[Any]: ...
+        ) -> TypedChatStream[T]: ...
         def get_response(self, *args: Any, **kwargs: Any) -> Any: ...
 
-        @overload
-        def get_response_sync(
-            self,
-            messages: MessageInput = (),
-            *,
-            options: OptionsInput = None,
-            stream: Literal[False] = False,
-            output_type: type[T],
-            continuation_token: ContinuationToken | str | None = None,
-        ) -> ChatResponse[T]: ...
-        @overload
-        def get_response_sync(
-            self,
-            messages: MessageInput = (),
-            *,
-            options: OptionsInput = None,
-            stream: Literal[True],
-            output_type: type[T],
-            continuation_token: ContinuationToken | str | None = None,
-        ) -> TypedSyncChatStream[T]: ...
         @overload
         def get_response_sync(
             self,
@@ -135,9 +98,9 @@ if TYPE_CHECKING:
             *,
             options: OptionsInput = None,
             stream: Literal[False] = False,
-            output_type: Any = None,
+            output_type: TypeForm[T],
             continuation_token: ContinuationToken | str | None = None,
-        ) -> ChatResponse[Any]: ...
+        ) -> ChatResponse[T]: ...
         @overload
         def get_response_sync(
             self,
@@ -145,9 +108,9 @@ if TYPE_CHECKING:
             *,
             options: OptionsInput = None,
             stream: Literal[True],
-            output_type: Any = None,
+            output_type: TypeForm[T],
             continuation_token: ContinuationToken | str | None = None,
-        ) -> SyncChatStream: ...
+        ) -> TypedSyncChatStream[T]: ...
         def get_response_sync(self, *args: Any, **kwargs: Any) -> Any: ...
 
 else:

@@ -23,6 +23,9 @@ from ._responses import ChatResponse, ChatResponseUpdate
 from ._stream import ResponseStream
 from ._sync import SyncResponseStream, run_sync, sync_stream
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeForm
+
 __all__ = [
     "ChatCall",
     "ChatCalls",
@@ -85,10 +88,11 @@ class ChatCall:
 class _Signature(Protocol):
     """The call signature of `get_response` and `get_response_sync`, written once.
 
-    Four overloads, because mypy binds `T` from `output_type` only where the parameter is exactly
-    `type[T]`: a `type[T] | Any` parameter (one overload per `stream`, `T` defaulting to `Any`)
-    leaves `T` unbound for `output_type=Person` under mypy, so the type forms that are not classes
-    (`Person | None`, `Annotated[...]`) need overloads of their own.
+    `output_type` is any type form (PEP 747's `TypeForm`: a class, `list[Person]`, `Person | None`,
+    `Annotated[...]`, `Literal[...]`), whose type the response's value takes; left out (or None),
+    the value is `Any`. Two overloads per `stream` rather than one with `T` defaulting to `Any`:
+    pyright does not apply a `TypeVar`'s default through the `ParamSpec` that maps these
+    overloads onto both entry points (`_async_side`, `_blocking_side`), and leaves it unsolved.
     """
 
     @overload
@@ -98,29 +102,7 @@ class _Signature(Protocol):
         *,
         options: OptionsInput = None,
         stream: Literal[False] = False,
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> _Twin[Awaitable[ChatResponse[T]], ChatResponse[T]]: ...
-
-    @overload
-    def get_response(
-        self: Any,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[True],
-        output_type: type[T],
-        continuation_token: ContinuationToken | str | None = None,
-    ) -> _Twin[TypedChatStream[T], TypedSyncChatStream[T]]: ...
-
-    @overload
-    def get_response(
-        self: Any,
-        messages: MessageInput = (),
-        *,
-        options: OptionsInput = None,
-        stream: Literal[False] = False,
-        output_type: Any = None,
+        output_type: None = None,
         continuation_token: ContinuationToken | str | None = None,
     ) -> _Twin[Awaitable[ChatResponse[Any]], ChatResponse[Any]]: ...
 
@@ -131,9 +113,31 @@ class _Signature(Protocol):
         *,
         options: OptionsInput = None,
         stream: Literal[True],
-        output_type: Any = None,
+        output_type: None = None,
         continuation_token: ContinuationToken | str | None = None,
     ) -> _Twin[ChatStream, SyncChatStream]: ...
+
+    @overload
+    def get_response(
+        self: Any,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[False] = False,
+        output_type: TypeForm[T],
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> _Twin[Awaitable[ChatResponse[T]], ChatResponse[T]]: ...
+
+    @overload
+    def get_response(
+        self: Any,
+        messages: MessageInput = (),
+        *,
+        options: OptionsInput = None,
+        stream: Literal[True],
+        output_type: TypeForm[T],
+        continuation_token: ContinuationToken | str | None = None,
+    ) -> _Twin[TypedChatStream[T], TypedSyncChatStream[T]]: ...
 
 
 # Named before use: pyright infers a nested `typed_as(_async_side(...))` from the decorator's
@@ -151,14 +155,11 @@ class ChatClient(Protocol):
     in the stack must handle it. `continuation_token=` polls (or with `stream=True` resumes) a
     background run started with `options={"background": True}`; messages may be left out then.
 
-    Static types: an `output_type` that is a class (`Person`, `int`, `str`, a TypedDict, and
-    parametrised classes such as `list[Person]` or `dict[str, int]`) gives `ChatResponse[T]`
-    (`ResponseStream[ChatResponseUpdate[T], ChatResponse[T]]` with `stream=True`), so
-    `response.value` is a `Person`. Other type forms (`Person | None`, `Optional[...]`,
-    `Annotated[...]`, `Literal[...]`) are not classes, cannot bind a `type[T]` parameter in mypy or
-    pyright, and give `ChatResponse[Any]`, as does a call without `output_type` (mypy also gives
-    `Any` for an abstract class). Annotate the result (`value: Person | None = response.value`)
-    to keep a type there.
+    Static types: `output_type=T` gives `ChatResponse[T]` (`ResponseStream[ChatResponseUpdate[T],
+    ChatResponse[T]]` with `stream=True`) for any type form (PEP 747's `TypeForm`): a class
+    (`Person`, `int`, a TypedDict, an abstract class), `list[Person]`, `Person | None`,
+    `Annotated[int, ...]` (an `int`), `Literal["a", "b"]`; so `response.value` is a `Person`.
+    A call without `output_type` gives `ChatResponse[Any]`.
 
     Example:
         response = await client.get_response("Ada, 36", output_type=Person)

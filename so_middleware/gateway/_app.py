@@ -1,7 +1,7 @@
 """The gateway's ASGI app: the OpenAI Responses API in front of a Chat Completions backend.
 
 The backend is called through the library's own chain: `OpenAIChatClient` (the one translation
-to the Chat Completions wire; its requests sent on the SDK client's HTTP client, see `_backend`),
+to the Chat Completions wire; its requests sent on the SDK client's HTTP client, `http_client=`),
 wrapped by `with_retries` and `with_telemetry`, and with `validate=True` by
 `with_structured_output` (beyond seed 004, which forbids touching output).
 """
@@ -24,8 +24,8 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from so_middleware import ChatClient, SOMiddlewareError, with_retries, with_structured_output, with_telemetry
+from so_middleware.openai import OpenAIChatClient
 
-from ._backend import DirectChatClient
 from ._config import GatewayConfig
 from ._errors import BadRequest, error_response, to_error_response
 from ._logs import AccessLog
@@ -47,7 +47,7 @@ def backend_client(config: GatewayConfig) -> tuple[AsyncOpenAI, ChatClient]:
                       timeout=config.backend_timeout, http_client=http)  # fmt: skip
     # The backend's profile is discovered on the first call (formats are forwarded whatever it
     # says): on a backend that ignores function tools, the adapter emulates them.
-    chain: Any = with_retries(DirectChatClient(sdk, http), max_attempts=config.max_attempts)
+    chain: Any = with_retries(OpenAIChatClient(sdk, http_client=http), max_attempts=config.max_attempts)
     chain = with_telemetry(chain, tracer_provider=config.tracer_provider, meter_provider=config.meter_provider)
     if config.validate:
         chain = with_structured_output(chain)

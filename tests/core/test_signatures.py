@@ -30,12 +30,12 @@ def _definitions(name: str) -> Counter[str]:
 
 
 def test_get_response_is_declared_once_on_the_protocol() -> None:
-    # four overloads (`_Signature`, serving both entry points) and the implementation; the blocking
-    # twin is one implementation typed from the same overloads. `DefaultTyped` (types only, no
-    # implementation) adds the overloads of a client made with an output type, whose calls
-    # without one answer it
-    assert _definitions("get_response") == {"core/_protocol.py": 5, "core/_default_typed.py": 7}
-    assert _definitions("get_response_sync") == {"core/_protocol.py": 1, "core/_default_typed.py": 7}
+    # four overloads (`_Signature`, serving both entry points: per `stream`, without `output_type`
+    # and with one) and the implementation; the blocking twin is one implementation typed from the
+    # same overloads. `DefaultTyped` (types only) restates the four for a client made with an
+    # output type, whose calls without one answer it, and a stub
+    assert _definitions("get_response") == {"core/_protocol.py": 5, "core/_default_typed.py": 5}
+    assert _definitions("get_response_sync") == {"core/_protocol.py": 1, "core/_default_typed.py": 5}
 
 
 def test_the_agents_run_is_declared_once_on_the_protocol() -> None:

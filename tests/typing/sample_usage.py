@@ -4,8 +4,9 @@
 `output_type=Person` carries `Person` to `.value` through every entry point: each layer's
 `get_response` (awaited, streamed, blocking), `chain(...)`, `ChatAgent.run`/`run_sync`,
 `StructuredOutput[T].response` and `.parse(T)`; a type given at creation,
-`with_structured_output(client, Person)`, carries it to calls without `output_type`. Without `output_type`, or with a type form that is
-not a class (`Person | None`, `Annotated[...]`), the value stays `Any`.
+`with_structured_output(client, Person)`, carries it to calls without `output_type`. A type form
+that is not a class (`Person | None`, `Annotated[int, ...]`) keeps its type on a call; without
+`output_type` the value stays `Any`.
 """
 
 from __future__ import annotations
@@ -115,10 +116,12 @@ async def other_types() -> None:
     assert_type((await client.get_response("hi", output_type=list[Person])).value, list[Person])
     assert_type((await client.get_response("hi", output_type=dict[str, int])).value, dict[str, int])
     assert_type((await client.get_response("hi", output_type=Row)).value, Row)
-    # not classes: no `type[T]` to bind, so the value is Any (both checkers agree)
-    assert_type((await client.get_response("hi", output_type=Person | None)).value, Any)
-    assert_type((await client.get_response("hi", output_type=Optional[Person])).value, Any)
-    assert_type((await client.get_response("hi", output_type=Annotated[int, "age"])).value, Any)
+    # type forms that are not classes keep their type too (a `TypeForm`, in both checkers)
+    assert_type((await client.get_response("hi", output_type=Person | None)).value, Optional[Person])
+    assert_type((await client.get_response("hi", output_type=Optional[Person])).value, Optional[Person])
+    assert_type((await client.get_response("hi", output_type=Annotated[int, "age"])).value, int)
+    assert_type(client.get_response_sync("hi", output_type=Person | None).value, Optional[Person])
+    assert_type((await ChatAgent(client).run("hi", output_type=Person | None)).value, Optional[Person])
     assert_type((await client.get_response("hi")).value, Any)
     untyped: Awaitable[ChatResponse[Any]] = client.get_response("hi", output_type=None)
     assert_type(client.get_response("hi", stream=True), ResponseStream[ChatResponseUpdate[Any], ChatResponse[Any]])

@@ -11,15 +11,17 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar
 
+import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
-from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
+from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
 from ...wire.chat import ChunkReader, request_to_wire, response_from_wire
 from .._discovery import ServerInfo
-from .._post import CreateCalls
+from .._post import CreateCalls, SDKPost
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._custom_tool import CustomToolAnswer, as_update
+from ._direct import DirectPost
 from ._profiles import profile_for, server_profile
 from ._tool_emulation import ToolEmulation
 
@@ -31,6 +33,12 @@ class OpenAIChatClient(SDKChatClient):
 
     Works with any OpenAI-compatible `base_url` (vLLM, llama.cpp, Ollama). The capability
     profile is picked from the base URL and can be overridden.
+
+    `http_client=` (the `httpx2.AsyncClient` an `AsyncOpenAI` client was made with) posts the calls
+    the SDK is not to retry (its `max_retries`, or the call's `sdk_max_retries`, is 0: a retry
+    layer above asks for that) as JSON on that HTTP client, without the SDK's request and response
+    models, raising the SDK's own errors; a `create` that something wrapped (an OpenAI
+    instrumentation) still sees every call. The gateway sends its backend calls this way.
 
     Example:
         client = OpenAIChatClient(AsyncOpenAI(), "gpt-4o-mini")
@@ -51,9 +59,15 @@ class OpenAIChatClient(SDKChatClient):
         discover: bool = True,
         max_tokens_field: str | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        http_client: httpx2.AsyncClient | None = None,
     ) -> None:
         super().__init__(sdk_client, model, capabilities, idle_timeout, discover=discover)
         self._creates = CreateCalls("/chat/completions", ChatCompletion, is_async=self.is_async)
+        self._direct: DirectPost | None = None
+        if http_client is not None:
+            if not isinstance(sdk_client, openai.AsyncOpenAI):
+                raise UserError("http_client= posts on an async HTTP client: it needs an openai.AsyncOpenAI client")
+            self._direct = DirectPost(sdk_client, http_client, "/chat/completions")
         # api.openai.com wants max_completion_tokens (max_tokens is refused by reasoning models);
         # compatible servers know max_tokens.
         self._max_tokens_field = max_tokens_field or (
@@ -75,8 +89,8 @@ class OpenAIChatClient(SDKChatClient):
     def create_for(self, options: ChatOptions) -> Callable[..., Any]:
         """The function that sends this call's request: `chat.completions.create` of the call's SDK
         client, sent as an `SDKPost` (see `CreateCalls`). Plain and streamed calls go through it.
-        Override it to send the request another way: return an `SDKPost` (the gateway returns one
-        that posts on its own HTTP client) or the SDK's own bound `create`.
+        Override it to send the request another way: return an `SDKPost` (as `http_client=` does,
+        one that posts on that HTTP client) or the SDK's own bound `create`.
 
         Example (the SDK's own method, for an instrumentation that wraps it):
             class SDKCreateChatClient(OpenAIChatClient):
@@ -84,7 +98,10 @@ class OpenAIChatClient(SDKChatClient):
                     return self.sdk_for(options).chat.completions.create
         """
         sdk = self.sdk_for(options)
-        return self._creates(sdk, sdk.chat.completions)
+        call = self._creates(sdk, sdk.chat.completions)  # the SDK's `create` itself when something wrapped it: kept
+        if self._direct is not None and isinstance(call, SDKPost) and sdk.max_retries == 0:
+            return self._direct
+        return call
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         custom = CustomToolAnswer.of(options)  # a regex or grammar answer, asked as a custom tool

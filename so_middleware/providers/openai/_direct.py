@@ -1,5 +1,5 @@
-"""The gateway's backend calls: Chat Completions on the SDK client's own HTTP client, without the
-SDK's request and response models.
+"""`DirectPost`: Chat Completions on the SDK client's own HTTP client, without the SDK's request and
+response models (what `OpenAIChatClient(..., http_client=...)` sends plain calls with).
 
 Sent through the SDK, each call builds its request options, headers and JSON body, and a plain
 answer is read into the SDK's `ChatCompletion` model: about as much work as the rest of a gateway
@@ -9,15 +9,15 @@ bodies), with the SDK client's headers but its `X-Stainless-*` platform report (
 runtime, the SDK's version: seven headers no backend acts on, each parsed and checked on both
 ends); a plain answer is read as a `CompletionView` (the streamed path reads its events as views
 already). It raises what the SDK would: the SDK client's typed status error for a non-2xx answer,
-`APITimeoutError`, `APIConnectionError`, and a body that is
-not JSON comes back as text or raises the same `JSONDecodeError`. A call that asks the SDK to retry
-(`sdk_max_retries` above 0; the gateway's retry layer asks for 0) goes through the SDK, and so does
-every call when something wrapped the SDK's `create` (an OpenAI instrumentation).
+`APITimeoutError`, `APIConnectionError`, and a body that is not JSON comes back as text or raises
+the same `JSONDecodeError`.
 """
 
 from __future__ import annotations
 
+import json
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -25,16 +25,42 @@ import httpx2
 import jiter
 import openai
 
-from so_middleware.openai import OpenAIChatClient
+from .._openai_privates import status_error_from_response
+from .._post import SDKPost
+from .._sse import JSONView
 
-from ..core import ChatOptions
-from ..providers import JSONView, SDKPost, status_error_from_response
-from ._json import dumps
-
-__all__ = ["CompletionView", "DirectChatClient", "DirectPost"]
+__all__ = ["CompletionView", "DirectPost", "dumps"]
 
 _NOT_GIVEN: Any = object()
 _TRANSPORT_ERRORS = (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)  # what the SDK calls a connection error
+
+
+def _orjson_dumps() -> Callable[[Any], bytes] | None:
+    """orjson's `dumps`, several times cheaper on a request body, where it is installed (the
+    gateway's extra has it)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - exercised where orjson is not installed
+        return None
+    return orjson.dumps
+
+
+_fast_dumps = _orjson_dumps()
+
+
+def _standard_dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def dumps(value: Any) -> bytes:
+    """`value` as compact JSON bytes (orjson when installed; what it refuses, a lone surrogate or an
+    int past 64 bits, the standard library writes, escaped)."""
+    if _fast_dumps is None:
+        return _standard_dumps(value)
+    try:
+        return _fast_dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _standard_dumps(value)
 
 
 class CompletionView(JSONView):
@@ -116,20 +142,3 @@ def _read(response: httpx2.Response) -> Any:
 def _strings(headers: dict[str, Any]) -> dict[str, str]:
     """The headers to send: an `Omit` (or None) value removes its header, as in the SDK."""
     return {name: value for name, value in headers.items() if isinstance(value, str)}
-
-
-class DirectChatClient(OpenAIChatClient):
-    """`OpenAIChatClient` on an `AsyncOpenAI` client whose calls go out as `DirectPost`s on
-    `http_client` (the HTTP client the SDK client was made with) when the SDK is not to retry and
-    its `create` is its own (an instrumentation that wrapped it still sees every call)."""
-
-    def __init__(self, sdk_client: openai.AsyncOpenAI, http_client: httpx2.AsyncClient, **options: Any) -> None:
-        super().__init__(sdk_client, **options)
-        self._direct = DirectPost(sdk_client, http_client, "/chat/completions")
-
-    def create_for(self, options: ChatOptions) -> Any:
-        """The adapter's `create`, or the `DirectPost` when the SDK is not to retry."""
-        call = super().create_for(options)  # the SDK's `create` itself when something wrapped it: kept
-        if isinstance(call, SDKPost) and call.sdk_client.max_retries == 0:
-            return self._direct
-        return call
