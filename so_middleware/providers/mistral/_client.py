@@ -1,7 +1,7 @@
 """`MistralChatClient`: Mistral's chat API adapter, over `mistralai`'s `chat.complete_async` and
 `chat.stream_async`.
 
-The SDK client's async methods make every call, so one `Mistral` client serves both the async calls
+The SDK client's async methods make every call (through its own request path, `_post.send`), so one `Mistral` client serves both the async calls
 and the `*_sync` entry points (which run on so_middleware's own loop). The SDK's own retries are off
 for each call (the retries layer retries, by the classification of the error), and the call's
 deadline becomes the request's timeout. A request goes through the codec in
@@ -34,6 +34,7 @@ from ...wire.mistral import MistralStreamReader, request_to_wire, response_from_
 from .._chunks import read_chunks
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, seconds_or_none
 from .._sdk_use import sdk_boundary
+from ._post import can_send, send
 from ._profiles import profile_for
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "MistralChatClient"]
@@ -103,8 +104,12 @@ class MistralChatClient(BaseChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
+        chat = self.sdk_client.chat
         with sdk_boundary(self.sdk_client, is_async=True):
-            answer = await self.sdk_client.chat.complete_async(**request)
+            if options.extra_body or not can_send(chat, "complete_async"):
+                answer = await chat.complete_async(**request)
+            else:
+                answer = await send(chat, request, stream=False)
         return response_from_wire(answer)
 
     async def _stream(
@@ -113,8 +118,12 @@ class MistralChatClient(BaseChatClient):
         request = self.request_for(messages, options)
         reader = MistralStreamReader()
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
+        chat = self.sdk_client.chat
         with sdk_boundary(self.sdk_client, is_async=True):
-            events = await self.sdk_client.chat.stream_async(**request)
+            if options.extra_body or not can_send(chat, "stream_async"):
+                events = await chat.stream_async(**request)
+            else:
+                events = await send(chat, request, stream=True)
             updates = read_chunks(_closing(events), reader, idle=idle, source="Mistral")
             async with contextlib.aclosing(updates):  # closing this stream closes the SDK's at once
                 async for update in updates:
