@@ -30,7 +30,8 @@ from ...core import (
     redact_url,
     seconds_left,
 )
-from ...wire.mistral import MistralStreamReader, request_to_wire, response_from_wire
+from ...wire.mistral import MistralStreamReader, call_ids_to_wire, request_to_wire, response_from_wire
+from ...wire.prefill import prefill_of
 from .._chunks import read_chunks
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, seconds_or_none
 from .._sdk_use import sdk_boundary
@@ -83,9 +84,12 @@ class MistralChatClient(BaseChatClient):
         self.idle_timeout = seconds_or_none("idle_timeout", idle_timeout)
         self.capabilities = capabilities or profile_for(model)
 
-    def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
+    def request_for(
+        self, messages: list[ChatMessage], options: ChatOptions, call_ids: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         """The `chat.complete_async` keyword arguments this adapter would send (for inspection and
-        tests); a field Mistral does not have is a `UserError` naming it and the fix."""
+        tests); a field Mistral does not have is a `UserError` naming it and the fix. `call_ids`:
+        Mistral's id for each call id it would refuse (`call_ids_to_wire(messages)` when not given)."""
         if options.sdk_max_retries:
             raise UserError(
                 "Mistral's SDK retries by elapsed time, not by count: drop sdk_max_retries "
@@ -95,28 +99,37 @@ class MistralChatClient(BaseChatClient):
             if name in _FIXES or name not in _accepted():
                 fix = _FIXES.get(name, "remove it, or use a field of Mistral's chat API")
                 raise UserError(f"Mistral's chat has no extra_body field {name!r}: {fix}")
-        request = request_to_wire(messages, options, model=self.model)
+        request = request_to_wire(messages, options, model=self.model, call_ids=call_ids)
         request["retries"] = None  # the SDK's own retries: off (None is "no retry config" to it)
         left = seconds_left()
         if left is not None:
             request["timeout_ms"] = max(1, math.ceil(left * 1000))
         return request
 
+    def _answer_keys(self, messages: list[ChatMessage]) -> tuple[dict[str, str], str, dict[str, str]]:
+        """Mistral's ids for the caller's call ids, the prefill the answer repeats first, and the
+        caller's id for each of Mistral's ids (to give the caller its own ids back)."""
+        call_ids = call_ids_to_wire(messages)
+        prefill = prefill_of(messages) if self.capabilities.prefill_echoed else ""
+        return call_ids, prefill, {wire_id: call_id for call_id, wire_id in call_ids.items()}
+
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
-        request = self.request_for(messages, options)
+        call_ids, prefill, caller_ids = self._answer_keys(messages)
+        request = self.request_for(messages, options, call_ids)
         chat = self.sdk_client.chat
         with sdk_boundary(self.sdk_client, is_async=True):
             if options.extra_body or not can_send(chat, "complete_async"):
                 answer = await chat.complete_async(**request)
             else:
                 answer = await send(chat, request, stream=False)
-        return response_from_wire(answer)
+        return response_from_wire(answer, prefill=prefill, caller_ids=caller_ids)
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
-        request = self.request_for(messages, options)
-        reader = MistralStreamReader()
+        call_ids, prefill, caller_ids = self._answer_keys(messages)
+        request = self.request_for(messages, options, call_ids)
+        reader = MistralStreamReader(prefill=prefill, caller_ids=caller_ids)
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
         chat = self.sdk_client.chat
         with sdk_boundary(self.sdk_client, is_async=True):
