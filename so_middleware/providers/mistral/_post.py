@@ -79,7 +79,9 @@ async def send(chat: Any, request: dict[str, Any], *, stream: bool) -> Any:
     ]
     body["stream"] = stream
     content = json.dumps(body, separators=(",", ":"))  # as the SDK serialises its request model
-    timeout_ms = request.get("timeout_ms") or config.timeout_ms or _DEFAULT_TIMEOUT_MS
+    timeout_ms = request.get("timeout_ms")
+    timeout_ms = timeout_ms if timeout_ms is not None else config.timeout_ms
+    timeout_ms = timeout_ms if timeout_ms is not None else _DEFAULT_TIMEOUT_MS
     base_url = utils.template_url(*config.get_server_details())  # as the SDK's methods find it
     http_request = mistral_build_request(chat)(
         method="POST",

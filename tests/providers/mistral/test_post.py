@@ -128,13 +128,14 @@ async def test_the_request_sent_is_the_one_the_sdks_method_sends(request_kwargs:
     assert shown(captured[0]) == shown(captured[1])
 
 
-async def test_a_client_timeout_and_user_agent_are_the_clients_own() -> None:
-    theirs, ours, captured = sdk_pair(timeout_ms=4321)
+@pytest.mark.parametrize("timeout_ms", [4321, 0])
+async def test_a_client_timeout_is_the_clients_own(timeout_ms: int) -> None:
+    theirs, ours, captured = sdk_pair(timeout_ms=timeout_ms)
     request = requests_for()[0]
     await theirs.chat.complete_async(**request)
     await send(ours.chat, request, stream=False)
     assert shown(captured[0]) == shown(captured[1])
-    assert captured[1].extensions["timeout"]["read"] == 4.321
+    assert captured[1].extensions["timeout"]["read"] == timeout_ms / 1000
 
 
 @pytest.mark.parametrize("stream", [False, True])
