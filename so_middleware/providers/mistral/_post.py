@@ -25,7 +25,7 @@ from mistralai.client._hooks import HookContext
 from mistralai.client.utils import eventstreaming, get_security_from_env
 from mistralai.client.utils.unmarshal_json_response import unmarshal_json_response
 
-from ...core import ProviderResponseError
+from .._bridge import kept_body, unreadable
 from .._openai_privates import mistral_build_request
 
 __all__ = ["can_send", "send"]
@@ -63,9 +63,7 @@ def _decoded(raw: str) -> Any:
     """One event of a stream (the SDK's parser hands it as `{"data": <chunk>}` JSON): its chunk."""
     chunk = json.loads(raw).get("data")
     if not isinstance(chunk, dict):
-        raise ProviderResponseError(
-            f"the server's stream could not be read: an event is not a JSON object: {raw[:200]}"
-        )
+        raise unreadable("a stream event is not a JSON object").with_answer(kept_body(raw))
     return chunk
 
 
@@ -121,8 +119,8 @@ async def send(chat: Any, request: dict[str, Any], *, stream: bool) -> Any:
     if not stream and utils.match_response(response, "200", "application/json"):
         try:
             return json.loads(response.content)
-        except ValueError as error:
-            raise ProviderResponseError(f"the server's answer could not be read: {error}") from error
+        except ValueError as error:  # the body is kept, as for every adapter's unreadable answer
+            raise unreadable("the body is not valid JSON text", error).with_answer(kept_body(response.text)) from error
     raise await _error(response, read=stream)
 
 

@@ -171,12 +171,13 @@ async def test_an_answer_that_is_not_json_is_a_response_error(stream: bool) -> N
 
     sdk = Mistral(api_key="k", server_url="http://server.test", async_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))  # fmt: skip
     adapter = MistralChatClient(sdk, MODEL)
-    with pytest.raises(ProviderResponseError, match="could not be read"):
+    with pytest.raises(ProviderResponseError, match="could not be read") as info:
         if stream:
             async for _ in adapter.get_response("x", stream=True):
                 pass
         else:
             await adapter.get_response("x")
+    assert "oops" in info.value.raw_text  # the body is kept
 
 
 @pytest.mark.parametrize("stream", [False, True])
