@@ -30,7 +30,7 @@ from .._openai_privates import mistral_build_request
 
 __all__ = ["can_send", "send"]
 
-_SDK_DIR = os.path.dirname(mistralai.client.__file__) + os.sep
+_SDK_DIR = os.path.dirname(os.path.abspath(mistralai.client.__file__)) + os.sep
 # Arguments of the SDK's methods that are not body fields (the adapter sets `retries` and `timeout_ms`).
 _CALL_ARGUMENTS = frozenset({"retries", "server_url", "timeout_ms", "http_headers"})
 _DEFAULT_TIMEOUT_MS = 300000  # the SDK's own, when neither the call nor the client sets one
