@@ -55,7 +55,7 @@ from ..core import (
     UserError,
 )
 from . import chat
-from .common import chosen_model, data_uri, tools_to_wire
+from .common import JSONView, chosen_model, data_uri, tools_to_wire, view_of
 from .prefill import EchoFilter, prefill_of, strip_echo
 
 __all__ = [
@@ -248,6 +248,8 @@ def _part_to_wire(content: Content) -> dict[str, Any]:
 
 def _get(value: Any, name: str) -> Any:
     """A field by key or attribute; the SDK's `Unset` (a field the answer did not carry) reads as None."""
+    if type(value) is JSONView:  # its JSON read directly, without a view for each object inside
+        value = value.to_dict()
     # `dict`, not `Mapping`: an ABC check is slow on the SDK's models, whose classes it makes per call
     found = value.get(name) if isinstance(value, dict) else getattr(value, name, None)
     return None if found is not None and type(found).__name__ == "Unset" else found
@@ -335,8 +337,9 @@ def response_from_wire(
     if prefill:
         contents = _without_echo(contents, EchoFilter(prefill), whole=True)
     usage = usage_from_wire(_get(answer, "usage"))
+    shown = view_of(message) if type(answer) is JSONView else message  # read by attribute, as the answer
     return ChatResponse(
-        ChatMessage("assistant", contents, raw_representation=message),
+        ChatMessage("assistant", contents, raw_representation=shown),
         usage=usage,
         finish_reason=_finish(_get(choice, "finish_reason"), contents, usage),
         response_id=_get(answer, "id"),

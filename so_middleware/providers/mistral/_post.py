@@ -25,6 +25,7 @@ from mistralai.client._hooks import HookContext
 from mistralai.client.utils import eventstreaming, get_security_from_env
 from mistralai.client.utils.unmarshal_json_response import unmarshal_json_response
 
+from ...wire.common import JSONView
 from .._bridge import kept_body, unreadable
 from .._openai_privates import mistral_build_request
 
@@ -64,12 +65,13 @@ def _decoded(raw: str) -> Any:
     chunk = json.loads(raw).get("data")
     if not isinstance(chunk, dict):
         raise unreadable("a stream event is not a JSON object").with_answer(kept_body(raw))
-    return chunk
+    return JSONView(chunk)
 
 
 async def send(chat: Any, request: dict[str, Any], *, stream: bool) -> Any:
     """Send `request` (the keyword arguments of `chat.complete_async`) as that method would: the
-    answer's JSON as a dict, or with `stream` an `EventStreamAsync` of each chunk's JSON."""
+    answer's JSON, or with `stream` an `EventStreamAsync` of each chunk's JSON (each a `JSONView`,
+    read by attribute as the SDK's objects are)."""
     config = chat.sdk_configuration
     body = {name: value for name, value in request.items() if name not in _CALL_ARGUMENTS}
     body["messages"] = [
@@ -118,7 +120,7 @@ async def send(chat: Any, request: dict[str, Any], *, stream: bool) -> Any:
         return eventstreaming.EventStreamAsync(response, _decoded, sentinel="[DONE]", client_ref=chat)
     if not stream and utils.match_response(response, "200", "application/json"):
         try:
-            return json.loads(response.content)
+            return JSONView(json.loads(response.content))
         except ValueError as error:  # the body is kept, as for every adapter's unreadable answer
             raise unreadable("the body is not valid JSON text", error).with_answer(kept_body(response.text)) from error
     raise await _error(response, read=stream)

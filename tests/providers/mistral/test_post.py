@@ -119,11 +119,13 @@ async def test_the_request_sent_is_the_one_the_sdks_method_sends(request_kwargs:
     if stream:
         their_chunks = [event.data async for event in await theirs.chat.stream_async(**request_kwargs)]
         our_chunks = [event async for event in await send(ours.chat, request_kwargs, stream=True)]
-        assert [c.model_dump(mode="json", exclude_unset=True) for c in their_chunks] == our_chunks
+        assert [c.model_dump(mode="json", exclude_unset=True) for c in their_chunks] == [
+            c.to_dict() for c in our_chunks
+        ]
     else:
         their_answer = await theirs.chat.complete_async(**request_kwargs)
         our_answer = await send(ours.chat, request_kwargs, stream=False)
-        assert their_answer.model_dump(mode="json", exclude_unset=True) == our_answer
+        assert their_answer.model_dump(mode="json", exclude_unset=True) == our_answer.to_dict()
     assert len(captured) == 2
     assert shown(captured[0]) == shown(captured[1])
 
@@ -266,3 +268,18 @@ def test_without_the_sdks_request_builder_the_sdks_method_is_called() -> None:
     assert can_send(sdk.chat, "complete_async") and can_send(sdk.chat, "stream_async")
     moved = Moved(sdk.sdk_configuration, parent_ref=sdk)
     assert not can_send(moved, "complete_async") and not can_send(moved, "stream_async")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_raw_answer_reads_by_attribute_as_the_sdks_objects(stream: bool) -> None:
+    _, sdk, _ = sdk_pair()
+    client = MistralChatClient(sdk, MODEL)
+    if stream:
+        updates = [update async for update in client.get_response("x", stream=True)]
+        raw = [update.raw_representation for update in updates if update.text]
+        assert [event.choices[0].delta.content for event in raw] == ["Hel", "lo"]
+    else:
+        response = await client.get_response("x")
+        assert response.raw_representation.choices[0].message.content == "Hello"
+        assert response.messages[-1].raw_representation.content == "Hello"
+        assert response.raw_representation.usage.total_tokens == 18
