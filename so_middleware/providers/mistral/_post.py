@@ -21,9 +21,15 @@ from typing import Any
 
 import mistralai.client
 from mistralai.client import errors, models, utils
-from mistralai.client._hooks import HookContext
-from mistralai.client.utils import eventstreaming, get_security_from_env
-from mistralai.client.utils.unmarshal_json_response import unmarshal_json_response
+
+try:  # what the SDK's generated methods use to send: where a release moved it, those methods are called
+    from mistralai.client._hooks import HookContext
+    from mistralai.client.utils import eventstreaming, get_security_from_env
+    from mistralai.client.utils.unmarshal_json_response import unmarshal_json_response
+
+    _SENDS = True
+except ImportError:  # pragma: no cover - mistralai 3.7 has them all
+    _SENDS = False
 
 from ...wire.common import JSONView
 from .._bridge import kept_body, unreadable
@@ -43,7 +49,7 @@ def can_send(chat: Any, name: str) -> bool:
     the object, then its class, as `inspect.getattr_static` does; a plain function whose source is
     in the SDK's package: `type`, not `isinstance`, as a wrapt proxy passes for the function it
     wraps), and the SDK still has the request builder `send` uses."""
-    if mistral_build_request(chat) is None:
+    if not _SENDS or mistral_build_request(chat) is None:
         return False
     found = getattr(chat, "__dict__", {}).get(name)
     if found is None:

@@ -258,8 +258,8 @@ async def test_an_error_status_through_the_adapter_is_a_status_error() -> None:
     assert isinstance(info.value, errors.SDKError)
 
 
-def test_without_the_sdks_request_builder_the_sdks_method_is_called() -> None:
-    """An SDK release that moved the builder `send` uses: the adapter calls the SDK's methods."""
+def test_without_the_sdks_request_builder_the_sdks_method_is_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An SDK release that moved the builder or the helpers `send` uses: the adapter calls the SDK's methods."""
 
     class Moved(Chat):
         _build_request_async = None  # type: ignore[assignment]
@@ -268,6 +268,8 @@ def test_without_the_sdks_request_builder_the_sdks_method_is_called() -> None:
     assert can_send(sdk.chat, "complete_async") and can_send(sdk.chat, "stream_async")
     moved = Moved(sdk.sdk_configuration, parent_ref=sdk)
     assert not can_send(moved, "complete_async") and not can_send(moved, "stream_async")
+    monkeypatch.setattr("so_middleware.providers.mistral._post._SENDS", False)  # as when their import failed
+    assert not can_send(sdk.chat, "complete_async")
 
 
 @pytest.mark.parametrize("stream", [False, True])
