@@ -8,7 +8,10 @@ schema as `response_format` json_schema strict and validates the answer with
 drift and garbage collection on a busy machine hit both alike; the figure is CPU time (`time.process_time`) per
 call, and the ratio is ours over raw, side by side in one run.
 
-    .venv/bin/python bench/mistral_overhead.py [--quick]
+    .venv/bin/python bench/mistral_overhead.py [--quick] [--calls]
+
+`--calls` also counts the Python function calls of one call on each side (cProfile over 200 calls):
+a figure the machine's load cannot move, to compare checkouts side by side.
 
 `mistral_case(stream)` has the shape of a `bench/provider_overhead.py` case (raw and ours calls).
 """
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
+import pstats
 import time
 from collections.abc import Awaitable, Callable
 from importlib import metadata
@@ -113,9 +118,22 @@ async def _measure(raw: Call, ours: Call, *, runs: int, per_run: int, warmup: in
     return {side: median(values) for side, values in timings.items()}
 
 
+async def _calls_per_call(call: Call, calls: int = 200) -> float:
+    """Python function calls of one `call`, counted by cProfile over `calls` calls after a warm-up."""
+    for _ in range(20):
+        await call()
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(calls):
+        await call()
+    profile.disable()
+    return pstats.Stats(profile).total_calls / calls  # type: ignore[attr-defined]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 runs of 40 calls (a smoke run)")
+    parser.add_argument("--calls", action="store_true", help="also count Python function calls per call")
     args = parser.parse_args()
     runs, per_run, warmup = (3, 40, 5) if args.quick else (7, 200, 30)
     lines = [
@@ -129,6 +147,10 @@ def main() -> None:
         print(json.dumps({"mode": mode, "runs": runs, "calls_per_run": per_run, **measured}))
         raw_us, ours_us = measured["raw"] * 1e6, measured["ours"] * 1e6
         lines.append(f"| {sdk} | {mode} | {raw_us:,.0f} | {ours_us:,.0f} | {ours_us / raw_us:.2f}× |")
+        if args.calls:
+            counted = [asyncio.run(_calls_per_call(call)) for call in (raw, ours)]
+            print(f"{mode}: Python calls per call: raw {counted[0]:,.0f}, ours {counted[1]:,.0f} "
+                  f"({counted[1] / counted[0]:.2f}×)")  # fmt: skip
     print("\n".join(lines))
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "genai_never_retries",
     "ollama_base_url",
     "ollama_post",
+    "mistral_build_request",
     "is_the_sdks_own",
     "request_options_know_security",
     "status_error_from_response",
@@ -93,3 +94,10 @@ def ollama_post(sdk_client: Any) -> Any:
     keywords: `anyOf`, `minimum`, `additionalProperties` are dropped); None when the SDK moved it."""
     post = getattr(sdk_client, "_request", None)
     return post if callable(post) else None
+
+
+def mistral_build_request(chat: Any) -> Any:
+    """A `mistralai` resource's private `_build_request_async(...)`, which builds the HTTP request
+    as its own methods do (server URL, auth, user agent, timeout); None when the SDK moved it."""
+    build = getattr(chat, "_build_request_async", None)
+    return build if callable(build) else None

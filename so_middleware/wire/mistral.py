@@ -17,6 +17,8 @@ and the SDK's models (`ChatCompletionRequest`, `ChatCompletionResponse`, `Comple
 | `FunctionResultContent`        | a `tool` message with `tool_call_id` and the function's `name`        |
 | `response_format` json_schema  | `{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}` (as Chat Completions) |
 | `extra_body`                   | keyword arguments of the call (`frequency_penalty`, `safe_prompt`, ...) |
+| a trailing assistant message   | the same with `"prefix": true` (continued; the answer repeats it first) |
+| a call id Mistral would refuse | a 9-character `[a-zA-Z0-9]` id of its own (`call_ids_to_wire`)         |
 
 Answer mapping: `content` is a string or a list of chunks (`text`; `thinking` chunks are
 `ReasoningContent`); tool call `arguments` are a JSON string or an object; `finish_reason` reads
@@ -26,7 +28,10 @@ through `FINISH_REASONS` (`model_length`: the context window was full, an incomp
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import string
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -50,11 +55,13 @@ from ..core import (
     UserError,
 )
 from . import chat
-from .common import chosen_model, data_uri, tools_to_wire
+from .common import JSONView, chosen_model, data_uri, tools_to_wire, view_of
+from .prefill import EchoFilter, prefill_of, strip_echo
 
 __all__ = [
     "FINISH_REASONS",
     "MistralStreamReader",
+    "call_ids_to_wire",
     "request_from_wire",
     "request_to_wire",
     "response_from_wire",
@@ -78,15 +85,26 @@ _WRITTEN_REASONS = {
 }
 
 
-def request_to_wire(messages: list[ChatMessage], options: ChatOptions, *, model: str | None) -> dict[str, Any]:
+def request_to_wire(
+    messages: list[ChatMessage],
+    options: ChatOptions,
+    *,
+    model: str | None,
+    call_ids: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The keyword arguments of `chat.complete_async` / `chat.stream_async` for this call: the model,
-    the messages, the options Mistral has, and `extra_body`'s fields beside them (the caller's win)."""
+    the messages, the options Mistral has, and `extra_body`'s fields beside them (the caller's win).
+    Call ids go through `call_ids` (`call_ids_to_wire(messages)` when not given); a trailing
+    assistant message is a prefix Mistral continues."""
     wire: list[dict[str, Any]] = []
     if options.instructions:
         wire.append({"role": "system", "content": options.instructions})
     names = _call_names(messages)
+    ids = call_ids_to_wire(messages) if call_ids is None else call_ids
     for message in messages:
-        wire.extend(_message_to_wire(message, names))
+        wire.extend(_message_to_wire(message, names, ids))
+    if messages and messages[-1].role == "assistant" and wire[-1]["role"] == "assistant" and prefill_of(messages):
+        wire[-1]["prefix"] = True  # Mistral refuses a last assistant message that is not a prefix
     request: dict[str, Any] = {"model": chosen_model(options, model), "messages": wire}
     for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("max_tokens", "max_tokens")):
         value = getattr(options, ours)
@@ -110,6 +128,50 @@ def request_to_wire(messages: list[ChatMessage], options: ChatOptions, *, model:
     return request
 
 
+_WIRE_ID = re.compile(r"[a-zA-Z0-9]{9}")
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def call_ids_to_wire(messages: list[ChatMessage]) -> dict[str, str]:
+    """Mistral's id for each call id in `messages` it would refuse (it takes only 9 characters of
+    `[a-zA-Z0-9]`; other providers write `call_...` or `toolu_...`): the same for a call and its
+    result, the same on every call for the same id, none taken twice in one request. Ids Mistral
+    takes are kept, and are absent from the answer.
+
+    Example: `call_ids_to_wire([ChatMessage("tool", [FunctionResultContent("call_1", "ok")])])`
+    maps `"call_1"` to a 9-character id.
+    """
+    seen: dict[str, None] = {}
+    for message in messages:
+        for content in message.contents:
+            if isinstance(content, (FunctionCallContent, FunctionResultContent)):
+                seen[content.call_id] = None
+    foreign = [call_id for call_id in seen if not _WIRE_ID.fullmatch(call_id)]
+    if not foreign:
+        return {}
+    taken = {call_id for call_id in seen if _WIRE_ID.fullmatch(call_id)}
+    mapped: dict[str, str] = {}
+    for call_id in foreign:
+        attempt = 0
+        wire_id = _short_id(call_id)
+        while wire_id in taken:  # another id of this request has it: the next one from the same id
+            attempt += 1
+            wire_id = _short_id(f"{call_id}\0{attempt}")
+        taken.add(wire_id)
+        mapped[call_id] = wire_id
+    return mapped
+
+
+def _short_id(text: str) -> str:
+    """9 characters of `[a-zA-Z0-9]` from a hash of `text` (62**9 ids: a clash is rare, and handled)."""
+    number = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+    characters = []
+    for _ in range(9):
+        number, digit = divmod(number, len(_ID_ALPHABET))
+        characters.append(_ID_ALPHABET[digit])
+    return "".join(characters)
+
+
 def _call_names(messages: list[ChatMessage]) -> dict[str, str]:
     """Each call id's function name: Mistral's tool message names its function."""
     return {
@@ -120,13 +182,17 @@ def _call_names(messages: list[ChatMessage]) -> dict[str, str]:
     }
 
 
-def _message_to_wire(message: ChatMessage, names: Mapping[str, str]) -> list[dict[str, Any]]:
+def _message_to_wire(message: ChatMessage, names: Mapping[str, str], ids: Mapping[str, str]) -> list[dict[str, Any]]:
     tool_messages: list[dict[str, Any]] = []
     rest: list[Content] = []
     for content in message.contents:
         if isinstance(content, FunctionResultContent):
             text = ("Error: " if content.is_error else "") + content.result_text
-            tool: dict[str, Any] = {"role": "tool", "tool_call_id": content.call_id, "content": text}
+            tool: dict[str, Any] = {
+                "role": "tool",
+                "tool_call_id": ids.get(content.call_id, content.call_id),
+                "content": text,
+            }
             if content.call_id in names:
                 tool["name"] = names[content.call_id]
             tool_messages.append(tool)
@@ -140,7 +206,11 @@ def _message_to_wire(message: ChatMessage, names: Mapping[str, str]) -> list[dic
         entry["content"] = message.text or message.refusal or ""
         if calls:
             entry["tool_calls"] = [
-                {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+                {
+                    "id": ids.get(c.call_id, c.call_id),
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                }
                 for c in calls
             ]
     elif any(isinstance(c, (DataContent, HostedFileContent)) for c in rest):
@@ -178,6 +248,8 @@ def _part_to_wire(content: Content) -> dict[str, Any]:
 
 def _get(value: Any, name: str) -> Any:
     """A field by key or attribute; the SDK's `Unset` (a field the answer did not carry) reads as None."""
+    if type(value) is JSONView:  # its JSON read directly, without a view for each object inside
+        value = value.to_dict()
     # `dict`, not `Mapping`: an ABC check is slow on the SDK's models, whose classes it makes per call
     found = value.get(name) if isinstance(value, dict) else getattr(value, name, None)
     return None if found is not None and type(found).__name__ == "Unset" else found
@@ -196,8 +268,11 @@ def usage_from_wire(usage: Any) -> UsageDetails | None:
     )
 
 
-def _contents(message: Any, call_ids: dict[int, str] | None = None) -> list[Content]:
-    """A message's or a delta's contents: text and thinking chunks, then tool calls."""
+def _contents(
+    message: Any, call_ids: dict[int, str] | None = None, caller_ids: Mapping[str, str] | None = None
+) -> list[Content]:
+    """A message's or a delta's contents: text and thinking chunks, then tool calls (an id the
+    request gave in place of the caller's is the caller's again)."""
     found: list[Content] = []
     content = _get(message, "content")
     if isinstance(content, str):
@@ -224,6 +299,8 @@ def _contents(message: Any, call_ids: dict[int, str] | None = None) -> list[Cont
             call_id = call_ids.setdefault(index, call_id or f"call_{uuid.uuid4().hex[:9]}")
         elif not call_id or call_id == "null":  # the SDK's default for an id the answer did not carry
             call_id = f"call_{uuid.uuid4().hex[:9]}"
+        if caller_ids:
+            call_id = caller_ids.get(call_id, call_id)
         found.append(FunctionCallContent(call_id, str(_get(function, "name") or ""), arguments))
     return found
 
@@ -245,17 +322,24 @@ def _first_choice(answer: Any) -> Any:
     return next((choice for choice in choices or () if not _get(choice, "index")), None)
 
 
-def response_from_wire(answer: Any) -> ChatResponse[Any]:
-    """Map a `ChatCompletionResponse` (or its JSON) to a `ChatResponse` of the choice of index 0.
-    No such choice is a `ProviderResponseError`; `finish_reason: error` too, with the answer kept."""
+def response_from_wire(
+    answer: Any, *, prefill: str = "", caller_ids: Mapping[str, str] | None = None
+) -> ChatResponse[Any]:
+    """Map a `ChatCompletionResponse` (or its JSON) to a `ChatResponse` of the choice of index 0:
+    the `prefill` Mistral repeats first is removed, and a call id in `caller_ids` (Mistral's id
+    for the caller's) is the caller's. No such choice is a `ProviderResponseError`;
+    `finish_reason: error` too, with the answer kept."""
     choice = _first_choice(answer)
     if choice is None:
         raise ProviderResponseError("the server returned a chat completion without a choice of index 0")
     message = _get(choice, "message")
-    contents = _contents(message) if message is not None else []
+    contents = _contents(message, None, caller_ids) if message is not None else []
+    if prefill:
+        contents = _without_echo(contents, EchoFilter(prefill), whole=True)
     usage = usage_from_wire(_get(answer, "usage"))
+    shown = view_of(message) if type(answer) is JSONView else message  # read by attribute, as the answer
     return ChatResponse(
-        ChatMessage("assistant", contents, raw_representation=message),
+        ChatMessage("assistant", contents, raw_representation=shown),
         usage=usage,
         finish_reason=_finish(_get(choice, "finish_reason"), contents, usage),
         response_id=_get(answer, "id"),
@@ -264,17 +348,35 @@ def response_from_wire(answer: Any) -> ChatResponse[Any]:
     )
 
 
+def _without_echo(contents: list[Content], echo: EchoFilter, *, whole: bool = False) -> list[Content]:
+    """`contents` with the text `echo` still waits for removed (`whole`: nothing follows)."""
+    kept: list[Content] = []
+    for content in contents:
+        if isinstance(content, TextContent):
+            text = strip_echo(content.text, echo.pending) if whole else echo.feed(content.text)
+            echo.pending = "" if whole else echo.pending
+            if not text:
+                continue
+            content = TextContent(text)
+        kept.append(content)
+    return kept
+
+
 class MistralStreamReader:
     """Reads the chunks of `chat.stream_async` (each a `CompletionChunk`, or the SDK's event around it).
 
     Text arrives as deltas, tool calls whole (or in pieces by `index`); usage comes on the last chunk,
-    the one with the finish reason, which sets `finished`.
+    the one with the finish reason, which sets `finished`. The `prefill` Mistral repeats first is
+    removed (text held back while it could be that comes out with the last chunk); a call id in
+    `caller_ids` is the caller's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, prefill: str = "", caller_ids: Mapping[str, str] | None = None) -> None:
         self.text: list[str] = []
         self.finished = False
         self._call_ids: dict[int, str] = {}
+        self._caller_ids = caller_ids
+        self._echo = EchoFilter(prefill)
 
     def read(self, chunk: Any) -> ChatResponseUpdate[Any] | None:
         """The update for one chunk (None when it carries nothing)."""
@@ -282,9 +384,15 @@ class MistralStreamReader:
         chunk = data if data is not None and not isinstance(data, str) else chunk
         choice = _first_choice(chunk)
         delta = _get(choice, "delta") if choice is not None else None
-        contents = _contents(delta, self._call_ids) if delta is not None else []
+        contents = _contents(delta, self._call_ids, self._caller_ids) if delta is not None else []
+        if self._echo.pending:
+            contents = _without_echo(contents, self._echo)
         usage = usage_from_wire(_get(chunk, "usage"))
         reason = _get(choice, "finish_reason") if choice is not None else None
+        if reason is not None:
+            held = self._echo.flush()  # held back as possible echo when the answer ended
+            if held:
+                contents.insert(0, TextContent(held))
         finish = _finish(reason, contents, usage, "".join(self.text))
         self.text.extend(c.text for c in contents if isinstance(c, TextContent))
         if finish is None and not contents and usage is None:

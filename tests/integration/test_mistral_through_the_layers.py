@@ -18,6 +18,7 @@ from so_middleware import (
     DeadlineExceededError,
     IncompleteOutputError,
     ProviderResponseError,
+    StructuredOutput,
     as_chat_client,
     with_retries,
     with_structured_output,
@@ -70,6 +71,29 @@ async def test_structured_output_sends_a_strict_json_schema_in_the_mistral_diale
     schema = sent["json_schema"]["schema"]
     assert schema["additionalProperties"] is False and set(schema["required"]) == {"name", "population"}
     assert "tools" not in server.requests[0]  # the native route, not the tool route
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_prompted_route_prefills_the_answer_as_a_mistral_prefix_and_ends_typed(
+    mistral: tuple[MistralServer, Mistral], stream: bool
+) -> None:
+    """Mistral repeats the prefix at the start of its answer; the value reads the same."""
+    server, sdk = mistral
+    pieces = ['{"name": "Os', 'lo", "population": ', "709000}"]
+    if stream:
+        server.script(Answer(chunks=[*(chunk(piece) for piece in pieces), chunk("", finish="stop", usage=True)]))
+    else:
+        server.script(Answer(chat_answer("".join(pieces))))
+    client = with_structured_output(_client(sdk))
+    options = {"features": [StructuredOutput(City, mode="prompted")]}
+    if stream:
+        response = await client.get_response("Oslo?", options=options, stream=True).get_final_response()
+    else:
+        response = await client.get_response("Oslo?", options=options)
+    assert response.value == City(name="Oslo", population=709000)
+    assert response.attempts[0].strategy == "prompted"
+    last = server.requests[0]["messages"][-1]
+    assert last["role"] == "assistant" and last["prefix"] is True and "".join(pieces).startswith(last["content"])
 
 
 async def test_a_recursive_type_goes_as_is(mistral: tuple[MistralServer, Mistral]) -> None:

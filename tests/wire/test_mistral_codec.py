@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from so_middleware import ChatMessage, ChatOptions, FinishReason, FunctionTool, ProviderResponseError
+from so_middleware import (
+    ChatMessage,
+    ChatOptions,
+    FinishReason,
+    FunctionCallContent,
+    FunctionResultContent,
+    FunctionTool,
+    ProviderResponseError,
+)
 from so_middleware.wire import mistral
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=30)
@@ -108,3 +116,34 @@ def test_requests_read_back_what_was_written(
     read_messages, read_options = mistral.request_from_wire(written)
     assert [(m.role, m.text) for m in read_messages] == turns
     assert read_options == options
+
+
+def test_a_call_id_mistral_would_refuse_gets_one_no_other_id_of_the_request_has() -> None:
+    """Two ids whose first choice is the same (here: an id of the request is exactly the one a
+    foreign id would get) still go as two ids; the same request gives the same ids again."""
+    foreign = "call_Xq3fD9Lk2mNpQrSt"
+    clash = mistral._short_id(foreign)
+    calls = [FunctionCallContent(clash, "f", "{}"), FunctionCallContent(foreign, "f", "{}")]
+    messages = [ChatMessage("assistant", calls), ChatMessage("tool", [FunctionResultContent(foreign, "ok")])]
+    ids = mistral.call_ids_to_wire(messages)
+    assert list(ids) == [foreign] and ids[foreign] != clash and len(ids[foreign]) == 9 and ids[foreign].isalnum()
+    assert mistral.call_ids_to_wire(messages) == ids
+    assert (
+        mistral.call_ids_to_wire([ChatMessage("assistant", [calls[1]])])[foreign] == clash
+    )  # no clash: the first choice
+
+
+@pytest.mark.parametrize(
+    ("pieces", "text"),
+    [
+        (['{"na', 'me": "Ada"}'], 'Ada"}'),  # the repeated prefill split across pieces
+        (['{"na', "Ada"], '{"naAda'),  # not the prefill after all: the held text comes out
+        (['{"na', ""], '{"na'),  # the answer ended while the text could still be the prefill
+    ],
+)
+def test_a_streamed_answer_loses_the_prefill_it_repeats_and_nothing_else(pieces: list[str], text: str) -> None:
+    reader = mistral.MistralStreamReader(prefill='{"name": "')
+    chunks = [{"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in pieces]
+    chunks[-1]["choices"][0]["finish_reason"] = "stop"
+    updates = [reader.read(chunk) for chunk in chunks]
+    assert "".join(update.text for update in updates if update is not None) == text

@@ -5,7 +5,8 @@ Every Mistral model takes a custom structured output (docs.mistral.ai, release n
 of each object (`"mistral"` dialect). The native route is the one chosen: strict json_schema
 passed 25/25 where the tool route passed 16/25 on deep schemas (pydantic-ai PR #4763). Tools and
 a forced call (`tool_choice` `any` or one function) are taken; tool arguments are not
-schema-enforced; no assistant prefill here (Mistral's `prefix` is not used).
+schema-enforced. A trailing assistant message is sent with `prefix: true` (docs.mistral.ai, the
+chat API's `AssistantMessage.prefix`): the model continues it, and the answer repeats it first.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ MISTRAL_API = Capabilities(
     tools=True,
     forced_tool_choice=True,
     strict_tools=False,
-    assistant_prefill=False,
+    assistant_prefill=True,
+    prefill_echoed=True,
     schema_profile="mistral",
 )
 
