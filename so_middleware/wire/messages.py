@@ -431,6 +431,12 @@ class StreamReader:
         return [TextContent(piece)]
 
     def read(self, event: Any) -> ChatResponseUpdate[Any] | None:
+        if type(event) is JSONView:  # most events of a stream are text deltas: read their JSON as it is
+            data = event.to_dict()
+            delta = data.get("delta") if data.get("type") == "content_block_delta" else None
+            if type(delta) is dict and delta.get("type") == "text_delta":
+                text = self._text(delta.get("text"))
+                return ChatResponseUpdate(text, role="assistant", raw_representation=event) if text else None
         kind = getattr(event, "type", None)
         contents: list[Content] = []
         if kind == "message_start":
