@@ -435,7 +435,8 @@ class StreamReader:
             data = event.to_dict()
             delta = data.get("delta") if data.get("type") == "content_block_delta" else None
             if type(delta) is dict and delta.get("type") == "text_delta":
-                text = self._text(delta.get("text"))
+                piece: Any = delta.get("text")  # None, as read by attribute, when the delta has none
+                text = self._text(piece)
                 return ChatResponseUpdate(text, role="assistant", raw_representation=event) if text else None
         kind = getattr(event, "type", None)
         contents: list[Content] = []
