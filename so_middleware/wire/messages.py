@@ -29,8 +29,9 @@ Messages API and is not sent.
 from __future__ import annotations
 
 import base64
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -298,7 +299,8 @@ def _tool_to_wire(tool: FunctionTool) -> dict[str, Any]:
 
 
 def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -> UsageDetails | None:
-    """Map Anthropic usage; input counts include cache reads and writes (as OpenAI's do).
+    """Map Anthropic usage (an object, or its JSON); input counts include cache reads and writes
+    (as OpenAI's do).
 
     A stream reports input at `message_start` (its output count is a placeholder) and the final,
     cumulative output at `message_delta` (which may repeat the input): each event maps one `part`,
@@ -306,11 +308,14 @@ def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -
     """
     if usage is None:
         return None
-    cached = getattr(usage, "cache_read_input_tokens", None) if part != "output" else None
-    created = getattr(usage, "cache_creation_input_tokens", None) if part != "output" else None
-    parts = [getattr(usage, "input_tokens", None), cached, created]
+    if isinstance(usage, JSONView):
+        usage = usage.to_dict()
+    read: Callable[[str], Any] = usage.get if type(usage) is dict else functools.partial(_attribute, usage)
+    cached = read("cache_read_input_tokens") if part != "output" else None
+    created = read("cache_creation_input_tokens") if part != "output" else None
+    parts = [read("input_tokens"), cached, created]
     input_tokens = sum(p or 0 for p in parts) if part != "output" and any(p is not None for p in parts) else None
-    output_tokens = getattr(usage, "output_tokens", None) if part != "input" else None
+    output_tokens = read("output_tokens") if part != "input" else None
     counted = [t for t in (input_tokens, output_tokens) if t is not None]
     return UsageDetails(
         input_tokens=input_tokens,
@@ -319,6 +324,10 @@ def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -
         cached_input_tokens=cached,
         cache_creation_input_tokens=created,
     )
+
+
+def _attribute(value: Any, name: str) -> Any:
+    return getattr(value, name, None)
 
 
 def finish_reason_from_wire(stop_reason: str | None) -> FinishReason | None:
@@ -353,10 +362,13 @@ def refusal_of(stop_details: Any) -> RefusalContent | None:
 
 
 def response_from_wire(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
-    """Map a `Message` to a `ChatResponse`; `prefill` is stripped from the text when echoed.
+    """Map a `Message` (or a `JSONView` of its JSON) to a `ChatResponse`; `prefill` is stripped from
+    the text when echoed.
 
     A message without a `content` list raises `ProviderResponseError`.
     """
+    if isinstance(message, JSONView):  # its JSON, read as it is
+        return _response_from_json(message, message.to_dict(), prefill)
     if not isinstance(getattr(message, "content", None), list):
         raise ProviderResponseError("the server's answer could not be read: a message without a content list")
     contents: list[Content] = []
@@ -380,6 +392,39 @@ def response_from_wire(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
         finish_reason=finish_reason_from_wire(getattr(message, "stop_reason", None)),
         response_id=getattr(message, "id", None),
         model_id=getattr(message, "model", None),
+        raw_representation=message,
+    )
+
+
+def _response_from_json(message: JSONView, data: dict[str, Any], prefill: str) -> ChatResponse[Any]:
+    """`response_from_wire` of a message's JSON `data` (a missing field reads as None, as on its view)."""
+    blocks = data.get("content")
+    if not isinstance(blocks, list):
+        raise ProviderResponseError("the server's answer could not be read: a message without a content list")
+    contents: list[Content] = []
+    for block in blocks:
+        if type(block) is not dict:  # not an object: no block type to read, as on its view
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text, prefill = strip_echo(block.get("text"), prefill), ""  # type: ignore[arg-type]  # only the first echoes
+            if text:
+                contents.append(TextContent(text))
+        elif kind == "tool_use":
+            arguments = json.dumps(block.get("input"))
+            contents.append(FunctionCallContent(block.get("id"), block.get("name"), arguments))  # type: ignore[arg-type]
+        elif kind == "thinking":
+            contents.append(ReasoningContent(block.get("thinking"), block.get("signature")))  # type: ignore[arg-type]
+    stop_details = data.get("stop_details")
+    refusal = refusal_of(JSONView(stop_details) if type(stop_details) is dict else stop_details)
+    if refusal is not None:
+        contents.append(refusal)
+    return ChatResponse(
+        ChatMessage("assistant", contents, raw_representation=message),
+        usage=usage_from(data.get("usage")),
+        finish_reason=finish_reason_from_wire(data.get("stop_reason")),
+        response_id=data.get("id"),
+        model_id=data.get("model"),
         raw_representation=message,
     )
 

@@ -68,7 +68,7 @@ def answering(captured: list[httpx2.Request], body: Any = MESSAGE) -> httpx2.Moc
 
 def sdk_client(is_async: bool, captured: list[httpx2.Request], body: Any = MESSAGE) -> Any:
     transport = answering(captured, body)
-    http = httpx2.AsyncClient(transport=transport) if is_async else httpx2.Client(transport=transport)
+    http: Any = httpx2.AsyncClient(transport=transport) if is_async else httpx2.Client(transport=transport)
     kind = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
     return kind(api_key="sk-ant", base_url="http://server.test", http_client=http, max_retries=0, default_headers=BETA)
 
