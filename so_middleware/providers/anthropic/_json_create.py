@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
+import jiter
 
 from ...wire.common import JSONView
 
@@ -60,16 +61,20 @@ def json_create(sdk_client: Any, resource: Any, *, is_async: bool) -> Callable[.
 def _answer(raw: Any) -> Any:
     """The answer of a raw response, read as `create` reads it for a model: a body of a JSON
     content type must be JSON (a decoding error raises as the SDK's does); another body is read as
-    JSON when it is, else handed back as text."""
+    JSON when it is, else handed back as text. `jiter` reads UTF-8 JSON first, faster than the
+    SDK's `json.loads`; what it refuses is read the SDK's way."""
     response = raw.http_response
-    content_type = response.headers.get("content-type", "*").split(";")[0]
-    if content_type.lower().endswith("json"):
-        data = response.json()
-    else:
-        try:
+    try:
+        data = jiter.from_json(response.content, cache_mode="keys")
+    except ValueError:  # read again as the SDK reads it: its own error, or a text other decodings accept
+        content_type = response.headers.get("content-type", "*").split(";")[0]
+        if content_type.lower().endswith("json"):
             data = response.json()
-        except ValueError:
-            return response.text
+        else:
+            try:
+                data = response.json()
+            except ValueError:
+                return response.text
     return MessageView(data) if isinstance(data, dict) else data
 
 

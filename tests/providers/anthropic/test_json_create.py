@@ -59,6 +59,8 @@ def answering(captured: list[httpx2.Request], body: Any = MESSAGE) -> httpx2.Moc
         captured.append(request)
         if json.loads(request.content).get("stream"):
             return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=STREAMED)
+        if isinstance(body, tuple):  # (content type, bytes)
+            return httpx2.Response(200, headers={"content-type": body[0]}, content=body[1])
         if isinstance(body, bytes):
             return httpx2.Response(200, headers={"content-type": "text/plain"}, content=body)
         return httpx2.Response(200, json=body)
@@ -141,6 +143,21 @@ async def test_a_json_body_of_another_content_type_is_read_and_text_is_kept() ->
     with pytest.raises(ProviderResponseError, match="got str") as raised:
         await unreadable.get_response("Hi")
     assert raised.value.raw_text == "upstream says no"
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+async def test_a_json_body_in_another_unicode_encoding_is_read(encoding: str) -> None:
+    """JSON text may come in UTF-16 or with a byte order mark; `create` reads it (`json.loads` of
+    bytes finds the encoding), so does the adapter."""
+    body = ("application/json", json.dumps(MESSAGE).encode(encoding))
+    assert (await AnthropicChatClient(sdk_client(True, [], body), "m").get_response("Hi")).text == '{"a": 1}'
+
+
+async def test_a_json_content_type_with_a_body_that_is_not_json_is_unreadable() -> None:
+    body = ("application/json", b'{"id": "msg_1", "content": [')
+    with pytest.raises(ProviderResponseError, match="not valid JSON text") as raised:
+        await AnthropicChatClient(sdk_client(True, [], body), "m", capabilities=ANTHROPIC_API).get_response("Hi")
+    assert raised.value.raw_text == '{"id": "msg_1", "content": ['
 
 
 @pytest.mark.parametrize("is_async", [True, False], ids=["async", "sync"])
