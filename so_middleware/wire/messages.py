@@ -456,7 +456,9 @@ def response_to_wire(response: ChatResponse[Any]) -> dict[str, Any]:
 class StreamReader:
     """Turns Messages stream events into updates; keeps what spans events (block kinds, text).
 
-    `read(event)` returns an update or None; `finished` turns True on `message_stop`.
+    `read(event)` returns an update or None; `finished` turns True on `message_stop`. An event is
+    its JSON as a `JSONView` (as the adapter reads streams) or an SDK event object (read through
+    its `to_dict()`).
     """
 
     prefill: str = ""
@@ -476,55 +478,57 @@ class StreamReader:
         return [TextContent(piece)]
 
     def read(self, event: Any) -> ChatResponseUpdate[Any] | None:
-        if type(event) is JSONView:  # most events of a stream are text deltas: read their JSON as it is
-            data = event.to_dict()
-            delta = data.get("delta") if data.get("type") == "content_block_delta" else None
-            if type(delta) is dict and delta.get("type") == "text_delta":
-                piece: Any = delta.get("text")  # None, as read by attribute, when the delta has none
-                text = self._text(piece)
-                return ChatResponseUpdate(text, role="assistant", raw_representation=event) if text else None
-        kind = getattr(event, "type", None)
+        data = event.to_dict() if isinstance(event, JSONView) else _json_of(event)
+        kind = data.get("type")
         contents: list[Content] = []
-        if kind == "message_start":
-            message = event.message
+        if kind == "content_block_delta":  # most events of a stream
+            delta = _block(data.get("delta"))
+            delta_kind = delta.get("type")
+            if delta_kind == "text_delta":
+                contents = self._text(delta.get("text"))  # type: ignore[arg-type]  # None when absent, as read by attribute
+            elif delta_kind == "input_json_delta":
+                index = data.get("index")
+                call_id = self._calls.get(index, f"toolu_{index}")  # type: ignore[arg-type]
+                contents.append(FunctionCallContent(call_id, "", delta.get("partial_json")))  # type: ignore[arg-type]
+            elif delta_kind == "thinking_delta":
+                contents.append(ReasoningContent(delta.get("thinking")))  # type: ignore[arg-type]
+            elif delta_kind == "signature_delta":  # closes the thinking block; the API wants it back
+                contents.append(ReasoningContent("", delta.get("signature")))
+        elif kind == "message_start":
+            found = data.get("message")
+            message: dict[str, Any] = found if type(found) is dict else {}
             return ChatResponseUpdate(
                 role="assistant",
-                usage=usage_from(getattr(message, "usage", None), part="input"),
-                response_id=getattr(message, "id", None),
-                model_id=getattr(message, "model", None),
+                usage=usage_from(message.get("usage"), part="input"),
+                response_id=message.get("id"),
+                model_id=message.get("model"),
                 raw_representation=event,
             )
-        if kind == "content_block_start":
-            block = event.content_block
-            if block.type == "tool_use":
-                self._calls[event.index] = block.id
-                contents.append(FunctionCallContent(block.id, block.name, ""))
-            elif block.type == "text" and block.text:
-                contents.extend(self._text(block.text))
-            elif block.type == "thinking" and getattr(block, "thinking", ""):
-                contents.append(ReasoningContent(block.thinking))
-        elif kind == "content_block_delta":
-            delta = event.delta
-            if delta.type == "text_delta":
-                contents.extend(self._text(delta.text))
-            elif delta.type == "input_json_delta":
-                call_id = self._calls.get(event.index, f"toolu_{event.index}")
-                contents.append(FunctionCallContent(call_id, "", delta.partial_json))
-            elif delta.type == "thinking_delta":
-                contents.append(ReasoningContent(delta.thinking))
-            elif delta.type == "signature_delta":  # closes the thinking block; the API wants it back
-                contents.append(ReasoningContent("", delta.signature))
+        elif kind == "content_block_start":
+            block = _block(data.get("content_block"))
+            block_kind = block.get("type")
+            if block_kind == "tool_use":
+                block_id: Any = block.get("id")
+                self._calls[data.get("index")] = block_id  # type: ignore[index]
+                contents.append(FunctionCallContent(block_id, block.get("name"), ""))  # type: ignore[arg-type]
+            elif block_kind == "text" and block.get("text"):
+                contents.extend(self._text(block["text"]))
+            elif block_kind == "thinking" and block.get("thinking"):
+                contents.append(ReasoningContent(block["thinking"]))
         elif kind == "message_delta":
             if self._echo:
                 contents.extend(self._text(self._echo.flush()))
-            refusal = refusal_of(getattr(event.delta, "stop_details", None))
+            found = data.get("delta")
+            delta = found if type(found) is dict else {}
+            stop_details = delta.get("stop_details")
+            refusal = refusal_of(JSONView(stop_details) if type(stop_details) is dict else stop_details)
             if refusal is not None:
                 contents.append(refusal)
             return ChatResponseUpdate(
                 contents,
                 role="assistant",
-                usage=usage_from(getattr(event, "usage", None), part="output"),
-                finish_reason=finish_reason_from_wire(getattr(event.delta, "stop_reason", None)),
+                usage=usage_from(data.get("usage"), part="output"),
+                finish_reason=finish_reason_from_wire(delta.get("stop_reason")),
                 raw_representation=event,
             )
         elif kind == "message_stop":
@@ -532,3 +536,17 @@ class StreamReader:
         if not contents:
             return None
         return ChatResponseUpdate(contents, role="assistant", raw_representation=event)
+
+
+def _json_of(event: Any) -> dict[str, Any]:
+    """An SDK event object's JSON (`to_dict()`); {} for anything else (no event type to read)."""
+    to_dict = getattr(event, "to_dict", None)
+    data = to_dict() if callable(to_dict) else None
+    return data if type(data) is dict else {}
+
+
+def _block(value: Any) -> dict[str, Any]:
+    """A block or delta object; anything else is an event of an unexpected shape."""
+    if type(value) is not dict:
+        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value
