@@ -29,8 +29,9 @@ Messages API and is not sent.
 from __future__ import annotations
 
 import base64
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -298,7 +299,8 @@ def _tool_to_wire(tool: FunctionTool) -> dict[str, Any]:
 
 
 def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -> UsageDetails | None:
-    """Map Anthropic usage; input counts include cache reads and writes (as OpenAI's do).
+    """Map Anthropic usage (an object, or its JSON); input counts include cache reads and writes
+    (as OpenAI's do).
 
     A stream reports input at `message_start` (its output count is a placeholder) and the final,
     cumulative output at `message_delta` (which may repeat the input): each event maps one `part`,
@@ -306,11 +308,14 @@ def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -
     """
     if usage is None:
         return None
-    cached = getattr(usage, "cache_read_input_tokens", None) if part != "output" else None
-    created = getattr(usage, "cache_creation_input_tokens", None) if part != "output" else None
-    parts = [getattr(usage, "input_tokens", None), cached, created]
+    if isinstance(usage, JSONView):
+        usage = usage.to_dict()
+    read: Callable[[str], Any] = usage.get if type(usage) is dict else functools.partial(_attribute, usage)
+    cached = read("cache_read_input_tokens") if part != "output" else None
+    created = read("cache_creation_input_tokens") if part != "output" else None
+    parts = [read("input_tokens"), cached, created]
     input_tokens = sum(p or 0 for p in parts) if part != "output" and any(p is not None for p in parts) else None
-    output_tokens = getattr(usage, "output_tokens", None) if part != "input" else None
+    output_tokens = read("output_tokens") if part != "input" else None
     counted = [t for t in (input_tokens, output_tokens) if t is not None]
     return UsageDetails(
         input_tokens=input_tokens,
@@ -319,6 +324,10 @@ def usage_from(usage: Any, *, part: Literal["all", "input", "output"] = "all") -
         cached_input_tokens=cached,
         cache_creation_input_tokens=created,
     )
+
+
+def _attribute(value: Any, name: str) -> Any:
+    return getattr(value, name, None)
 
 
 def finish_reason_from_wire(stop_reason: str | None) -> FinishReason | None:
@@ -353,10 +362,13 @@ def refusal_of(stop_details: Any) -> RefusalContent | None:
 
 
 def response_from_wire(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
-    """Map a `Message` to a `ChatResponse`; `prefill` is stripped from the text when echoed.
+    """Map a `Message` (or a `JSONView` of its JSON) to a `ChatResponse`; `prefill` is stripped from
+    the text when echoed.
 
     A message without a `content` list raises `ProviderResponseError`.
     """
+    if isinstance(message, JSONView):  # its JSON, read as it is
+        return _response_from_json(message, message.to_dict(), prefill)
     if not isinstance(getattr(message, "content", None), list):
         raise ProviderResponseError("the server's answer could not be read: a message without a content list")
     contents: list[Content] = []
@@ -380,6 +392,39 @@ def response_from_wire(message: Any, *, prefill: str = "") -> ChatResponse[Any]:
         finish_reason=finish_reason_from_wire(getattr(message, "stop_reason", None)),
         response_id=getattr(message, "id", None),
         model_id=getattr(message, "model", None),
+        raw_representation=message,
+    )
+
+
+def _response_from_json(message: JSONView, data: dict[str, Any], prefill: str) -> ChatResponse[Any]:
+    """`response_from_wire` of a message's JSON `data` (a missing field reads as None, as on its view)."""
+    blocks = data.get("content")
+    if not isinstance(blocks, list):
+        raise ProviderResponseError("the server's answer could not be read: a message without a content list")
+    contents: list[Content] = []
+    for block in blocks:
+        if type(block) is not dict:  # not an object: no block type to read, as on its view
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text, prefill = strip_echo(block.get("text"), prefill), ""  # type: ignore[arg-type]  # only the first echoes
+            if text:
+                contents.append(TextContent(text))
+        elif kind == "tool_use":
+            arguments = json.dumps(block.get("input"))
+            contents.append(FunctionCallContent(block.get("id"), block.get("name"), arguments))  # type: ignore[arg-type]
+        elif kind == "thinking":
+            contents.append(ReasoningContent(block.get("thinking"), block.get("signature")))  # type: ignore[arg-type]
+    stop_details = data.get("stop_details")
+    refusal = refusal_of(JSONView(stop_details) if type(stop_details) is dict else stop_details)
+    if refusal is not None:
+        contents.append(refusal)
+    return ChatResponse(
+        ChatMessage("assistant", contents, raw_representation=message),
+        usage=usage_from(data.get("usage")),
+        finish_reason=finish_reason_from_wire(data.get("stop_reason")),
+        response_id=data.get("id"),
+        model_id=data.get("model"),
         raw_representation=message,
     )
 
@@ -411,7 +456,9 @@ def response_to_wire(response: ChatResponse[Any]) -> dict[str, Any]:
 class StreamReader:
     """Turns Messages stream events into updates; keeps what spans events (block kinds, text).
 
-    `read(event)` returns an update or None; `finished` turns True on `message_stop`.
+    `read(event)` returns an update or None; `finished` turns True on `message_stop`. An event is
+    its JSON as a `JSONView` (as the adapter reads streams) or an SDK event object (read through
+    its `to_dict()`).
     """
 
     prefill: str = ""
@@ -431,48 +478,57 @@ class StreamReader:
         return [TextContent(piece)]
 
     def read(self, event: Any) -> ChatResponseUpdate[Any] | None:
-        kind = getattr(event, "type", None)
+        data = event.to_dict() if isinstance(event, JSONView) else _json_of(event)
+        kind = data.get("type")
         contents: list[Content] = []
-        if kind == "message_start":
-            message = event.message
+        if kind == "content_block_delta":  # most events of a stream
+            delta = _block(data.get("delta"))
+            delta_kind = delta.get("type")
+            if delta_kind == "text_delta":
+                contents = self._text(delta.get("text"))  # type: ignore[arg-type]  # None when absent, as read by attribute
+            elif delta_kind == "input_json_delta":
+                index = data.get("index")
+                call_id = self._calls.get(index, f"toolu_{index}")  # type: ignore[arg-type]
+                contents.append(FunctionCallContent(call_id, "", delta.get("partial_json")))  # type: ignore[arg-type]
+            elif delta_kind == "thinking_delta":
+                contents.append(ReasoningContent(delta.get("thinking")))  # type: ignore[arg-type]
+            elif delta_kind == "signature_delta":  # closes the thinking block; the API wants it back
+                contents.append(ReasoningContent("", delta.get("signature")))
+        elif kind == "message_start":
+            found = data.get("message")
+            message: dict[str, Any] = found if type(found) is dict else {}
             return ChatResponseUpdate(
                 role="assistant",
-                usage=usage_from(getattr(message, "usage", None), part="input"),
-                response_id=getattr(message, "id", None),
-                model_id=getattr(message, "model", None),
+                usage=usage_from(message.get("usage"), part="input"),
+                response_id=message.get("id"),
+                model_id=message.get("model"),
                 raw_representation=event,
             )
-        if kind == "content_block_start":
-            block = event.content_block
-            if block.type == "tool_use":
-                self._calls[event.index] = block.id
-                contents.append(FunctionCallContent(block.id, block.name, ""))
-            elif block.type == "text" and block.text:
-                contents.extend(self._text(block.text))
-            elif block.type == "thinking" and getattr(block, "thinking", ""):
-                contents.append(ReasoningContent(block.thinking))
-        elif kind == "content_block_delta":
-            delta = event.delta
-            if delta.type == "text_delta":
-                contents.extend(self._text(delta.text))
-            elif delta.type == "input_json_delta":
-                call_id = self._calls.get(event.index, f"toolu_{event.index}")
-                contents.append(FunctionCallContent(call_id, "", delta.partial_json))
-            elif delta.type == "thinking_delta":
-                contents.append(ReasoningContent(delta.thinking))
-            elif delta.type == "signature_delta":  # closes the thinking block; the API wants it back
-                contents.append(ReasoningContent("", delta.signature))
+        elif kind == "content_block_start":
+            block = _block(data.get("content_block"))
+            block_kind = block.get("type")
+            if block_kind == "tool_use":
+                block_id: Any = block.get("id")
+                self._calls[data.get("index")] = block_id  # type: ignore[index]
+                contents.append(FunctionCallContent(block_id, block.get("name"), ""))  # type: ignore[arg-type]
+            elif block_kind == "text" and block.get("text"):
+                contents.extend(self._text(block["text"]))
+            elif block_kind == "thinking" and block.get("thinking"):
+                contents.append(ReasoningContent(block["thinking"]))
         elif kind == "message_delta":
             if self._echo:
                 contents.extend(self._text(self._echo.flush()))
-            refusal = refusal_of(getattr(event.delta, "stop_details", None))
+            found = data.get("delta")
+            delta = found if type(found) is dict else {}
+            stop_details = delta.get("stop_details")
+            refusal = refusal_of(JSONView(stop_details) if type(stop_details) is dict else stop_details)
             if refusal is not None:
                 contents.append(refusal)
             return ChatResponseUpdate(
                 contents,
                 role="assistant",
-                usage=usage_from(getattr(event, "usage", None), part="output"),
-                finish_reason=finish_reason_from_wire(getattr(event.delta, "stop_reason", None)),
+                usage=usage_from(data.get("usage"), part="output"),
+                finish_reason=finish_reason_from_wire(delta.get("stop_reason")),
                 raw_representation=event,
             )
         elif kind == "message_stop":
@@ -480,3 +536,17 @@ class StreamReader:
         if not contents:
             return None
         return ChatResponseUpdate(contents, role="assistant", raw_representation=event)
+
+
+def _json_of(event: Any) -> dict[str, Any]:
+    """An SDK event object's JSON (`to_dict()`); {} for anything else (no event type to read)."""
+    to_dict = getattr(event, "to_dict", None)
+    data = to_dict() if callable(to_dict) else None
+    return data if type(data) is dict else {}
+
+
+def _block(value: Any) -> dict[str, Any]:
+    """A block or delta object; anything else is an event of an unexpected shape."""
+    if type(value) is not dict:
+        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+    return value

@@ -2,6 +2,9 @@
 
 The raw `create` is used, not the SDK's `parse`/`stream` helpers (they bypass `create` and
 re-parse on every event); validation and partial parsing are the structured-output layer's job.
+Its raw-response twin sends both kinds of call: the answer's JSON is read by the wire codec, not
+into the SDK's models (`json_create`; streamed, `EventStream`), unless `create` was wrapped or
+replaced (instrumentation, a test double), which then gets the call as it is.
 
 Formats: a json_schema format goes out as `output_config.format`. JSON mode (json_object) has
 no Anthropic form: nothing is sent for it. A format the capability profile says this backend
@@ -36,6 +39,7 @@ from ...wire.common import warn_if_not_enforced
 from ...wire.messages import StreamReader, request_to_wire, response_from_wire
 from .._discovery import ServerInfo
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
+from ._json_create import MessageView, json_create
 from ._profiles import profile_for, rejects_prefill, server_profile
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatClient"]
@@ -101,10 +105,12 @@ class AnthropicChatClient(SDKChatClient):
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
         prefill = self.echoed_prefill(messages)
+        sdk = self.sdk_for(options)
+        create = json_create(sdk, sdk.messages, is_async=self.is_async)
         return await self.fetch(
-            self.sdk_for(options).messages.create,
+            create or sdk.messages.create,
             request,
-            Message,
+            MessageView if create else Message,
             lambda message: response_from_wire(message, prefill=prefill),
         )
 
