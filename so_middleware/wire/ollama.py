@@ -345,13 +345,17 @@ class OllamaStreamReader:
 
     def read(self, chunk: Any) -> ChatResponseUpdate[Any] | None:
         """The update for one chunk (None when it carries nothing)."""
-        contents = _contents(_get(chunk, "message"))
+        if type(chunk) is dict:  # the JSON as read: the adapter's own path
+            message, done, model = chunk.get("message"), chunk.get("done"), chunk.get("model")
+        else:
+            message, done, model = _get(chunk, "message"), _get(chunk, "done"), _get(chunk, "model")
+        contents = _contents(message)
         for content in contents:  # a loop, not two generators: this runs once per chunk
             if type(content) is TextContent:
                 self.text.append(content.text)
             elif type(content) is FunctionCallContent:
                 self._calls = True
-        done = bool(_get(chunk, "done"))
+        done = bool(done)
         if not done and not contents:
             return None
         self.finished = self.finished or done
@@ -360,6 +364,6 @@ class OllamaStreamReader:
             role="assistant",
             usage=usage_from_wire(chunk) if done else None,
             finish_reason=_finish(chunk, self._calls) if done else None,
-            model_id=_get(chunk, "model"),
+            model_id=model,
             raw_representation=chunk,
         )
