@@ -108,7 +108,7 @@ class GeminiChatClient(BaseChatClient):
         models = self.sdk_client.aio.models
         with sdk_boundary(self.sdk_client, is_async=True):
             # The SDK's documented raw answer: its body, read as JSON by the codec, not first
-            # validated into a `GenerateContentResponse` (a third of the SDK's work on a call).
+            # validated into a `GenerateContentResponse` and its parts, which the codec does not need.
             response = await models.generate_content(**{**request, "config": {**config, **_RAW_ANSWER}})
             answer = _body(response)
             token = _continuation_token(answer) if config.get("automatic_continuation") is not False else None
