@@ -384,9 +384,16 @@ def _camel(name: str) -> str:
 _CAMEL: dict[str, str] = {}  # snake name -> the REST JSON's camelCase (made once per name)
 
 
+_MAPPINGS: dict[type, bool] = {dict: True}  # whether a type is a Mapping: an ABC check once per type, not per field
+
+
 def _get(value: Any, name: str) -> Any:
     """A field by its SDK (snake_case) name: an attribute, or a JSON key in either spelling."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    is_mapping = _MAPPINGS.get(kind)
+    if is_mapping is None:
+        is_mapping = _MAPPINGS.setdefault(kind, isinstance(value, Mapping))
+    if is_mapping:
         found = value.get(name)
         if found is None:
             camel = _CAMEL.get(name) or _CAMEL.setdefault(name, _camel(name))
@@ -570,8 +577,11 @@ class GeminiStreamReader:
         """The update for one chunk (None when it carries nothing)."""
         candidate = _candidate(chunk)
         contents = _contents(candidate) + _blocked(chunk, candidate)
-        self.text.extend(content.text for content in contents if isinstance(content, TextContent))
-        self._calls += sum(isinstance(content, FunctionCallContent) for content in contents)
+        for content in contents:  # a loop, not two generators: this runs once per chunk
+            if type(content) is TextContent:
+                self.text.append(content.text)
+            elif type(content) is FunctionCallContent:
+                self._calls += 1
         usage = usage_from_wire(_get(chunk, "usage_metadata"))
         if usage is not None:
             self._usage = usage

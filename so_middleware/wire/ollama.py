@@ -255,6 +255,8 @@ def _made_id() -> str:
 
 
 def _get(value: Any, name: str) -> Any:
+    if type(value) is dict:  # the JSON as read: the adapter's own path, without an ABC check
+        return value.get(name)
     return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
 
 
@@ -268,13 +270,15 @@ def usage_from_wire(answer: Any) -> UsageDetails | None:
 
 def _contents(message: Any) -> list[Content]:
     found: list[Content] = []
-    thinking = _get(message, "thinking")
+    if type(message) is dict:
+        thinking, text, calls = message.get("thinking"), message.get("content"), message.get("tool_calls")
+    else:
+        thinking, text, calls = _get(message, "thinking"), _get(message, "content"), _get(message, "tool_calls")
     if isinstance(thinking, str) and thinking:
         found.append(ReasoningContent(thinking))
-    text = _get(message, "content")
     if isinstance(text, str) and text:
         found.append(TextContent(text))
-    for call in _get(message, "tool_calls") or ():
+    for call in calls or ():
         function = _get(call, "function")
         arguments = _get(function, "arguments")
         found.append(FunctionCallContent(_made_id(), str(_get(function, "name")), json.dumps(arguments or {})))
@@ -341,10 +345,17 @@ class OllamaStreamReader:
 
     def read(self, chunk: Any) -> ChatResponseUpdate[Any] | None:
         """The update for one chunk (None when it carries nothing)."""
-        contents = _contents(_get(chunk, "message"))
-        self.text.extend(content.text for content in contents if isinstance(content, TextContent))
-        self._calls = self._calls or any(isinstance(content, FunctionCallContent) for content in contents)
-        done = bool(_get(chunk, "done"))
+        if type(chunk) is dict:  # the JSON as read: the adapter's own path
+            message, done, model = chunk.get("message"), chunk.get("done"), chunk.get("model")
+        else:
+            message, done, model = _get(chunk, "message"), _get(chunk, "done"), _get(chunk, "model")
+        contents = _contents(message)
+        for content in contents:  # a loop, not two generators: this runs once per chunk
+            if type(content) is TextContent:
+                self.text.append(content.text)
+            elif type(content) is FunctionCallContent:
+                self._calls = True
+        done = bool(done)
         if not done and not contents:
             return None
         self.finished = self.finished or done
@@ -353,6 +364,6 @@ class OllamaStreamReader:
             role="assistant",
             usage=usage_from_wire(chunk) if done else None,
             finish_reason=_finish(chunk, self._calls) if done else None,
-            model_id=_get(chunk, "model"),
+            model_id=model,
             raw_representation=chunk,
         )

@@ -11,7 +11,9 @@ the Gemini Developer API or Vertex AI, as it was made.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import math
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -25,6 +27,8 @@ from ...core import (
     ChatOptions,
     ChatResponse,
     ChatResponseUpdate,
+    FinishReason,
+    FunctionCallContent,
     UserError,
     redact_url,
     seconds_left,
@@ -39,6 +43,7 @@ from ._profiles import profile_for
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "GeminiChatClient"]
 
 _DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
+_RAW_ANSWER = {"should_return_http_response": True}  # a config field the SDK reads and does not send
 
 
 class GeminiChatClient(BaseChatClient):
@@ -99,9 +104,19 @@ class GeminiChatClient(BaseChatClient):
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
+        config = request["config"]
+        models = self.sdk_client.aio.models
         with sdk_boundary(self.sdk_client, is_async=True):
-            response = await self.sdk_client.aio.models.generate_content(**request)
-        return response_from_wire(response)
+            # The SDK's documented raw answer: its body, read as JSON by the codec, not first
+            # validated into a `GenerateContentResponse` and its parts, which the codec does not need.
+            response = await models.generate_content(**{**request, "config": {**config, **_RAW_ANSWER}})
+            answer = _body(response)
+            token = _continuation_token(answer) if config.get("automatic_continuation") is not False else None
+            if token is None:
+                return response_from_wire(answer)
+            # A hop that stops to be continued: the SDK follows the rest and merges those hops.
+            rest = await models.generate_content(**{**request, "config": {**config, "continuation_token": token}})
+        return _joined(response_from_wire(answer), response_from_wire(rest))
 
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
@@ -118,3 +133,46 @@ class GeminiChatClient(BaseChatClient):
 
     def __repr__(self) -> str:
         return f"GeminiChatClient(genai.Client(base_url={self.base_url!r}), model={self.model!r})"
+
+
+def _body(response: Any) -> Any:
+    """The answer's JSON when the SDK handed back its HTTP body, else the SDK's answer itself (an
+    instrumented `generate_content` may return its own)."""
+    http = getattr(response, "sdk_http_response", None)
+    body = getattr(http, "body", None)
+    return json.loads(body) if body else response
+
+
+def _continuation_token(answer: Any) -> bytes | None:
+    """The token of a hop the SDK would continue (a first candidate with a token and no end other
+    than `CONTINUATION`), as the SDK sends it back; None for a whole answer."""
+    if not isinstance(answer, dict):
+        return None
+    candidates = answer.get("candidates")
+    first = candidates[0] if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict) else {}
+    token = first.get("continuationToken") or first.get("continuation_token")
+    if not isinstance(token, str) or first.get("finishReason", first.get("finish_reason")) not in (
+        None,
+        "CONTINUATION",
+    ):
+        return None
+    return base64.b64decode(token)
+
+
+def _joined(first: ChatResponse[Any], rest: ChatResponse[Any]) -> ChatResponse[Any]:
+    """One answer of a continued call: the hops' contents in order, their counts summed, the end,
+    ids and model of the last (a call made in the first hop makes a stop a tool-call end)."""
+    contents = [content for response in (first, rest) for message in response.messages for content in message.contents]
+    finish = rest.finish_reason
+    if finish is FinishReason.STOP and any(isinstance(content, FunctionCallContent) for content in contents):
+        finish = FinishReason.TOOL_CALLS
+    raw = [first.raw_representation, rest.raw_representation]
+    usage = first.usage + rest.usage if first.usage is not None else rest.usage
+    return ChatResponse(
+        ChatMessage("assistant", contents, raw_representation=raw),
+        usage=usage,
+        finish_reason=finish,
+        response_id=rest.response_id,
+        model_id=rest.model_id,
+        raw_representation=raw,
+    )

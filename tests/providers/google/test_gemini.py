@@ -3,6 +3,8 @@ speaks the documented `generateContent` wire format (`gemini_server.py` names it
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -13,6 +15,7 @@ from pydantic import BaseModel
 
 from so_middleware import (
     ChatMessage,
+    ChatOptions,
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
@@ -251,3 +254,53 @@ def test_the_sdks_retry_options_are_where_the_adapter_reads_them() -> None:
     moves it, this fails (and the adapter then says, per call, that the SDK makes one attempt)."""
     assert genai_never_retries(genai.Client(api_key="k"))
     assert not genai_never_retries(genai.Client(api_key="k", http_options={"retry_options": {"attempts": 2}}))
+
+
+async def test_a_continued_answer_is_one_answer_as_the_sdk_merges_its_hops(
+    gemini: tuple[GeminiServer, genai.Client],
+) -> None:
+    """A first hop that stops with `CONTINUATION` and a token: the next request carries the token,
+    and the caller gets the joined text, the summed counts and the last hop's end."""
+    server, sdk = gemini
+    token = base64.b64encode(b"resume-here").decode()
+    first = text_answer("Hello ", finish="CONTINUATION")
+    first["candidates"][0]["continuationToken"] = token
+    server.script(Answer(first), Answer(text_answer("there")))
+    response = await _client(sdk).get_response("Hi")
+    assert response.text == "Hello there"
+    assert response.finish_reason == "stop"
+    assert response.usage is not None and (response.usage.input_tokens, response.usage.output_tokens) == (22, 14)
+    assert len(server.requests) == 2
+    assert "continuationToken" not in json.dumps(server.requests[0][1])
+    assert token in json.dumps(server.requests[1][1])
+
+
+@pytest.mark.parametrize("extra_body", [None, {"automatic_continuation": False, "top_k": 3}])
+async def test_a_plain_call_sends_what_the_sdks_own_call_sends_and_reads_the_answer_as_json(
+    gemini: tuple[GeminiServer, genai.Client], extra_body: dict[str, Any] | None
+) -> None:
+    """The adapter asks the SDK for its raw answer; the request on the wire is the one the SDK's
+    own `generate_content` sends for the adapter's arguments (`request_for`), field for field and in order."""
+    server, sdk = gemini
+    server.script(Answer(text_answer("Hello there")), Answer(text_answer("Hello there")))
+    client = _client(sdk)
+    options: dict[str, Any] = {"instructions": "Be brief.", "temperature": 0.2, "extra_body": extra_body}
+    response = await client.get_response("Hi", options=options)
+    await sdk.aio.models.generate_content(**client.request_for([ChatMessage("user", "Hi")], ChatOptions(**options)))
+    (ours_path, ours_body), (sdks_path, sdks_body) = server.requests
+    assert (ours_path, json.dumps(ours_body)) == (sdks_path, json.dumps(sdks_body))
+    assert response.text == "Hello there"
+    assert isinstance(response.raw_representation, dict)
+    assert response.raw_representation["responseId"] == "resp-1"
+
+
+async def test_a_hop_to_be_continued_is_the_answer_when_the_call_turns_continuation_off(
+    gemini: tuple[GeminiServer, genai.Client],
+) -> None:
+    server, sdk = gemini
+    first = text_answer("Hello ", finish="CONTINUATION")
+    first["candidates"][0]["continuationToken"] = base64.b64encode(b"resume-here").decode()
+    server.script(Answer(first), Answer(text_answer("there")))
+    response = await _client(sdk).get_response("Hi", options={"extra_body": {"automatic_continuation": False}})
+    assert response.text == "Hello "
+    assert len(server.requests) == 1
