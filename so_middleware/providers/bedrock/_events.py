@@ -40,7 +40,8 @@ class EventPump:
         self._open_stream = open_stream
         self._loop = asyncio.get_running_loop()
         self._lock = threading.Lock()
-        self._room = threading.Semaphore(BUFFERED)
+        self._room = threading.Event()  # cleared while the buffer is full
+        self._full = False
         self._buffer: collections.deque[Any] = collections.deque()
         self._outcome: Any = None  # _END or the exception that ended the worker
         self._waiter: asyncio.Future[None] | None = None
@@ -72,10 +73,12 @@ class EventPump:
                     outcome = self._outcome
                     if not batch and outcome is None:
                         waiter = self._waiter = self._loop.create_future()
+                    full, self._full = self._full, False
+                if full:
+                    self._room.set()
                 if waiter is not None:
                     await waiter
                 elif batch:
-                    self._room.release(len(batch))
                     for event in batch:
                         yield event
                 elif isinstance(outcome, BaseException):
@@ -92,7 +95,7 @@ class EventPump:
                 return
             self._closed = True
             stream = self._stream if self._outcome is None else None
-        self._room.release()  # a worker waiting for room wakes and sees the close
+        self._room.set()  # a worker waiting for room wakes and sees the close
         if stream is not None:
             _cut(stream)
 
@@ -103,13 +106,20 @@ class EventPump:
             with self._lock:
                 self._stream, self._opened = stream, True
                 closed = self._closed
-            self._wake()
+                waiter, self._waiter = self._waiter, None
+            self._wake(waiter)
             if not closed:
                 for event in stream:
                     with self._lock:
                         self._buffer.append(event)
-                    self._wake()
-                    self._room.acquire()
+                        if len(self._buffer) >= BUFFERED:
+                            self._full = True
+                            self._room.clear()
+                        full = self._full
+                        waiter, self._waiter = self._waiter, None
+                    self._wake(waiter)
+                    if full:
+                        self._room.wait()
                     if self._closed:
                         break
             outcome: Any = _END
@@ -120,12 +130,11 @@ class EventPump:
                 stream.close()
         with self._lock:
             self._outcome = outcome
-        self._wake()
-
-    def _wake(self) -> None:
-        """Wake the loop if it waits (called on the worker)."""
-        with self._lock:
             waiter, self._waiter = self._waiter, None
+        self._wake(waiter)
+
+    def _wake(self, waiter: asyncio.Future[None] | None) -> None:
+        """Wake the loop if it waits (called on the worker)."""
         if waiter is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
                 self._loop.call_soon_threadsafe(_release, waiter)
