@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -48,7 +49,9 @@ class EventPump:
         self._stream: Any = None
         self._opened = False
         self._closed = False
-        self._thread = threading.Thread(target=self._read, name=THREAD_NAME, daemon=True)
+        # the caller's context goes with the reads, as with `to_thread`: a tracer's current span
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(target=context.run, args=(self._read,), name=THREAD_NAME, daemon=True)
         self._thread.start()
 
     async def opened(self) -> None:

@@ -4,6 +4,7 @@ speaks the Converse wire format of botocore's service model (`bedrock_server.py`
 from __future__ import annotations
 
 import base64
+import contextvars
 import json
 import logging
 import threading
@@ -240,6 +241,31 @@ async def test_a_stream_left_early_leaves_no_thread_reading_it() -> None:
                 scope.cancel()
         assert scope.cancelled_caught
         assert await _stream_threads_end()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_sdk_method_runs_in_the_callers_context(bedrock: tuple[BedrockServer, Any], stream: bool) -> None:
+    """A wrapper around the SDK's method (as a tracer's instrumentation installs) sees the
+    caller's context variables (its current span) on the thread the call runs on."""
+    server, sdk = bedrock
+    server.script(Answer(events=text_events(["Hi"])) if stream else Answer(text_answer("Hi")))
+    span: contextvars.ContextVar[str] = contextvars.ContextVar("span")
+    seen = []
+    method = "converse_stream" if stream else "converse"
+    original = getattr(sdk, method)
+
+    def traced(**request: Any) -> Any:
+        seen.append(span.get("none"))
+        return original(**request)
+
+    setattr(sdk, method, traced)
+    span.set("the caller's span")
+    if stream:
+        async for _ in _client(sdk).get_response("Hi", stream=True):
+            pass
+    else:
+        await _client(sdk).get_response("Hi")
+    assert seen == ["the caller's span"]
 
 
 async def _stream_threads_end() -> bool:
