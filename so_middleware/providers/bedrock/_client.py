@@ -1,9 +1,9 @@
 """`BedrockChatClient`: the Amazon Bedrock adapter, over boto3's `bedrock-runtime` client
 (`converse` and `converse_stream`).
 
-boto3 is synchronous: each call runs on a worker thread (`anyio.to_thread`), and so does each
-read of a stream's next event, so the event loop never waits on the socket. A cancelled call
-(a deadline, a closed stream) returns at once; its thread finishes on its own. The async
+boto3 is synchronous: each call runs on a worker thread (`anyio.to_thread`), and a stream is read
+by one thread of its own (`EventPump`), so the event loop never waits on the socket. A cancelled
+call (a deadline, a closed stream) returns at once; its thread finishes on its own. The async
 alternative, aioboto3/aiobotocore, pins botocore to its own release (aioboto3 15.5 to botocore
 1.40.61, before `outputConfig`, and with wrapt < 2), so it cannot sit beside the boto3 this
 extra needs.
@@ -17,8 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, ClassVar
 
 import anyio
@@ -40,6 +39,7 @@ from ...wire.common import warn_if_not_enforced
 from .._chunks import read_chunks
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, seconds_or_none
 from .._sdk_use import sdk_boundary
+from ._events import EventPump
 from ._profiles import profile_for
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "BedrockChatClient"]
@@ -132,11 +132,14 @@ class BedrockChatClient(BaseChatClient):
         reader = BedrockStreamReader(request["modelId"])
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
         with self._boundary():
-            answer = await anyio.to_thread.run_sync(
-                functools.partial(self.sdk_client.converse_stream, **request), abandon_on_cancel=True
-            )
-            updates = read_chunks(_events(answer["stream"]), reader, idle=idle, source="Amazon Bedrock")
-            async with contextlib.aclosing(updates):  # closing this stream closes the SDK's at once
+            pump = EventPump(lambda: self.sdk_client.converse_stream(**request)["stream"])
+            try:
+                await pump.opened()
+            except BaseException:
+                pump.close()
+                raise
+            updates = read_chunks(pump.events(), reader, idle=idle, source="Amazon Bedrock")
+            async with contextlib.aclosing(updates):  # closing this stream stops the reading thread at once
                 async for update in updates:
                     yield update
 
@@ -153,20 +156,3 @@ class BedrockChatClient(BaseChatClient):
 
     def __repr__(self) -> str:
         return f"BedrockChatClient(boto3 bedrock-runtime(endpoint={self.base_url!r}), model={self.model!r})"
-
-
-async def _events(stream: Any) -> AsyncGenerator[Any, None]:
-    """ConverseStream's events, each read on a worker thread; the SDK's stream closed on any exit.
-
-    A stream left early (a stall, a cancel) may still have a worker blocked reading it, holding
-    the response's read lock until botocore's `read_timeout`: it is closed on a thread of its own
-    so the caller does not wait for that."""
-    events = iter(stream)
-    done = object()
-    try:
-        while (event := await anyio.to_thread.run_sync(next, events, done, abandon_on_cancel=True)) is not done:
-            yield event
-    except BaseException:
-        threading.Thread(target=stream.close, name="bedrock-stream-close", daemon=True).start()
-        raise
-    stream.close()

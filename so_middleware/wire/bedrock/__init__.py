@@ -23,12 +23,15 @@ Request mapping (`client.converse(modelId=, messages=, system=, ...)`):
 | `seed`                                  | none on Converse: a `UserError` before any request               |
 | `extra_body`                            | merged into the keyword arguments (`additionalModelRequestFields`, `guardrailConfig`, ...) |
 
+`request_from_wire` reads such keyword arguments back (a server's side): the inverse of the table.
+
 Answer mapping: `text` blocks are the answer, `toolUse` blocks `FunctionCallContent`,
 `reasoningContent` blocks `ReasoningContent`; `stopReason` through `STOP_REASONS`; usage
 `inputTokens`, `outputTokens`, `totalTokens`, `cacheReadInputTokens`.
 """
 
 from ._answer import STOP_REASONS, BedrockStreamReader, response_from_wire, response_to_wire, usage_from_wire
+from ._reading import request_from_wire
 from ._request import block_to_wire, output_format_to_wire, request_to_wire
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "BedrockStreamReader",
     "block_to_wire",
     "output_format_to_wire",
+    "request_from_wire",
     "request_to_wire",
     "response_from_wire",
     "response_to_wire",

@@ -4,11 +4,14 @@ speaks the Converse wire format of botocore's service model (`bedrock_server.py`
 from __future__ import annotations
 
 import base64
+import contextvars
 import json
 import logging
+import threading
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import boto3
 import pytest
 from bedrock_server import SECRET_KEY, Answer, BedrockServer, bedrock_client, serving, text_answer, text_events
@@ -35,6 +38,7 @@ from so_middleware.bedrock import (
     family_of,
     profile_for,
 )
+from so_middleware.providers.bedrock._events import THREAD_NAME as STREAM_THREAD
 
 pytestmark = pytest.mark.anyio
 
@@ -217,13 +221,60 @@ async def test_a_stream_cut_before_its_message_stop_is_interrupted(bedrock: tupl
 
 async def test_a_stalled_stream_ends_at_the_idle_timeout() -> None:
     """The SDK would wait its read timeout (600 s here, past the test's own limit) for the next
-    event; the call ends at the idle timeout, and so does closing the stream a worker still reads."""
+    event; the call ends at the idle timeout, and the thread reading the stream ends with it."""
     with serving(read_timeout=600) as (server, sdk):
         server.script(Answer(events=text_events(["Hel", "lo"])[:2], stall=600))
         with pytest.raises(StreamInterruptedError, match=r"within 0\.3 s") as info:
             async for _ in _client(sdk, idle_timeout=0.3).get_response("Hi", stream=True):
                 pass
+        assert await _stream_threads_end()
     assert info.value.partial_text == "Hel"
+
+
+async def test_a_stream_left_early_leaves_no_thread_reading_it() -> None:
+    """Leaving a stream (a `break`, a cancel) while the SDK waits on the socket for the next event
+    ends the thread reading it, long before botocore's read timeout (600 s here)."""
+    with serving(read_timeout=600) as (server, sdk):
+        server.script(Answer(events=text_events(["Hel", "lo"])[:2], stall=600))
+        with anyio.CancelScope() as scope:
+            async for _ in _client(sdk).get_response("Hi", stream=True):
+                scope.cancel()
+        assert scope.cancelled_caught
+        assert await _stream_threads_end()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_sdk_method_runs_in_the_callers_context(bedrock: tuple[BedrockServer, Any], stream: bool) -> None:
+    """A wrapper around the SDK's method (as a tracer's instrumentation installs) sees the
+    caller's context variables (its current span) on the thread the call runs on."""
+    server, sdk = bedrock
+    server.script(Answer(events=text_events(["Hi"])) if stream else Answer(text_answer("Hi")))
+    span: contextvars.ContextVar[str] = contextvars.ContextVar("span")
+    seen = []
+    method = "converse_stream" if stream else "converse"
+    original = getattr(sdk, method)
+
+    def traced(**request: Any) -> Any:
+        seen.append(span.get("none"))
+        return original(**request)
+
+    setattr(sdk, method, traced)
+    span.set("the caller's span")
+    if stream:
+        async for _ in _client(sdk).get_response("Hi", stream=True):
+            pass
+    else:
+        await _client(sdk).get_response("Hi")
+    assert seen == ["the caller's span"]
+
+
+async def _stream_threads_end() -> bool:
+    """Whether every thread reading a ConverseStream ends (a generous bound, not a speed check)."""
+    for thread in [thread for thread in threading.enumerate() if thread.name == STREAM_THREAD]:
+        await anyio.to_thread.run_sync(thread.join, 30)
+        if thread.is_alive():
+            return False
+    return True
 
 
 async def test_an_error_event_in_a_stream_is_a_transient_status_error(bedrock: tuple[BedrockServer, Any]) -> None:
