@@ -128,6 +128,8 @@ def test_defaults_are_loopback_port_8000_and_16_mib() -> None:
     assert (args.max_connections, args.header_timeout, args.body_timeout) == (400, 10.0, 60.0)
     config = GatewayConfig(backend_url="x")
     assert (config.max_connections, config.header_timeout, config.body_timeout) == (400, 10.0, 60.0)
+    # after two identical answered calls, an emulated "auto" turn may only answer (docs/how-to/gateway.md)
+    assert args.emulated_call_repeats == config.emulated_call_repeats == 2
 
 
 @pytest.mark.parametrize(
@@ -141,6 +143,7 @@ def test_defaults_are_loopback_port_8000_and_16_mib() -> None:
         (["--max-connections", "0"], {}, "--max-connections"),
         (["--header-timeout", "0"], {}, "--header-timeout"),
         (["--body-timeout", "nan"], {}, "--body-timeout"),
+        (["--emulated-call-repeats", "0"], {}, "--emulated-call-repeats"),
         (["--api-key", ""], {}, "API key 1 of 1 is empty"),
         (["--api-key", "k1", "--api-key", "  "], {}, "API key 2 of 2 is empty"),
         ([], {"SO_MIDDLEWARE_GATEWAY_API_KEYS": "k1,,k2"}, "SO_MIDDLEWARE_GATEWAY_API_KEYS has an empty key"),

@@ -14,14 +14,14 @@ from typing import Any, ClassVar
 import openai
 from openai.types.chat import ChatCompletion
 
-from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate
+from ...core import Capabilities, ChatMessage, ChatOptions, ChatResponse, ChatResponseUpdate, UserError
 from ...wire.chat import ChunkReader, request_to_wire, response_from_wire
 from .._discovery import ServerInfo
 from .._post import CreateCalls
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._custom_tool import CustomToolAnswer, as_update
 from ._profiles import profile_for, server_profile
-from ._tool_emulation import ToolEmulation
+from ._tool_emulation import REPEATED_CALLS, ToolEmulation
 
 __all__ = ["OpenAIChatClient"]
 
@@ -30,7 +30,9 @@ class OpenAIChatClient(SDKChatClient):
     """A ChatClient over an `openai.OpenAI` or `openai.AsyncOpenAI` client (Chat Completions).
 
     Works with any OpenAI-compatible `base_url` (vLLM, llama.cpp, Ollama). The capability
-    profile is picked from the base URL and can be overridden.
+    profile is picked from the base URL and can be overridden. On a backend whose tools are
+    emulated, an `"auto"` turn after `emulated_call_repeats` identical answered calls in a row
+    may only answer.
 
     Example:
         client = OpenAIChatClient(AsyncOpenAI(), "gpt-4o-mini")
@@ -51,8 +53,15 @@ class OpenAIChatClient(SDKChatClient):
         discover: bool = True,
         max_tokens_field: str | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        emulated_call_repeats: int = REPEATED_CALLS,
     ) -> None:
         super().__init__(sdk_client, model, capabilities, idle_timeout, discover=discover)
+        if isinstance(emulated_call_repeats, bool) or not isinstance(emulated_call_repeats, int):
+            raise UserError(f"emulated_call_repeats must be a whole number, got {emulated_call_repeats!r}")
+        if emulated_call_repeats < 1:
+            raise UserError(f"emulated_call_repeats must be 1 or more, got {emulated_call_repeats!r}")
+        # an emulated "auto" turn after this many identical answered calls may only answer (`ToolEmulation`)
+        self._repeats = emulated_call_repeats
         self._creates = CreateCalls("/chat/completions", ChatCompletion, is_async=self.is_async)
         # api.openai.com wants max_completion_tokens (max_tokens is refused by reasoning models);
         # compatible servers know max_tokens.
@@ -90,7 +99,7 @@ class OpenAIChatClient(SDKChatClient):
         custom = CustomToolAnswer.of(options)  # a regex or grammar answer, asked as a custom tool
         if custom is not None:  # (the options sent name it in Chat's shape: not found again)
             return custom.from_chat(await self._respond(messages, custom.chat_options(options)))
-        emulation = ToolEmulation.of(options, self.capabilities)  # tools the backend ignores
+        emulation = ToolEmulation.of(options, self.capabilities, messages, self._repeats)  # tools the backend ignores
         if emulation is not None:
             response = await self._respond(emulation.messages(messages), emulation.options)
             return emulation.response(response)
@@ -107,7 +116,7 @@ class OpenAIChatClient(SDKChatClient):
         if CustomToolAnswer.of(options) is not None:  # Chat streams no documented custom call: asked whole
             yield as_update(await self._respond(messages, options))
             return
-        emulation = ToolEmulation.of(options, self.capabilities)  # tools the backend ignores
+        emulation = ToolEmulation.of(options, self.capabilities, messages, self._repeats)  # tools the backend ignores
         if emulation is not None:
             updates = emulation.updates(self._stream(emulation.messages(messages), emulation.options))
             async with contextlib.aclosing(updates):
