@@ -151,6 +151,9 @@ def _api_keys(args: argparse.Namespace) -> tuple[str, ...]:
     return keys
 
 
+EMBEDDED_SLOTS = 8  # the embedded model's slots (requests it answers at once)
+
+
 @contextlib.contextmanager
 def _backend(args: argparse.Namespace) -> Iterator[tuple[str, str | None]]:
     if args.backend:
@@ -158,7 +161,10 @@ def _backend(args: argparse.Namespace) -> Iterator[tuple[str, str | None]]:
         return
     from so_middleware.local import LocalModelServer
 
-    with LocalModelServer(on_progress=_progress) as server:
+    # Agent clients and test runners send many short requests at once: more slots than the library's
+    # default two, over one KV pool they share (each keeps the model's whole context), keep
+    # them from queuing behind one long answer.
+    with LocalModelServer(parallel=EMBEDDED_SLOTS, extra_args=["--kv-unified"], on_progress=_progress) as server:
         yield server.base_url, args.model or server.model
 
 

@@ -16,6 +16,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
+from so_middleware.gateway._cli import EMBEDDED_SLOTS
 from so_middleware.gateway._server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,6 +71,12 @@ def test_no_arguments_serves_the_local_model_and_stops_both(stop: signal.Signals
     process, base_url = _start(env={"SO_MIDDLEWARE_THREADS": "1"})
     try:
         [llama] = _children(process.pid)
+        command = (Path("/proc") / str(llama) / "cmdline").read_text().split("\0")
+        props = httpx2.get(f"http://127.0.0.1:{command[command.index('--port') + 1]}/props", timeout=30).json()
+        # many requests at once (an agent client, a test runner) do not queue behind one long answer,
+        # and each slot keeps the model's whole 8,192-token context (one KV pool they share)
+        assert props["total_slots"] == EMBEDDED_SLOTS, props
+        assert props["default_generation_settings"]["n_ctx"] == 8192, props
         client = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=120)
         response = client.responses.parse(input="John Smith is 35.", model="ignored-by-llama-server",
                                           text_format=Person, max_output_tokens=60)  # fmt: skip
