@@ -47,7 +47,10 @@ def backend_client(config: GatewayConfig) -> tuple[AsyncOpenAI, ChatClient]:
                       timeout=config.backend_timeout, http_client=http)  # fmt: skip
     # The backend's profile is discovered on the first call (formats are forwarded whatever it
     # says): on a backend that ignores function tools, the adapter emulates them.
-    chain: Any = with_retries(OpenAIChatClient(sdk, http_client=http), max_attempts=config.max_attempts)
+    chain: Any = with_retries(
+        OpenAIChatClient(sdk, http_client=http, emulated_call_repeats=config.emulated_call_repeats),
+        max_attempts=config.max_attempts,
+    )
     chain = with_telemetry(chain, tracer_provider=config.tracer_provider, meter_provider=config.meter_provider)
     if config.validate:
         chain = with_structured_output(chain)

@@ -99,6 +99,9 @@ def parser() -> argparse.ArgumentParser:
         default=3600.0,
         help="seconds a WebSocket connection may last (default: %(default)s)",
     )
+    p.add_argument("--emulated-call-repeats", type=_positive(int), default=2,
+                   help="on a backend whose tools are emulated: identical answered calls in a row after "
+                        "which the model must answer in text (default: %(default)s)")  # fmt: skip
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info",
                    help="info logs one line per request; warning only problems (default: %(default)s)")  # fmt: skip
     p.add_argument("--log-format", choices=LOG_FORMATS, default="text",
@@ -148,6 +151,9 @@ def _api_keys(args: argparse.Namespace) -> tuple[str, ...]:
     return keys
 
 
+EMBEDDED_SLOTS = 8  # the embedded model's slots (requests it answers at once)
+
+
 @contextlib.contextmanager
 def _backend(args: argparse.Namespace) -> Iterator[tuple[str, str | None]]:
     if args.backend:
@@ -155,7 +161,10 @@ def _backend(args: argparse.Namespace) -> Iterator[tuple[str, str | None]]:
         return
     from so_middleware.local import LocalModelServer
 
-    with LocalModelServer(on_progress=_progress) as server:
+    # Agent clients and test runners send many short requests at once: more slots than the library's
+    # default two, over one KV pool they share (each keeps the model's whole context), keep
+    # them from queuing behind one long answer.
+    with LocalModelServer(parallel=EMBEDDED_SLOTS, extra_args=["--kv-unified"], on_progress=_progress) as server:
         yield server.base_url, args.model or server.model
 
 
@@ -180,7 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                max_websockets=args.max_websockets,
                                max_websockets_per_key=args.max_websockets_per_key,
                                websocket_idle_timeout=args.websocket_idle_timeout,
-                               websocket_max_age=args.websocket_max_age)  # fmt: skip
+                               websocket_max_age=args.websocket_max_age,
+                               emulated_call_repeats=args.emulated_call_repeats)  # fmt: skip
     except UserError as error:
         options.error(str(error))
 

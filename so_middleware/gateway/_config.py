@@ -47,6 +47,7 @@ class GatewayConfig:
     websocket_max_age: float = (
         3600.0  # the Open Responses limit on a connection (then `websocket_connection_limit_reached`)
     )
+    emulated_call_repeats: int = 2  # emulated tools: after this many identical answered calls, the model must answer
     run_lease: float = 10.0  # PostgreSQL store: seconds a background run outlives its process's last heartbeat
 
     def __post_init__(self) -> None:
@@ -62,11 +63,12 @@ class GatewayConfig:
                 raise UserError(f"API key {number} of {len(self.api_keys)} starts or ends with whitespace")
         for name in ("max_body_bytes", "max_connections", "max_attempts", "header_timeout", "body_timeout",
                      "max_background_runs", "run_lease", "max_websockets", "max_websockets_per_key",
-                     "websocket_idle_timeout", "websocket_max_age", "memory_store_size", "memory_store_age", "memory_store_per_key"):  # fmt: skip
+                     "websocket_idle_timeout", "websocket_max_age", "memory_store_size", "memory_store_age", "memory_store_per_key",
+                     "emulated_call_repeats"):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise UserError(f"{name} must be a positive number, got {value!r}")
-        for name in ("memory_store_size", "memory_store_per_key"):  # counts of responses
+        for name in ("memory_store_size", "memory_store_per_key", "emulated_call_repeats"):  # counts
             if not isinstance(getattr(self, name), int):
                 raise UserError(f"{name} must be a whole number, got {getattr(self, name)!r}")
         queued = self.max_queued_runs

@@ -16,8 +16,14 @@ from typing import Any
 import httpx2
 import pytest
 from node_run import node_modules
+from scripted import ScriptedChatBackend
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
+from so_middleware.gateway import GatewayConfig, create_app
 from so_middleware.gateway._routes import reads_spec_names
+from so_middleware.gateway._server import AppServer
 
 # Codex also offers tools no Chat Completions backend can serve: `web_search` (hosted by OpenAI) and the
 # `multi_agent_v1` namespace of sub-agent tools. The gateway refuses both with a 400 naming the tool, so
@@ -276,3 +282,40 @@ def test_codex_with_goals_off_offers_no_goal_tools(scripted: Any, tmp_path: Path
     (request,) = gateway.app.requests
     offered = [t["name"] for t in request["tools"]]
     assert "exec_command" in offered and not [name for name in offered if name.endswith("_goal")]
+
+
+class RepeatingModel(ScriptedChatBackend):
+    """A llama-server whose chat template has no tools (it says so at `/props`, so the gateway
+    emulates them): it calls `view_image` with one made-up path whenever the schema it is sent
+    lets it, and answers only when the schema leaves it nothing else (the embedded model did so)."""
+
+    def app(self) -> Starlette:
+        app = super().app()
+        app.add_route("/props", self.props, methods=["GET"])
+        return app
+
+    async def props(self, request: Request) -> Response:
+        return JSONResponse({"default_generation_settings": {"n_ctx": 8192}, "build_info": "b6000-abc",
+                             "chat_template_caps": {"supports_tools": False}})  # fmt: skip
+
+    def reply(self, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+        schema = body["response_format"]["json_schema"]["schema"]
+        names = [option["properties"].get("name", {}).get("const") for option in schema.get("anyOf", [schema])]
+        call = {"name": "view_image", "arguments": {"path": "imagegen.json"}}
+        return json.dumps(call if "view_image" in names else {"answer": "Hello there."}), []
+
+
+def test_codex_exec_ends_on_a_model_that_repeats_an_emulated_call(tmp_path: Path) -> None:
+    """The model calls the same tool with the same arguments after each of its results: the gateway
+    lets it do so twice, then asks for an answer, and Codex ends its turn with it."""
+    backend = RepeatingModel()
+    with AppServer(backend.app()) as backend_server:
+        config = GatewayConfig(backend_url=backend_server.base_url, max_attempts=1)
+        with AppServer(create_app(config)) as gateway:
+            home, work = _dirs(tmp_path)
+            events, _ = _codex_exec(
+                gateway.base_url, home, work, "Say hello", more_config="\n[features]\ngoals = false\n"
+            )
+    assert [m["text"] for m in _completed(events, "agent_message")] == ["Hello there."]
+    assert events[-1]["type"] == "turn.completed"
+    assert len(backend.bodies) == 3  # two calls of view_image, each answered by Codex, then the answer

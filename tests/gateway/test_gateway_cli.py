@@ -16,6 +16,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
+from so_middleware.gateway._cli import EMBEDDED_SLOTS
 from so_middleware.gateway._server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,6 +71,12 @@ def test_no_arguments_serves_the_local_model_and_stops_both(stop: signal.Signals
     process, base_url = _start(env={"SO_MIDDLEWARE_THREADS": "1"})
     try:
         [llama] = _children(process.pid)
+        command = (Path("/proc") / str(llama) / "cmdline").read_text().split("\0")
+        props = httpx2.get(f"http://127.0.0.1:{command[command.index('--port') + 1]}/props", timeout=30).json()
+        # many requests at once (an agent client, a test runner) do not queue behind one long answer,
+        # and each slot keeps the model's whole 8,192-token context (one KV pool they share)
+        assert props["total_slots"] == EMBEDDED_SLOTS, props
+        assert props["default_generation_settings"]["n_ctx"] == 8192, props
         client = openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=120)
         response = client.responses.parse(input="John Smith is 35.", model="ignored-by-llama-server",
                                           text_format=Person, max_output_tokens=60)  # fmt: skip
@@ -128,6 +135,8 @@ def test_defaults_are_loopback_port_8000_and_16_mib() -> None:
     assert (args.max_connections, args.header_timeout, args.body_timeout) == (400, 10.0, 60.0)
     config = GatewayConfig(backend_url="x")
     assert (config.max_connections, config.header_timeout, config.body_timeout) == (400, 10.0, 60.0)
+    # after two identical answered calls, an emulated "auto" turn may only answer (docs/how-to/gateway.md)
+    assert args.emulated_call_repeats == config.emulated_call_repeats == 2
 
 
 @pytest.mark.parametrize(
@@ -141,6 +150,7 @@ def test_defaults_are_loopback_port_8000_and_16_mib() -> None:
         (["--max-connections", "0"], {}, "--max-connections"),
         (["--header-timeout", "0"], {}, "--header-timeout"),
         (["--body-timeout", "nan"], {}, "--body-timeout"),
+        (["--emulated-call-repeats", "0"], {}, "--emulated-call-repeats"),
         (["--api-key", ""], {}, "API key 1 of 1 is empty"),
         (["--api-key", "k1", "--api-key", "  "], {}, "API key 2 of 2 is empty"),
         ([], {"SO_MIDDLEWARE_GATEWAY_API_KEYS": "k1,,k2"}, "SO_MIDDLEWARE_GATEWAY_API_KEYS has an empty key"),

@@ -78,9 +78,10 @@ def test_a_required_call_is_asked_by_schema_and_answered_as_a_function_call(
 
 
 def create(client: openai.OpenAI, stream: bool, **request: Any) -> Any:
+    request.setdefault("input", QUESTION)
     if not stream:
-        return client.responses.create(model="m", input=QUESTION, **request)
-    with client.responses.create(model="m", input=QUESTION, stream=True, **request) as events:
+        return client.responses.create(model="m", **request)
+    with client.responses.create(model="m", stream=True, **request) as events:
         return next(e for e in events if e.type == "response.completed").response
 
 
@@ -226,3 +227,84 @@ def test_a_function_call_output_reaches_the_backend_named_after_its_call(
     assert response.output_text == "Sunny."
     texts = [m["content"] for m in backend.bodies[-1]["messages"] if m["role"] == "user"]
     assert texts[-1] == "The call of get_weather returned: 12 C"
+
+
+def _repeated(times: int, *, arguments: str = '{"city": "Oslo"}') -> list[Any]:
+    """The question, then `times` calls of get_weather with `arguments`, each answered."""
+    history: list[Any] = [{"role": "user", "content": QUESTION}]
+    for n in range(times):
+        history.append({"type": "function_call", "call_id": f"call_{n}", "name": "get_weather", "arguments": arguments})
+        history.append({"type": "function_call_output", "call_id": f"call_{n}", "output": "12 C"})
+    return history
+
+
+def _offered(body: dict[str, Any]) -> list[str | None]:
+    schema = body["response_format"]["json_schema"]["schema"]
+    return [option["properties"].get("name", {}).get("const") for option in schema.get("anyOf", [schema])]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_after_repeated_identical_calls_an_auto_turn_may_only_answer(
+    llama_like: tuple[FakeChatBackend, AppServer], stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A model that calls the same tool with the same arguments again after reading its result
+    never ends (the embedded model under Codex CLI did so until the client was killed): after two
+    such calls in a row, the schema sent offers the answer alone, and a warning says why."""
+    backend, server = llama_like
+    backend.text = '{"answer": "It is 12 C in Oslo."}'
+    with caplog.at_level("WARNING", logger="so_middleware.tool_emulation"):
+        response = create(sdk(server), stream, input=_repeated(2), tools=[WEATHER, TIME], tool_choice="auto")
+    assert response.output_text == "It is 12 C in Oslo." and calls_of(response.output) == []
+    assert _offered(backend.bodies[-1]) == [None]  # no tool in the grammar
+    assert backend.bodies[-1]["response_format"]["json_schema"]["schema"]["properties"] == {
+        "answer": {"type": "string"}
+    }
+    [record] = [r for r in caplog.records if r.name == "so_middleware.tool_emulation"]
+    assert "get_weather 2 times" in record.getMessage()
+
+
+@pytest.mark.parametrize(
+    ("history", "choice"),
+    [
+        (_repeated(1), "auto"),  # one call: calling again may be the way on
+        (_repeated(1) + _repeated(1, arguments='{"city": "Bergen"}')[1:], "auto"),  # other arguments
+        ([*_repeated(2), {"role": "user", "content": "And now?"}], "auto"),  # a new user message
+        (_repeated(3), "required"),  # the caller asked for a call
+    ],
+    ids=["once", "other-arguments", "after-a-user-message", "required"],
+)
+def test_calls_that_are_no_answered_repeat_keep_the_tools_offered(
+    llama_like: tuple[FakeChatBackend, AppServer], history: list[Any], choice: str
+) -> None:
+    backend, server = llama_like
+    response = sdk(server).responses.create(model="m", input=history, tools=[WEATHER], tool_choice=choice)  # type: ignore[arg-type]
+    assert [c.name for c in calls_of(response.output)] == ["get_weather"]
+    assert "get_weather" in _offered(backend.bodies[-1])
+
+
+def test_the_number_of_repeats_is_configurable(fake_gateway: Callable[..., Any]) -> None:
+    backend, server = fake_gateway(emulated_call_repeats=3)
+    backend.props = LLAMA_PROPS
+    backend.text = '{"answer": "Sunny."}'
+    client = sdk(server)
+    client.responses.create(model="m", input=_repeated(2), tools=[WEATHER], tool_choice="auto")  # type: ignore[arg-type]
+    assert _offered(backend.bodies[-1]) == ["get_weather", None]
+    client.responses.create(model="m", input=_repeated(3), tools=[WEATHER], tool_choice="auto")  # type: ignore[arg-type]
+    assert _offered(backend.bodies[-1]) == [None]
+
+
+def test_a_backend_that_calls_tools_itself_is_not_guarded(fake_gateway: Callable[..., Any]) -> None:
+    backend, server = fake_gateway()  # no /props: the generic profile, tools sent as they are
+    backend.tool_call = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+    response = sdk(server).responses.create(model="m", input=_repeated(5), tools=[WEATHER], tool_choice="auto")  # type: ignore[arg-type]
+    assert [c.name for c in calls_of(response.output)] == ["get_weather"]
+    assert backend.bodies[-1]["tools"][0]["function"]["name"] == "get_weather"
+
+
+@pytest.mark.parametrize("repeats", [0, 1.5, True])
+def test_a_repeat_count_that_is_no_positive_whole_number_is_refused(repeats: Any) -> None:
+    from so_middleware import UserError
+    from so_middleware.gateway import GatewayConfig
+
+    with pytest.raises(UserError, match="emulated_call_repeats"):
+        GatewayConfig(backend_url="x", emulated_call_repeats=repeats)

@@ -23,7 +23,7 @@ from .._sdk_client import DEFAULT_IDLE_TIMEOUT, SDKChatClient
 from ._custom_tool import CustomToolAnswer, as_update
 from ._direct import DirectPost
 from ._profiles import profile_for, server_profile
-from ._tool_emulation import ToolEmulation
+from ._tool_emulation import REPEATED_CALLS, ToolEmulation
 
 __all__ = ["OpenAIChatClient"]
 
@@ -32,7 +32,9 @@ class OpenAIChatClient(SDKChatClient):
     """A ChatClient over an `openai.OpenAI` or `openai.AsyncOpenAI` client (Chat Completions).
 
     Works with any OpenAI-compatible `base_url` (vLLM, llama.cpp, Ollama). The capability
-    profile is picked from the base URL and can be overridden.
+    profile is picked from the base URL and can be overridden. On a backend whose tools are
+    emulated, an `"auto"` turn after `emulated_call_repeats` identical answered calls in a row
+    may only answer.
 
     `http_client=` (the `httpx2.AsyncClient` an `AsyncOpenAI` client was made with) posts the calls
     the SDK is not to retry (its `max_retries`, or the call's `sdk_max_retries`, is 0: a retry
@@ -60,8 +62,15 @@ class OpenAIChatClient(SDKChatClient):
         max_tokens_field: str | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         http_client: httpx2.AsyncClient | None = None,
+        emulated_call_repeats: int = REPEATED_CALLS,
     ) -> None:
         super().__init__(sdk_client, model, capabilities, idle_timeout, discover=discover)
+        if isinstance(emulated_call_repeats, bool) or not isinstance(emulated_call_repeats, int):
+            raise UserError(f"emulated_call_repeats must be a whole number, got {emulated_call_repeats!r}")
+        if emulated_call_repeats < 1:
+            raise UserError(f"emulated_call_repeats must be 1 or more, got {emulated_call_repeats!r}")
+        # an emulated "auto" turn after this many identical answered calls may only answer (`ToolEmulation`)
+        self._repeats = emulated_call_repeats
         self._creates = CreateCalls("/chat/completions", ChatCompletion, is_async=self.is_async)
         self._direct: DirectPost | None = None
         if http_client is not None:
@@ -107,7 +116,7 @@ class OpenAIChatClient(SDKChatClient):
         custom = CustomToolAnswer.of(options)  # a regex or grammar answer, asked as a custom tool
         if custom is not None:  # (the options sent name it in Chat's shape: not found again)
             return custom.from_chat(await self._respond(messages, custom.chat_options(options)))
-        emulation = ToolEmulation.of(options, self.capabilities)  # tools the backend ignores
+        emulation = ToolEmulation.of(options, self.capabilities, messages, self._repeats)  # tools the backend ignores
         if emulation is not None:
             response = await self._respond(emulation.messages(messages), emulation.options)
             return emulation.response(response)
@@ -124,7 +133,7 @@ class OpenAIChatClient(SDKChatClient):
         if CustomToolAnswer.of(options) is not None:  # Chat streams no documented custom call: asked whole
             yield as_update(await self._respond(messages, options))
             return
-        emulation = ToolEmulation.of(options, self.capabilities)  # tools the backend ignores
+        emulation = ToolEmulation.of(options, self.capabilities, messages, self._repeats)  # tools the backend ignores
         if emulation is not None:
             updates = emulation.updates(self._stream(emulation.messages(messages), emulation.options))
             async with contextlib.aclosing(updates):

@@ -16,13 +16,21 @@ sends the call or the answer when the backend's answer ends: until the first key
 nothing says which it is, and an answer's text arrives escaped inside a JSON string.
 `"none"` sends no tools. Earlier calls and their results in the history are sent as text.
 
+A model that calls the same tool with the same arguments again after it has read that call's
+result will not progress (a small model does it until the client gives up): when the history
+ends with `repeats` such identical calls in a row, each answered, an `"auto"` turn is offered the
+answer alone, and a warning on the `so_middleware.tool_emulation` logger says so. A required
+call is still a call: the caller asked for one. A backend that calls tools itself is never
+emulated, so never guarded.
+
 Example:
-    emulation = ToolEmulation.of(options, LLAMA_SERVER_CHAT)  # None when nothing is emulated
+    emulation = ToolEmulation.of(options, LLAMA_SERVER_CHAT, messages)  # None when nothing is emulated
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -50,7 +58,11 @@ from ...core import (
 )
 from ._tool_schema import ANSWER, call_schema, offered_tools
 
-__all__ = ["ToolEmulation", "call_schema", "offered_tools"]
+__all__ = ["REPEATED_CALLS", "ToolEmulation", "call_schema", "offered_tools"]
+
+REPEATED_CALLS = 2  # identical answered calls in a row after which an "auto" turn must answer
+
+_log = logging.getLogger("so_middleware.tool_emulation")
 
 # The grammar writes the properties in the schema's order: the name comes first, so a cut answer
 # still says which tool it was calling.
@@ -70,9 +82,16 @@ class ToolEmulation:
     answers: bool = False  # the model may answer without a call (`"auto"`)
 
     @classmethod
-    def of(cls, options: ChatOptions, capabilities: Capabilities) -> ToolEmulation | None:
+    def of(
+        cls,
+        options: ChatOptions,
+        capabilities: Capabilities,
+        messages: list[ChatMessage] | None = None,
+        repeats: int = REPEATED_CALLS,
+    ) -> ToolEmulation | None:
         """The emulation for a call on a backend with `capabilities`, or None when the call has
-        no tools or the backend needs no emulation; `UserError` when it cannot be emulated."""
+        no tools or the backend needs no emulation; `UserError` when it cannot be emulated.
+        When `messages` end with `repeats` identical answered calls, an `"auto"` turn may only answer."""
         if not capabilities.tool_emulation or not options.tools:
             return None
         if options.tool_choice == "none":
@@ -92,6 +111,25 @@ class ToolEmulation:
             tools = [tool for tool in tools if tool.name == choice.name]
             if not tools:
                 raise UserError(f"tool_choice names {choice.name!r}, which is not among the tools given")
+        repeated = _repeated_call(messages or [])
+        if answers and repeated is not None and repeated[1] >= repeats:
+            _log.warning(
+                "the model called %s %d times in a row with the same arguments after reading its result:"
+                " this turn may only answer, without a call",
+                repeated[0],
+                repeated[1],
+            )
+            guide = (
+                f"You called {repeated[0]} {repeated[1]} times with the same arguments and have its result: "
+                f'do not call it again; answer with {{"{ANSWER}": ...}} holding your reply.'
+            )
+            changed = options.replace(
+                tools=None,
+                tool_choice=None,
+                response_format=ResponseFormat.json_schema(call_schema([], answer), name="function_call"),
+                instructions=f"{options.instructions}\n\n{guide}" if options.instructions else guide,
+            )
+            return cls(changed, tuple(tools), answers)
         listed = "\n".join(f"- {tool.name}: {tool.description or 'no description'}" for tool in tools)
         guide = (
             f"When one of these functions is needed, answer with a JSON call of it, its arguments following its "
@@ -188,6 +226,26 @@ class ToolEmulation:
             f"the backend's answer to an emulated tool call is not a call of {expected}"
             f" (finish reason {finish.value if finish else 'none'})"
         )
+
+
+def _repeated_call(messages: list[ChatMessage]) -> tuple[str, int] | None:
+    """The tool the history ends by calling, answered, with the same arguments each time, and how
+    many times in a row; None when the history does not end with a call's result."""
+    if not messages or not any(isinstance(c, FunctionResultContent) for c in messages[-1].contents):
+        return None
+    last: tuple[str, Any] | None = None
+    count = 0
+    for message in reversed(messages):
+        for content in reversed(message.contents):
+            if isinstance(content, FunctionResultContent):
+                continue
+            if not isinstance(content, FunctionCallContent):  # a message between: the run ends here
+                return (last[0], count) if last else None
+            call = (content.name, _parsed(content.arguments))
+            if last is not None and call != last:
+                return last[0], count
+            last, count = call, count + 1
+    return (last[0], count) if last else None
 
 
 def _answer_schema(response_format: ResponseFormat | None, limit: str) -> dict[str, Any]:

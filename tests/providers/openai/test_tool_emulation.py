@@ -37,7 +37,7 @@ from so_middleware import (
     UsageDetails,
     UserError,
 )
-from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OPENAI_COMPATIBLE
+from so_middleware.openai import LLAMA_SERVER_CHAT, LLAMA_SERVER_RESPONSES, OPENAI_COMPATIBLE, OpenAIChatClient
 from so_middleware.providers._discovery import ServerInfo
 from so_middleware.providers.openai._profiles import server_profile
 from so_middleware.providers.openai._tool_emulation import ToolEmulation, call_schema, offered_tools
@@ -507,3 +507,12 @@ def test_a_property_named_ref_is_a_schema_whose_own_refs_move_too() -> None:
     validator = jsonschema_rs.validator_for(schema)
     assert validator.is_valid({"name": "odd", "arguments": {"$ref": "Oslo"[:3]}})
     assert not validator.is_valid({"name": "odd", "arguments": {"$ref": "Oslo"}})
+
+
+@pytest.mark.parametrize("repeats", [0, -1, 2.0, True])
+def test_a_repeat_count_that_is_no_positive_whole_number_is_refused(repeats: Any) -> None:
+    import openai
+
+    with pytest.raises(UserError, match="emulated_call_repeats"):
+        OpenAIChatClient(openai.AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9/v1"), "m",
+                         emulated_call_repeats=repeats)  # fmt: skip
