@@ -208,7 +208,10 @@ class ChatResponseUpdate(Generic[T]):
     @property
     def text(self) -> str:
         """The text delta this update carries."""
-        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+        contents = self.contents
+        if len(contents) == 1 and type(contents[0]) is TextContent:  # most updates: read on every one
+            return contents[0].text
+        return "".join(c.text for c in contents if isinstance(c, TextContent))
 
 
 def _fold_updates(updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:
