@@ -136,7 +136,8 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
             time.time_ns(),
             capture,
         )
-        recorder.links = run_links(options)  # a poll of a background run: linked to the span that started it
+        if options.continuation_token is not None:  # a poll of a background run: linked to the span that started it
+            recorder.links = run_links(options)
         if capture.on_span or capture.in_event:
             recorder.input_content(call.messages, options)
         return recorder

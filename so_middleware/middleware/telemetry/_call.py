@@ -153,7 +153,8 @@ class CallRecording:
             self.end(span, error)
             raise
         otel_context.detach(token)
-        stamp_token(response, span)
+        if getattr(response, "continuation_token", None) is not None:  # a background run's
+            stamp_token(response, span)
         self.end(span, None, response)
         return response
 
@@ -179,7 +180,7 @@ class CallRecording:
                 finally:
                     if token is not None:
                         otel_context.detach(token)
-                if traced:
+                if traced and getattr(update, "continuation_token", None) is not None:  # a background run's
                     stamp_token(update, span)
                 if first:
                     first = False
