@@ -126,7 +126,10 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
         """The recording of this call; None when nothing would be recorded."""
         instruments = self._self_instruments
         capture = self._self_capture_content
-        if instruments is None or (not capture.emit_event and instruments.silent()):
+        if instruments is None:
+            return None
+        silent = instruments.always_silent
+        if not capture.emit_event and (instruments.silent() if silent is None else silent):
             return None
         options = call.options
         recorder = CallRecording(

@@ -69,6 +69,8 @@ class Instruments:
         except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
             version = None
         self.tracer_provider, self.meter_provider = tracer_provider, meter_provider
+        # both providers given: whether they record is known now, not asked on every call
+        self.always_silent = None if tracer_provider is None or meter_provider is None else self.silent()
         self.tracer = otel_trace.get_tracer("so_middleware", version, tracer_provider)
         meter = otel_metrics.get_meter("so_middleware", version or "", meter_provider)
         self.events = otel_logs.get_logger("so_middleware", version or "", logger_provider)
