@@ -144,7 +144,9 @@ async def _contender_run(contender: str, port: int) -> dict[str, Any]:
     from so_middleware import StructuredOutput
 
     fixture = Fixture.load(CHAT_FIXTURE)
-    sdk = async_sdk(base_url=f"http://127.0.0.1:{port}/v1", timeout=120)
+    # a bound well past a round on a loaded machine (200 calls at once, tracemalloc on): a slow round
+    # is measured, not lost
+    sdk = async_sdk(base_url=f"http://127.0.0.1:{port}/v1", timeout=900)
     messages = [{"role": "user", "content": PROMPT}]
     response_format = fixture.request["response_format"]
     before_round: Callable[[], None] = lambda: None  # noqa: E731
