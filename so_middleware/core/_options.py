@@ -144,7 +144,8 @@ class ChatOptions:
     @property
     def features(self) -> tuple[Any, ...]:
         """The feature objects of this run, in order."""
-        return tuple(_feature_list(self.additional_properties.get(FEATURES_KEY)))
+        found = self.additional_properties.get(FEATURES_KEY)
+        return tuple(found) if type(found) is list else tuple(_feature_list(found))  # read on every layer
 
     def replace(self, **changes: Any) -> ChatOptions:
         """A copy with some fields changed (the features are the same objects); only the changed
@@ -154,7 +155,9 @@ class ChatOptions:
             raise TypeError(f"ChatOptions has no field {sorted(unknown)[0]!r}")
         if "response_format" in changes:
             changes["response_format"] = _response_format(changes["response_format"])
-        _check(changes, _CHECKS if len(changes) != 1 else _CHECK_OF.get(next(iter(changes)), ()))
+        for name, value in changes.items():  # only the changed fields' checks, no call of its own
+            if value is not None and name in _CHECK_OF:
+                _check(changes, _CHECK_OF[name])
         copied = object.__new__(type(self))
         copied.__dict__.update(self.__dict__)
         copied.__dict__.update(changes)
@@ -273,7 +276,7 @@ _CHECKS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("stop", lambda v: _is_strings(v), "a str or a list of str"),
     ("seed", _is_int, "an int"),
     ("tools", _is_tools, "a list of FunctionTool objects or tool dicts"),
-    ("additional_properties", lambda v: isinstance(v, Mapping), "a dict"),
+    ("additional_properties", lambda v: type(v) is dict or isinstance(v, Mapping), "a dict"),
     ("extra_body", lambda v: isinstance(v, Mapping), "a dict"),
     ("sdk_max_retries", lambda v: _is_int(v, 0), "an int >= 0"),
     ("idle_timeout", lambda v: _is_number(v) and v > 0, "a number of seconds > 0"),

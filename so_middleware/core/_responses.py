@@ -6,20 +6,19 @@ these alone. No SDK is imported here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 from ._attempts import Attempt
 from ._contents import Content, FunctionCallContent, ReasoningContent, RefusalContent, TextContent
 from ._continuation import ContinuationToken
 from ._exceptions import ModelBehaviorError, OutputError, UserError
+from ._formats import ResponseFormat, copy_json
 from ._messages import ChatMessage, Role
 from ._text_reading import read_text
 from ._usage import FinishReason, UsageDetails
-
-if TYPE_CHECKING:
-    from ._formats import ResponseFormat
 
 __all__ = ["ChatResponse", "ChatResponseUpdate"]
 
@@ -67,10 +66,30 @@ class ChatResponse(Generic[T]):
         self.raw_representation = raw_representation
         self.additional_properties: dict[str, Any] = dict(additional_properties or {})
         self.attempts: list[Attempt] = list(attempts)
-        self.response_format = response_format
+        self._response_format = response_format
+        self._format_shared = False  # `_response_format` is a shared one, copied when first read
         self.continuation_token = continuation_token  # set while finish_reason is LONG_RUNNING
         self._value: Any = value
         self._value_error = value_error
+
+    @property
+    def response_format(self) -> ResponseFormat | None:
+        """The response format the answer was asked in (None when none was sent)."""
+        if self._format_shared:  # a copy of its own, made only for a caller who reads it
+            fmt = self._response_format
+            if fmt is not None and fmt.schema is not None:
+                fmt = dataclasses.replace(fmt, schema=copy_json(dict(fmt.schema)))
+            self._response_format, self._format_shared = fmt, False
+        return self._response_format
+
+    @response_format.setter
+    def response_format(self, fmt: ResponseFormat | None) -> None:
+        self._response_format, self._format_shared = fmt, False
+
+    def share_format(self, fmt: ResponseFormat | None) -> None:
+        """Set `response_format` to `fmt`, whose schema is shared (a cache's): its schema is copied
+        when the property is first read, so that a caller who changes it changes only its own."""
+        self._response_format, self._format_shared = fmt, True
 
     @property
     def text(self) -> str:
@@ -189,7 +208,10 @@ class ChatResponseUpdate(Generic[T]):
     @property
     def text(self) -> str:
         """The text delta this update carries."""
-        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+        contents = self.contents
+        if len(contents) == 1 and type(contents[0]) is TextContent:  # most updates: read on every one
+            return contents[0].text
+        return "".join(c.text for c in contents if isinstance(c, TextContent))
 
 
 def _fold_updates(updates: Sequence[ChatResponseUpdate[Any]]) -> ChatResponse[Any]:

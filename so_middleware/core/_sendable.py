@@ -53,9 +53,27 @@ def check_sendable(messages: Sequence[ChatMessage], options: ChatOptions | None 
             raise UserError(f"{where} is blank: there is nothing to answer; send a message with text or data")
         if message.role == "assistant":  # a model's answer sent back: mended (`mend_surrogates`), not refused
             continue
-        found = lone_surrogate_in([message.author_name, *message.contents])
+        found = _lone_surrogate_in_message(message)
         if found is not None:
             raise UserError(_surrogate_message(where, found))
+
+
+def _lone_surrogate_in_message(message: ChatMessage) -> str | None:
+    """`lone_surrogate_in` of a message's name and contents, a text content read in place (most
+    messages are one text: no call per content on every call)."""
+    name = message.author_name
+    if type(name) is str and not name.isascii() and lone_surrogate_at(name) is not None:
+        return name
+    for content in message.contents:
+        text = content.text if type(content) is TextContent else None
+        if type(text) is str:
+            if not text.isascii() and lone_surrogate_at(text) is not None:
+                return text
+            continue
+        found = lone_surrogate_in(content, 1)
+        if found is not None:
+            return found
+    return None
 
 
 @functools.cache

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
@@ -171,8 +171,8 @@ class _Updates(AsyncIterator[TUpdate]):
     def __aiter__(self) -> _Updates[TUpdate]:
         return self
 
-    async def __anext__(self) -> TUpdate:
-        return await self._stream.__anext__()
+    def __anext__(self) -> Awaitable[TUpdate]:
+        return self._stream.__anext__()  # its awaitable as it is: no coroutine of its own per update
 
     async def aclose(self) -> None:
         """Close the stream (as `ResponseStream.aclose`), for `contextlib.aclosing(aiter(stream))`."""

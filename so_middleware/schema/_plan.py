@@ -85,6 +85,19 @@ class _RawPlan(PartialPlan):
         return raw
 
 
+class _ScalarPlan(PartialPlan):
+    """`str`, `int`, `float` or `bool`: a JSON value of that very type is its own typed value
+    (what pydantic would return), read without a validator call on every value that closes."""
+
+    def validate_or_raise(self, raw: Any) -> Any:
+        if type(raw) is self.output_type:
+            return raw
+        return super().validate_or_raise(raw)
+
+
+_SCALARS = (str, int, float, bool)
+
+
 class EnvelopePlan(PartialPlan):
     """The `{"response": ...}` wrapper: shows a dict, validates nothing itself."""
 
@@ -245,6 +258,8 @@ def plan_for(output_type: Any) -> PartialPlan:
 
 
 def _build(output_type: Any) -> PartialPlan:
+    if any(output_type is kind for kind in _SCALARS):  # by identity: a type form may define ==
+        return _ScalarPlan(output_type)
     shape = _strip_optional(output_type)
     origin = typing.get_origin(shape)
     args = typing.get_args(shape)

@@ -39,12 +39,6 @@ _DONE = 9
 _PREFIX = 10  # skipping text before the first '{' or '['
 
 
-def _run_end(pattern: re.Pattern[str], text: str, index: int) -> int:
-    """End of the run `pattern` (which can match empty) matches at `index`."""
-    match = pattern.match(text, index)
-    return match.end() if match is not None else index
-
-
 class JsonSyntaxError(ValueError):
     """The text so far can no longer become valid JSON."""
 
@@ -122,7 +116,7 @@ class IncrementalJsonParser:
                     index = found.start()
                     self._state = _VALUE
             else:
-                index = _run_end(_WS, chunk, index)
+                index = _WS.match(chunk, index).end()  # type: ignore[union-attr]  # a run may be empty: always a match
                 if index < size:
                     index = self._structural(chunk, index)
         self._offset += size
@@ -204,7 +198,7 @@ class IncrementalJsonParser:
             if self._escape:
                 index = self._escape_chars(chunk, index)
                 continue
-            end = _run_end(_STRING_RUN, chunk, index)
+            end = _STRING_RUN.match(chunk, index).end()  # type: ignore[union-attr]  # never None, as above
             if end > index:
                 if self._high_surrogate:
                     raise self._fail("lone surrogate in string escape", index)
@@ -283,7 +277,7 @@ class IncrementalJsonParser:
             self._value_done()
 
     def _number(self, chunk: str, index: int) -> int:
-        end = _run_end(_NUMBER_RUN, chunk, index)
+        end = _NUMBER_RUN.match(chunk, index).end()  # type: ignore[union-attr]  # never None, as above
         self._number_parts.append(chunk[index:end])
         if end == len(chunk):
             return end

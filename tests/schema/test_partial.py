@@ -8,7 +8,7 @@ import json
 from typing import Any, Optional
 
 import pytest
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, TypeAdapter, ValidationError, field_validator
 from typing_extensions import TypedDict
 
 from so_middleware import ModelBehaviorError
@@ -326,3 +326,43 @@ def test_an_invalid_nested_item_names_its_list() -> None:
         parser.feed(
             '{"title": "t", "people": [{"name": "a", "age": 1, "address": {"city": "c", "zip": "z"}}, {"name": 5}]'
         )
+
+
+class Scalars(BaseModel):
+    word: str
+    count: int
+    ratio: float
+    flag: bool
+    whole: float
+
+
+@pytest.mark.parametrize("output_type", [list[float], list[int], list[bool], list[str]])
+def test_closed_scalars_take_the_type_pydantic_gives(output_type: Any) -> None:
+    """A closed scalar is shown as pydantic validates it: an int where a float is asked becomes a float,
+    a bool is no int (a list item is refused as pydantic refuses it)."""
+    document = '[1, 2.5, true, "x"]'
+    expected: list[Any] = []
+    for item in json.loads(document):
+        try:
+            expected.append(TypeAdapter(output_type.__args__[0]).validate_python(item))
+        except ValidationError:
+            break
+    parser = OutputSchema(output_type).partial_parser(lenient=True)  # the list unwrapped
+    seen: list[Any] = []
+    try:
+        for piece in document:
+            parser.feed(piece)
+            seen.extend(parser.pop_completed())
+    except ModelBehaviorError:
+        pass
+    assert seen == expected and [type(value) for value in seen] == [type(value) for value in expected]
+
+
+def test_closed_scalar_fields_show_the_typed_value() -> None:
+    parser = OutputSchema(Scalars).partial_parser()
+    parser.feed('{"word": "a", "count": 3, "ratio": 0.5, "flag": false, "whole": 2, "x": 1')
+    value = parser.value
+    assert (value.word, value.count, value.ratio, value.flag, value.whole) == ("a", 3, 0.5, False, 2.0)
+    assert [type(v) for v in (value.word, value.count, value.ratio, value.flag, value.whole)] == [
+        str, int, float, bool, float,
+    ]  # fmt: skip

@@ -150,7 +150,8 @@ def _handing_down(call: LayerCall, retries: CallRetries) -> LayerCall:
     that applies them (one copy of the options)."""
     options = call.options
     features = {**options.additional_properties, FEATURES_KEY: [*options.features, retries]}
-    return call.replace(options=options.replace(sdk_max_retries=_sdk_retries(options), additional_properties=features))
+    sdk_retries = 0 if options.sdk_max_retries is None else options.sdk_max_retries
+    return call.replace(options=options.replace(sdk_max_retries=sdk_retries, additional_properties=features))
 
 
 def _sdk_retries(options: ChatOptions) -> int:

@@ -58,7 +58,8 @@ class CallRetries(Feature):
     async def respond(self, call: Callable[..., Any], *, with_records: bool = False) -> ChatResponse[Any]:
         """`call(stream=False)`, retried while it fails transiently, within the deadline; with
         `with_records`, the retry records are added to the response."""
-        policy, deadline_at = self._policy, self.start()
+        policy = self._policy
+        deadline_at = self.start() if policy.deadline is not None else None  # no deadline: none to start
         if deadline_at is not None:
             response: ChatResponse[Any] = await policy.run(self._bounded(call, deadline_at), self._records, deadline_at)
         else:
@@ -69,7 +70,7 @@ class CallRetries(Feature):
                     raise
                 again = functools.partial(call, stream=False)
                 response = await policy.run_after(error, again, self._records, None)
-        return with_retry_records(response, self._records) if with_records else response
+        return with_retry_records(response, self._records) if with_records and self._records else response
 
     def _bounded(self, call: Callable[..., Any], deadline_at: float) -> Callable[[], Awaitable[ChatResponse[Any]]]:
         """An attempt of `call(stream=False)` cancelled when `deadline_at` passes."""
@@ -93,4 +94,5 @@ class CallRetries(Feature):
 
     async def recorded(self, response: Awaitable[ChatResponse[Any]]) -> ChatResponse[Any]:
         """`response`, awaited, with this call's retry records added."""
-        return with_retry_records(await response, self._records)
+        answered = await response
+        return with_retry_records(answered, self._records) if self._records else answered

@@ -48,7 +48,15 @@ class PartialReader:
             partial = self._text or None
         # the server's update (usage, finish reason, ids, its raw form, a continuation token) as ours
         contents: list[Content] = [TextContent(delta)] if delta else []
-        return dataclasses.replace(
-            source, contents=contents, role="assistant", attempt=self._attempt, partial_value=partial,
-            completed_items=completed, additional_properties={},
-        )  # fmt: skip
+        changes: dict[str, Any] = {
+            "contents": contents, "role": "assistant", "attempt": self._attempt, "partial_value": partial,
+            "completed_items": completed, "additional_properties": {},
+        }  # fmt: skip
+        if type(source) is not ChatResponseUpdate:  # a subclass may check its fields in __init__
+            return dataclasses.replace(source, **changes)
+        # on every update: a copy of the fields as they are (an update has no __post_init__), without
+        # `dataclasses.replace`'s walk of the fields
+        update: ChatResponseUpdate[Any] = object.__new__(ChatResponseUpdate)
+        update.__dict__.update(source.__dict__)
+        update.__dict__.update(changes)
+        return update

@@ -9,7 +9,6 @@ comes next from a named verdict. Per-run state lives on the `Run` made for the c
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -30,11 +29,9 @@ from ...core import (
     OutputError,
     ProviderResponseError,
     RefusalError,
-    ResponseFormat,
     TextContent,
     UsageDetails,
     UserError,
-    copy_json,
     mend_surrogates,
 )
 from ..retries import CallRetries
@@ -280,8 +277,8 @@ class StructuredRun:
             },
             attempts=self.attempts,
             value=verdict.value,
-            response_format=_own_copy(plan.options.response_format),
         )
+        self.final.share_format(plan.options.response_format)  # a plan's format shares the cached schema
 
     def _fail(
         self, verdict: Invalid | Ignored | Looped | Stopped, response: ChatResponse[Any], plan: AttemptRequest
@@ -292,10 +289,3 @@ class StructuredRun:
         response.additional_properties[STRUCTURED_OUTPUT_KEY] = self._info(plan, outcome_of(error))
         response.attempts = list(self.attempts)
         return error
-
-
-def _own_copy(fmt: ResponseFormat | None) -> ResponseFormat | None:
-    """`fmt` with a schema of its own: a plan's format shares the cached schema (see `Native.plan`)."""
-    if fmt is None or fmt.schema is None:
-        return fmt
-    return dataclasses.replace(fmt, schema=copy_json(dict(fmt.schema)))

@@ -126,7 +126,10 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
         """The recording of this call; None when nothing would be recorded."""
         instruments = self._self_instruments
         capture = self._self_capture_content
-        if instruments is None or (not capture.emit_event and instruments.silent()):
+        if instruments is None:
+            return None
+        silent = instruments.always_silent
+        if not capture.emit_event and (instruments.silent() if silent is None else silent):
             return None
         options = call.options
         recorder = CallRecording(
@@ -136,7 +139,8 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
             time.time_ns(),
             capture,
         )
-        recorder.links = run_links(options)  # a poll of a background run: linked to the span that started it
+        if options.continuation_token is not None:  # a poll of a background run: linked to the span that started it
+            recorder.links = run_links(options)
         if capture.on_span or capture.in_event:
             recorder.input_content(call.messages, options)
         return recorder

@@ -38,7 +38,11 @@ def request_attributes(client: Any, chat_options: ChatOptions, stream: bool, out
     (those with a value)."""
     response_format = chat_options.response_format
     structured = output_type is not None or (response_format is not None and response_format.type != "text")
-    structured = structured or any(hasattr(feature, "output_type") for feature in chat_options.features)
+    if not structured:  # a loop, not any(...): no generator on every call
+        for feature in chat_options.features:
+            if hasattr(feature, "output_type"):
+                structured = True
+                break
     attributes = {
         names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
         names.GEN_AI_PROVIDER_NAME: provider_name(client),

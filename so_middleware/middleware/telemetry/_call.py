@@ -69,6 +69,8 @@ class Instruments:
         except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
             version = None
         self.tracer_provider, self.meter_provider = tracer_provider, meter_provider
+        # both providers given: whether they record is known now, not asked on every call
+        self.always_silent = None if tracer_provider is None or meter_provider is None else self.silent()
         self.tracer = otel_trace.get_tracer("so_middleware", version, tracer_provider)
         meter = otel_metrics.get_meter("so_middleware", version or "", meter_provider)
         self.events = otel_logs.get_logger("so_middleware", version or "", logger_provider)
@@ -105,7 +107,11 @@ class Instruments:
         self, name: str, kind: SpanKind, attributes: dict[str, Any], start_time: int | None, links: Any = None
     ) -> Span:
         try:
-            clean = {key: value for key, value in attributes.items() if value is not None}
+            clean = (
+                attributes
+                if None not in attributes.values()
+                else {k: v for k, v in attributes.items() if v is not None}
+            )
             return self.tracer.start_span(name, kind=kind, attributes=clean, start_time=start_time, links=links)
         except Exception:
             logger.debug("so_middleware telemetry: could not start span %r", name, exc_info=True)
@@ -132,6 +138,7 @@ class CallRecording:
         self.event_attributes: dict[str, Any] = {}  # what only the details event carries
         self.inner_stream: ChatStream | None = None
         self.links: Sequence[Any] = ()  # to the span that started the background run this call continues
+        self.response_metric_attributes: dict[str, Any] | None = None  # once the response is recorded
 
     def start(self) -> Span:
         model = self.attributes.get(names.GEN_AI_REQUEST_MODEL)
@@ -148,7 +155,8 @@ class CallRecording:
             self.end(span, error)
             raise
         otel_context.detach(token)
-        stamp_token(response, span)
+        if getattr(response, "continuation_token", None) is not None:  # a background run's
+            stamp_token(response, span)
         self.end(span, None, response)
         return response
 
@@ -174,7 +182,7 @@ class CallRecording:
                 finally:
                     if token is not None:
                         otel_context.detach(token)
-                if traced:
+                if traced and getattr(update, "continuation_token", None) is not None:  # a background run's
                     stamp_token(update, span)
                 if first:
                     first = False
@@ -234,9 +242,11 @@ class CallRecording:
 
     @guarded
     def end(self, span: Span, error: BaseException | None, response: ChatResponse[Any] | None = None) -> None:
+        metric_attributes: dict[str, Any] | None = None
         try:
             if response is not None and error is None:  # the common path: one attribute update
                 self.record_response(span, response, {names.SO_CALL_END: "complete"})
+                metric_attributes = self.response_metric_attributes  # what the token counts were recorded with
                 return
             if response is not None:
                 self.record_response(span, response)
@@ -254,14 +264,16 @@ class CallRecording:
             if self.content.emit_event:
                 self.emit_event(span)
             end_span(span)
-            self.instruments.duration.record(time.perf_counter() - self.started, self.metric_attributes())
+            self.instruments.duration.record(
+                time.perf_counter() - self.started, metric_attributes or self.metric_attributes()
+            )
 
     def record_response(self, span: Span, response: ChatResponse[Any], more: dict[str, Any] | None = None) -> None:
         values = response_attributes(response)
         self.attributes[names.GEN_AI_RESPONSE_MODEL] = response.model_id
         usage = response.usage
+        metric_attributes = self.response_metric_attributes = self.metric_attributes()
         if usage is not None:
-            metric_attributes = self.metric_attributes()
             counts = ((names.TOKEN_TYPE_INPUT, usage.input_tokens), (names.TOKEN_TYPE_OUTPUT, usage.output_tokens))
             for token_type, count in counts:
                 if count is not None:

@@ -3,13 +3,15 @@ whose unit tests call the parser itself)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from so_middleware import with_structured_output
+from so_middleware import ChatResponseUpdate, FinishReason, TextContent, UsageDetails, with_structured_output
 from so_middleware.testing import FakeChatClient
 
 
@@ -49,3 +51,50 @@ async def test_streamed_updates_carry_the_items_of_a_list_inside_a_model() -> No
             seen.extend(update.completed_items)
     assert seen == [Person.model_validate(person) for person in people]
     assert (await stream.get_final_response()).value.people == seen
+
+
+class _ScriptedUpdates(FakeChatClient):
+    """Streams the given updates as they are (every field the server's update may carry)."""
+
+    def __init__(self, updates: list[ChatResponseUpdate[Any]]) -> None:
+        super().__init__(["unused"])
+        self._updates = updates
+
+    async def _stream(self, messages: Any, options: Any) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        for update in self._updates:
+            yield update
+
+
+@dataclasses.dataclass
+class _OwnUpdate(ChatResponseUpdate[Any]):
+    """An adapter's own update type, with a field of its own."""
+
+    server_note: str = ""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", [ChatResponseUpdate, _OwnUpdate])
+async def test_each_streamed_update_keeps_the_servers_fields_and_type(kind: type[ChatResponseUpdate[Any]]) -> None:
+    """The layer's update is the server's with the answer's delta and the partial value: its usage,
+    finish reason, ids, raw form and its own type and fields are kept; the caller's update is a new one."""
+    raw = {"event": 1}
+    extra = {"server_note": "n"} if kind is _OwnUpdate else {}
+    sent = [
+        kind([TextContent('{"name": "Rex"')], role="assistant", response_id="r", model_id="m", **extra),
+        kind(
+            [TextContent("}")], role="assistant", usage=UsageDetails(3, 2, 5), finish_reason=FinishReason.STOP,
+            response_id="r", model_id="m", raw_representation=raw, additional_properties={"k": 1}, **extra,
+        ),
+    ]  # fmt: skip
+    stream = with_structured_output(_ScriptedUpdates(sent)).get_response("Pet?", output_type=Pet, stream=True)
+    seen = [update async for update in stream]
+    assert [type(update) for update in seen] == [kind, kind]
+    assert all(update is not original for update, original in zip(seen, sent, strict=True))
+    last = seen[-1]
+    assert (last.usage, last.finish_reason, last.response_id, last.model_id) == (
+        UsageDetails(3, 2, 5), FinishReason.STOP, "r", "m",
+    )  # fmt: skip
+    assert last.raw_representation is raw
+    assert (last.text, last.attempt, last.additional_properties, last.partial_value) == ("}", 0, {}, Pet(name="Rex"))
+    assert getattr(last, "server_note", None) == extra.get("server_note")
+    assert sent[1].additional_properties == {"k": 1} and sent[1].text == "}"  # the server's own is unchanged
