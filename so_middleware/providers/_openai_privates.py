@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "OPENAI_PACKAGE_DIR",
+    "genai_api_client",
     "genai_base_url",
     "genai_never_retries",
     "ollama_base_url",
@@ -79,6 +80,16 @@ def genai_never_retries(sdk_client: Any) -> bool:
     moved them."""
     options = getattr(getattr(sdk_client, "_api_client", None), "_http_options", None)
     return options is not None and "retry_options" in type(options).model_fields and options.retry_options is None
+
+
+def genai_api_client(sdk_client: Any) -> Any:
+    """A `google.genai.Client`'s private `_api_client`, whose `async_request(method, path, body,
+    http_options)` and `async_request_streamed(...)` send a REST body as it is, with the client's
+    auth, base URL (Vertex AI's project and location), retries and typed errors, and whose
+    `vertexai` says the route; None when the SDK moved them."""
+    api_client = getattr(sdk_client, "_api_client", None)
+    methods = (getattr(api_client, name, None) for name in ("async_request", "async_request_streamed"))
+    return api_client if all(callable(method) for method in methods) and hasattr(api_client, "vertexai") else None
 
 
 def ollama_base_url(sdk_client: Any) -> str | None:

@@ -563,8 +563,9 @@ def response_to_wire(response: ChatResponse[Any]) -> dict[str, Any]:
 class GeminiStreamReader:
     """Reads the chunks of `generate_content_stream`, each a partial `GenerateContentResponse`.
 
-    Text and thoughts arrive as deltas, calls whole; `usage_metadata` is cumulative, so only the
-    last one seen is reported, on the update that carries the finish reason.
+    Text and thoughts arrive as deltas, calls whole; `usage_metadata` is cumulative within a
+    request, so only the last one seen is reported, on the update that carries the finish reason
+    (with the counts of the requests before it, `next_hop`).
     """
 
     def __init__(self) -> None:
@@ -572,6 +573,12 @@ class GeminiStreamReader:
         self.finished = False
         self._calls = 0
         self._usage: UsageDetails | None = None
+        self._before: UsageDetails | None = None
+
+    def next_hop(self) -> None:
+        """The chunks that follow come from a new request that continues this answer: its counts
+        start again, and the counts seen so far are added to them."""
+        self._before = self._usage
 
     def read(self, chunk: Any) -> ChatResponseUpdate[Any] | None:
         """The update for one chunk (None when it carries nothing)."""
@@ -584,7 +591,7 @@ class GeminiStreamReader:
                 self._calls += 1
         usage = usage_from_wire(_get(chunk, "usage_metadata"))
         if usage is not None:
-            self._usage = usage
+            self._usage = usage if self._before is None else self._before + usage
         finish = _finish(candidate, chunk, self._calls > 0)
         if finish is None and not contents:
             return None
