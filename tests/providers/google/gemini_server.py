@@ -3,8 +3,11 @@
 It speaks the documented REST wire format (ai.google.dev/api/generate-content: the camelCase
 `GenerateContentResponse`, SSE framing with `?alt=sse`, and the `{"error": {"code", "message",
 "status"}}` error body of ai.google.dev/gemini-api/docs/troubleshooting), so the real, unmodified
-`google-genai` SDK talks to it over a socket. Each request's path and JSON body is kept; each
-answer comes from a script given by the test.
+`google-genai` SDK talks to it over a socket, on the Gemini Developer API's paths
+(`/v1beta/models/...`) and Vertex AI's (`/v1beta1/projects/.../locations/.../publishers/.../models/...`,
+cloud.google.com/vertex-ai/generative-ai/docs/reference/rest). Each request's path and JSON body is
+kept, and as it came (`sent`: path and query, headers, body bytes); each answer comes from a script
+given by the test.
 """
 
 from __future__ import annotations
@@ -24,6 +27,15 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from so_middleware.gateway._server import AppServer
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request as it came: path and query, headers (lower-case names), body bytes."""
+
+    target: str
+    headers: dict[str, str]
+    body: bytes
 
 
 @dataclass
@@ -59,16 +71,23 @@ class GeminiServer:
     def __init__(self) -> None:
         self.answers: deque[Answer] = deque()
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.sent: list[Sent] = []
 
     def script(self, *answers: Answer) -> None:
         self.answers.extend(answers)
 
     def app(self) -> Starlette:
-        return Starlette(routes=[Route("/{version}/models/{call:path}", self._call, methods=["POST"])])
+        vertex = "/{version}/projects/{project}/locations/{location}/publishers/{publisher}/models/{call:path}"
+        return Starlette(
+            routes=[Route(path, self._call, methods=["POST"]) for path in ("/{version}/models/{call:path}", vertex)]
+        )
 
     async def _call(self, request: Request) -> Response:
-        body = json.loads(await request.body() or b"{}")
+        raw = await request.body()
+        body = json.loads(raw or b"{}")
         self.requests.append((request.url.path, body))
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        self.sent.append(Sent(target, dict(request.headers), raw))
         answer = (
             self.answers.popleft()
             if self.answers
@@ -88,8 +107,21 @@ class GeminiServer:
 
 
 @contextlib.contextmanager
-def serving() -> Iterator[tuple[GeminiServer, genai.Client]]:
-    """A stand-in on a free loopback port and a real `genai.Client` pointed at it."""
+def serving(*, vertex: bool = False) -> Iterator[tuple[GeminiServer, genai.Client]]:
+    """A stand-in on a free loopback port and a real `genai.Client` pointed at it: of the Gemini
+    Developer API (an API key), or with `vertex` of Vertex AI (a project, a location and OAuth
+    credentials holding a token, sent as a bearer token)."""
     server = GeminiServer()
     with AppServer(server.app()) as running:
-        yield server, genai.Client(api_key="test-key", http_options={"base_url": running.root_url})
+        http_options = {"base_url": running.root_url}
+        if vertex:
+            from google.oauth2.credentials import Credentials
+
+            credentials = Credentials(token="test-token")  # type: ignore[no-untyped-call]
+            client = genai.Client(
+                vertexai=True, project="test-project", location="us-central1", credentials=credentials,
+                http_options=http_options,
+            )  # fmt: skip
+        else:
+            client = genai.Client(api_key="test-key", http_options=http_options)
+        yield server, client
