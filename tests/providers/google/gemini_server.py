@@ -41,13 +41,15 @@ class Sent:
 @dataclass
 class Answer:
     """One scripted answer: a body (or SSE chunks when streamed), a status and headers; `stall`:
-    seconds the stream stays open, silent, after its chunks (a server that stopped mid-answer)."""
+    seconds the stream stays open, silent, after its chunks (a server that stopped mid-answer);
+    `drop`: the connection is cut after the chunks, the response left unfinished."""
 
     body: Any = None
     chunks: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     stall: float = 0.0
+    drop: bool = False
 
 
 def text_answer(text: str, *, finish: str = "STOP", model: str = "gemini-2.5-flash") -> dict[str, Any]:
@@ -101,6 +103,8 @@ class GeminiServer:
                 for chunk in answer.chunks:
                     yield f"data: {json.dumps(chunk)}\r\n\r\n".encode()
                 await anyio.sleep(answer.stall)  # cancelled when the client goes away
+                if answer.drop:
+                    raise ConnectionAbortedError("the stand-in cuts the connection")
 
             return StreamingResponse(events(), media_type="text/event-stream")
         return JSONResponse(answer.body, headers=answer.headers)

@@ -21,6 +21,7 @@ from so_middleware import (
     ChatOptions,
     DataContent,
     ForcedTool,
+    ProviderConnectionError,
     FunctionCallContent,
     FunctionResultContent,
     FunctionTool,
@@ -181,6 +182,25 @@ async def test_a_continued_stream_is_one_answer_as_the_sdks_stream_follows_its_h
     assert (response.text, response.finish_reason) == ("Hello there", "stop")
     assert response.usage is not None and (response.usage.input_tokens, response.usage.output_tokens) == (22, 14)
     assert [body.get("continuationToken") for _, body in server.requests] == [None, "cmVzdW1lPz4-"]
+
+
+async def test_a_stream_cut_after_a_continuation_token_goes_on_from_it(
+    gemini: tuple[GeminiServer, genai.Client],
+) -> None:
+    """A connection cut after a chunk that carried a checkpoint token: the stream goes on from the
+    token, as the SDK's own stream does; cut before any token, the call ends with the error."""
+    server, sdk = gemini
+    hello = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hello "}]}}]}
+    checkpoint = {"candidates": [{**hello["candidates"][0], "continuationToken": "cmVzdW1lPz4+"}]}
+    server.script(Answer(chunks=[checkpoint], drop=True), Answer(chunks=_chunks("there")))
+    stream = GeminiChatClient(sdk, "gemini-2.5-flash").get_response("Hi", stream=True)
+    await _read(stream)
+    assert (await stream.get_final_response()).text == "Hello there"
+    assert [body.get("continuationToken") for _, body in server.requests] == [None, "cmVzdW1lPz4-"]
+    server.script(Answer(chunks=[hello], drop=True))
+    with pytest.raises(ProviderConnectionError):
+        await _read(GeminiChatClient(sdk, "gemini-2.5-flash").get_response("Hi", stream=True))
+    assert len(server.requests) == 3
 
 
 async def test_a_hop_to_be_continued_ends_the_stream_when_the_call_turns_continuation_off(
