@@ -181,7 +181,9 @@ class GeminiChatClient(BaseChatClient):
             async with contextlib.aclosing(sent):
                 async for response in sent:
                     chunk = json.loads(response.body) if response.body else {}
-                    candidates = chunk.get("candidates")
+                    candidates = (
+                        chunk.get("candidates") if type(chunk) is dict else None
+                    )  # the reader says what is wrong
                     first = candidates[0] if type(candidates) is list and candidates else None
                     if type(first) is dict:
                         finish = first.get("finishReason") or finish
