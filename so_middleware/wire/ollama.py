@@ -114,8 +114,9 @@ def request_to_wire(messages: list[ChatMessage], options: ChatOptions, *, model:
 
 
 def _turns(message: ChatMessage, names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The message's turn (its fields in the order of the SDK's `Message`), then its tool results."""
     role = "assistant" if message.role == "assistant" else "user"
-    turn: dict[str, Any] = {"role": role, "content": ""}
+    turn: dict[str, Any] = {"content": ""}  # the fields found; written in order below
     results: list[dict[str, Any]] = []
     for content in message.contents:
         if isinstance(content, TextContent):
@@ -131,14 +132,23 @@ def _turns(message: ChatMessage, names: Mapping[str, str]) -> list[dict[str, Any
             name = names.get(content.call_id)
             if name is None:
                 raise UserError(f"a function result for call {content.call_id!r} follows no call of that id")
-            results.append({"role": "tool", "tool_name": name, "content": content.result_text})
+            results.append({"role": "tool", "content": content.result_text, "tool_name": name})
         elif isinstance(content, DataContent):
             _add_data(turn, content)
         elif isinstance(content, HostedFileContent):
             raise UserError(f"Ollama cannot carry a file by id ({content.file_id}): send its data")
     if not turn["content"]:
         del turn["content"]
-    return ([turn] if len(turn) > 1 else []) + results
+    if not turn:
+        return results
+    written = {"role": role}
+    for name in _MESSAGE_FIELDS:
+        if name in turn:
+            written[name] = turn[name]
+    return [written, *results]
+
+
+_MESSAGE_FIELDS = ("content", "thinking", "images", "tool_calls")  # the SDK's `Message` order, after `role`
 
 
 def _add_data(turn: dict[str, Any], content: DataContent) -> None:
