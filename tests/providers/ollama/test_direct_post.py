@@ -21,7 +21,16 @@ import ollama
 import pytest
 from ollama_server import chat_answer, chunk
 
-from so_middleware import ChatMessage, DataContent, ProviderStatusError, ReasoningContent, ResponseFormat, TextContent
+from so_middleware import (
+    ChatMessage,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    ProviderStatusError,
+    ReasoningContent,
+    ResponseFormat,
+    TextContent,
+)
 from so_middleware.ollama import OllamaChatClient
 from so_middleware.providers import _direct_post
 from so_middleware.providers.ollama import _client as ollama_client_module
@@ -82,6 +91,9 @@ async def test_the_request_sent_is_the_one_the_sdks_chat_sends(stream: bool) -> 
             {"role": "user", "content": "Who?", "images": [image]},
             {"role": "assistant", "content": "Ada.", "thinking": "A name."},
             {"role": "user", "content": "Her age?"},
+            {"role": "assistant", "thinking": "Ask.",
+             "tool_calls": [{"function": {"name": "get_age", "arguments": {"name": "Ada"}}}]},
+            {"role": "tool", "content": "36", "tool_name": "get_age"},
         ],
         format=SCHEMA,
         options={"temperature": 0.1, "num_predict": 40, "seed": 4, "stop": ["\n\n"], "repeat_penalty": 1.3,
@@ -96,6 +108,8 @@ async def test_the_request_sent_is_the_one_the_sdks_chat_sends(stream: bool) -> 
         ChatMessage("user", [TextContent("Who?"), DataContent(image, "image/png")]),
         ChatMessage("assistant", [ReasoningContent("A name."), TextContent("Ada.")]),
         ChatMessage("user", "Her age?"),
+        ChatMessage("assistant", [FunctionCallContent("c1", "get_age", '{"name": "Ada"}'), ReasoningContent("Ask.")]),
+        ChatMessage("tool", [FunctionResultContent("c1", "36")]),
     ]
     options = {"instructions": "Be brief.", "temperature": 0.1, "max_tokens": 40, "stop": ["\n\n"], "seed": 4,
                "response_format": ResponseFormat.json_schema(SCHEMA),
@@ -207,16 +221,20 @@ async def test_a_cookie_set_by_the_server_is_kept_and_sent_back() -> None:
     assert "cookie" not in captured[0].headers and captured[1].headers["cookie"] == "session=abc"
 
 
-async def test_a_header_changed_on_the_client_after_a_call_is_sent_on_the_next() -> None:
+async def test_headers_a_timeout_or_query_changed_on_the_client_are_sent_on_the_next_call() -> None:
     captured: list[httpx.Request] = []
     raw = sdk(answering(captured))
     client = OllamaChatClient(raw, "llama3.2")
     await client.get_response("x")
     raw._client.headers["x-trace"] = "1"
+    await client.get_response("x")
     raw._client.timeout = httpx.Timeout(7.0)
     await client.get_response("x")
+    raw._client.params = httpx.QueryParams({"debug": "1"})
+    await client.get_response("x")
     assert "x-trace" not in captured[0].headers and captured[1].headers["x-trace"] == "1"
-    assert captured[1].extensions["timeout"]["read"] == 7.0
+    assert [request.extensions["timeout"]["read"] for request in captured] == [None, None, 7.0, 7.0]
+    assert str(captured[3].url) == "http://ollama.test:11434/api/chat?debug=1"
 
 
 async def test_auth_hooks_and_wrapped_sending_methods_are_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
