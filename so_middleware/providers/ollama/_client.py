@@ -90,6 +90,7 @@ class OllamaChatClient(BaseChatClient):
         self.capabilities = capabilities or OLLAMA_NATIVE
         self.idle_timeout = seconds_or_none("idle_timeout", idle_timeout)
         self._direct: DirectPost | None = None  # the last call's, kept while it fits
+        self._own_methods: tuple[Any, ...] | None = None  # the SDK's sending methods, when its own
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `AsyncClient.chat` keyword arguments this adapter would send (for inspection and tests)."""
@@ -115,8 +116,13 @@ class OllamaChatClient(BaseChatClient):
         or replaced (then that method sends, as it did before)."""
         sdk = self.sdk_client
         methods = _sdk_methods(type(sdk))
-        own = all(is_packages_own(method, _OLLAMA_DIR) for method in methods) and vars(sdk).keys().isdisjoint(_SENDING)
-        self._direct = direct_post(ollama_http_client(self.sdk_client), "/api/chat", self._direct) if own else None
+        if methods != self._own_methods:  # checked again only when they change
+            own = all(is_packages_own(method, _OLLAMA_DIR) for method in methods)
+            self._own_methods = methods if own else None
+        if methods != self._own_methods or not vars(sdk).keys().isdisjoint(_SENDING):
+            self._direct = None
+        else:
+            self._direct = direct_post(ollama_http_client(sdk), "/api/chat", self._direct)
         return self._direct
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:

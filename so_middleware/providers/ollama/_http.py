@@ -23,9 +23,12 @@ from .._openai_privates import ollama_connection_message
 __all__ = ["answer_of", "chunks_of", "encoded"]
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
 def encoded(body: dict[str, Any]) -> bytes:
     """The body as httpx writes a `json=` argument (compact, UTF-8, no NaN): the bytes the SDK sends."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    return _encode(body).encode()
 
 
 async def answer_of(post: DirectPost, body: bytes) -> Any:
@@ -62,8 +65,11 @@ async def chunks_of(post: DirectPost, body: bytes) -> AsyncIterator[Any]:
         await response.aclose()
 
 
+_decode = json.JSONDecoder().decode  # `json.loads` without its type checks and encoding sniffing, per line
+
+
 def _part(line: bytes) -> Any:
-    part = json.loads(line)
+    part = _decode(line.decode("utf-8", "replace"))  # as the SDK's line reader decodes
     error = part.get("error")
     if error:
         raise ollama.ResponseError(error)
