@@ -150,6 +150,12 @@ async def test_lines_split_anywhere_by_the_network_are_read_whole(path: str) -> 
     assert [update.text async for update in client.get_response("x", stream=True)] == ["Grüß ", "dich", ""]
 
 
+async def test_bytes_that_are_not_utf8_in_a_line_are_replaced_as_the_sdk_reads_them(path: str) -> None:
+    body = ndjson(chunk("a"), LAST).replace(b'"a"', b'"a\xff"')
+    client = OllamaChatClient(sdk(lambda request: httpx.Response(200, content=body)), "llama3.2")
+    assert [update.text async for update in client.get_response("x", stream=True)] == ["a\ufffd", ""]
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_an_error_status_is_the_sdks_response_error(stream: bool, path: str) -> None:
     client = OllamaChatClient(sdk(lambda request: httpx.Response(404, json={"error": "no such model"})), "m")
