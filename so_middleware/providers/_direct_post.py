@@ -15,6 +15,8 @@ client's jar, a redirect followed (through `send`), and its log line.
 A client configured otherwise, closed, or whose sending methods were wrapped or replaced (an
 instrumentation such as Sentry's patches `AsyncClient.send`) gets no `DirectPost`: the caller sends
 through the SDK as before. Instrumentations of the transport (OpenTelemetry's) still see each call.
+
+Imported only by adapters whose SDK sends with `httpx` (ollama), which brings it.
 """
 
 from __future__ import annotations
@@ -94,6 +96,14 @@ class DirectPost:
         except httpx.RequestError as error:  # as `send` does: the error names its request
             error.request = request
             raise
+        try:
+            return await self._received(request, response)
+        except BaseException:
+            await response.aclose()
+            raise
+
+    async def _received(self, request: httpx.Request, response: httpx.Response) -> httpx.Response:
+        """What `send` does with an answer before handing it out."""
         response.request = request
         response.default_encoding = httpx_default_encoding(self.http)
         http = self.http

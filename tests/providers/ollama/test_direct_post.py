@@ -284,3 +284,32 @@ def test_a_closed_client_or_credentials_in_its_url_get_no_direct_post() -> None:
     http = httpx.AsyncClient(base_url="http://ada:secret@ollama.test")
     assert _direct_post.direct_post(http, "/api/chat", None) is None
     assert _direct_post.direct_post(httpx.AsyncClient(base_url="http://ollama.test"), "/api/chat", None) is not None
+
+
+async def test_an_answer_is_closed_when_handling_it_fails() -> None:
+    """A failure between the transport's answer and its hand-over (here a log filter that raises)
+    closes the answer, so its connection goes back to the pool."""
+    closed: list[bool] = []
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            yield b"{}"
+
+        async def aclose(self) -> None:
+            closed.append(True)
+
+    def failing(record: logging.LogRecord) -> bool:
+        raise RuntimeError("the filter failed")
+
+    client = OllamaChatClient(sdk(lambda request: httpx.Response(200, stream=Body())), "llama3.2")
+    logger = logging.getLogger("httpx")
+    logger.addFilter(failing)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        with pytest.raises(RuntimeError, match="the filter failed"):
+            await client.get_response("x")
+    finally:
+        logger.removeFilter(failing)
+        logger.setLevel(level)
+    assert closed == [True]
