@@ -32,7 +32,9 @@ Answer mapping: `message.content` is the answer, `message.thinking` is `Reasonin
 Read back by a server (`request_from_wire`): `options` other than the five above and every other
 top-level field (`keep_alive`, `think`, ...) go to `extra_body`; a tool result is linked to the
 latest call of its `tool_name` (Ollama gives calls no id); an image's media type is read from its
-first bytes. Empty `content` is not written (the SDK never sent it either).
+first bytes. Empty `content` is not written (the SDK never sent it either). A message's fields are
+written in the order of the `ollama` SDK's `Message` (`role`, `content`, `thinking`, `images`,
+`tool_name`, `tool_calls`), so the adapter's body is the bytes the SDK's `chat` sends.
 """
 
 from __future__ import annotations
