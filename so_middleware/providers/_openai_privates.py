@@ -1,5 +1,5 @@
 """Every use of an SDK's private names, in one place (the openai SDK's, and one each of
-google-genai's and ollama's).
+google-genai's, ollama's and httpx's).
 
 `SDKPost` sends an adapter's request through the SDK client's documented `post` method instead
 of `create`, which needs two things the SDK does not publish: whether a bound `create` is the
@@ -20,7 +20,12 @@ __all__ = [
     "genai_api_client",
     "genai_base_url",
     "genai_never_retries",
+    "httpx_default_encoding",
+    "httpx_redirect_request",
+    "httpx_transport_for",
     "ollama_base_url",
+    "ollama_connection_message",
+    "ollama_http_client",
     "ollama_post",
     "mistral_build_request",
     "is_the_sdks_own",
@@ -105,6 +110,42 @@ def ollama_post(sdk_client: Any) -> Any:
     keywords: `anyOf`, `minimum`, `additionalProperties` are dropped); None when the SDK moved it."""
     post = getattr(sdk_client, "_request", None)
     return post if callable(post) else None
+
+
+def ollama_http_client(sdk_client: Any) -> Any:
+    """The `httpx.AsyncClient` an `ollama.AsyncClient` sends with (its private `_client`); None
+    when the SDK moved it."""
+    return getattr(sdk_client, "_client", None)
+
+
+def ollama_connection_message() -> str:
+    """The message of the `ConnectionError` an `ollama` client raises for a server it cannot reach
+    (its private `_client.CONNECTION_ERROR_MESSAGE`)."""
+    from ollama import _client
+
+    message = getattr(_client, "CONNECTION_ERROR_MESSAGE", None)
+    return message if isinstance(message, str) else "Failed to connect to Ollama."
+
+
+def httpx_transport_for(http: Any, url: Any) -> Any:
+    """The transport an `httpx.AsyncClient` sends a request for `url` with (its mounts, proxies,
+    else its own), by its private `_transport_for_url`; None when httpx moved it."""
+    find = getattr(http, "_transport_for_url", None)
+    return find(url) if callable(find) else None
+
+
+def httpx_redirect_request(http: Any, request: Any, response: Any) -> Any:
+    """The request an `httpx.AsyncClient` makes to follow a redirect `response` to `request` (its
+    private `_build_redirect_request`: method, URL, headers and body as the redirect asks); None
+    when httpx moved it."""
+    build = getattr(http, "_build_redirect_request", None)
+    return build(request, response) if callable(build) else None
+
+
+def httpx_default_encoding(http: Any) -> Any:
+    """The text encoding an `httpx.AsyncClient` gives the answers it reads when they name none
+    (its private `_default_encoding`; httpx's default, `utf-8`, when it moved)."""
+    return getattr(http, "_default_encoding", "utf-8")
 
 
 def mistral_build_request(chat: Any) -> Any:

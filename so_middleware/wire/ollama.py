@@ -32,7 +32,9 @@ Answer mapping: `message.content` is the answer, `message.thinking` is `Reasonin
 Read back by a server (`request_from_wire`): `options` other than the five above and every other
 top-level field (`keep_alive`, `think`, ...) go to `extra_body`; a tool result is linked to the
 latest call of its `tool_name` (Ollama gives calls no id); an image's media type is read from its
-first bytes. Empty `content` is not written (the SDK never sent it either).
+first bytes. Empty `content` is not written (the SDK never sent it either). A message's fields are
+written in the order of the `ollama` SDK's `Message` (`role`, `content`, `thinking`, `images`,
+`tool_name`, `tool_calls`), so the adapter's body is the bytes the SDK's `chat` sends.
 """
 
 from __future__ import annotations
@@ -114,8 +116,9 @@ def request_to_wire(messages: list[ChatMessage], options: ChatOptions, *, model:
 
 
 def _turns(message: ChatMessage, names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The message's turn (its fields in the order of the SDK's `Message`), then its tool results."""
     role = "assistant" if message.role == "assistant" else "user"
-    turn: dict[str, Any] = {"role": role, "content": ""}
+    turn: dict[str, Any] = {"content": ""}  # the fields found; written in order below
     results: list[dict[str, Any]] = []
     for content in message.contents:
         if isinstance(content, TextContent):
@@ -131,14 +134,23 @@ def _turns(message: ChatMessage, names: Mapping[str, str]) -> list[dict[str, Any
             name = names.get(content.call_id)
             if name is None:
                 raise UserError(f"a function result for call {content.call_id!r} follows no call of that id")
-            results.append({"role": "tool", "tool_name": name, "content": content.result_text})
+            results.append({"role": "tool", "content": content.result_text, "tool_name": name})
         elif isinstance(content, DataContent):
             _add_data(turn, content)
         elif isinstance(content, HostedFileContent):
             raise UserError(f"Ollama cannot carry a file by id ({content.file_id}): send its data")
     if not turn["content"]:
         del turn["content"]
-    return ([turn] if len(turn) > 1 else []) + results
+    if not turn:
+        return results
+    written = {"role": role}
+    for name in _MESSAGE_FIELDS:
+        if name in turn:
+            written[name] = turn[name]
+    return [written, *results]
+
+
+_MESSAGE_FIELDS = ("content", "thinking", "images", "tool_calls")  # the SDK's `Message` order, after `role`
 
 
 def _add_data(turn: dict[str, Any], content: DataContent) -> None:

@@ -4,16 +4,21 @@ The SDK's `AsyncClient` makes the calls (a sync `Client` is refused: the adapter
 core and its `*_sync` entry points run on so_middleware's own loop). A request goes through the
 codec in `so_middleware.wire.ollama`; the SDK's errors cross the one transport boundary.
 
-The codec's body is sent as it is, through the SDK client's request method (the SDK still does the
-host, headers, HTTP errors and the NDJSON framing): the SDK's `chat` would rebuild the tools
-through its own types, which drop the schema keywords they do not name (`anyOf`, `minimum`,
-`additionalProperties`, ...), and would take no field it does not name. Each answer is read as the
-plain JSON object it is, not validated into the SDK's `ChatResponse` first.
+The codec's body is sent as it is, not through the SDK's `chat`, which would rebuild the tools
+through its own types, dropping the schema keywords they do not name (`anyOf`, `minimum`,
+`additionalProperties`, ...), and would take no field it does not name. It goes as the bytes `chat`
+sends (its field order, httpx's JSON encoding) through the SDK client's own httpx client: straight
+to its transport (`DirectPost`, `_http.py`: the request built once per client, not on every call)
+when that client's `send` would change nothing, else through the SDK's request method (the SDK does
+the host, headers, HTTP errors and the NDJSON framing). Each answer is read as the plain JSON object
+it is, not validated into the SDK's `ChatResponse` first; the errors are the SDK's own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import operator
+import os
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
@@ -31,14 +36,23 @@ from ...core import (
 )
 from ...wire.ollama import OllamaStreamReader, request_to_wire, response_from_wire
 from .._chunks import read_chunks
-from .._openai_privates import ollama_base_url, ollama_post
+from .._direct_post import DirectPost, direct_post, is_packages_own
+from .._openai_privates import ollama_base_url, ollama_http_client, ollama_post
 from .._sdk_client import seconds_or_none
 from .._sdk_use import sdk_boundary
+from ._http import answer_of, chunks_of, encoded
 from ._profiles import OLLAMA_NATIVE
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "OllamaChatClient"]
 
 DEFAULT_IDLE_TIMEOUT = 300.0  # seconds without a chunk: a local model may first load for minutes
+
+_OLLAMA_DIR = os.path.dirname(os.path.abspath(ollama.__file__)) + os.sep
+_SENDING = ("_request", "_request_raw")  # the SDK's methods a call goes through
+_sdk_methods = operator.attrgetter(*_SENDING)
+# The fields of the SDK's `ChatRequest`, in the order `chat` writes them; others follow.
+_FIELD_ORDER = ("model", "stream", "options", "format", "keep_alive", "messages", "tools", "think", "logprobs",
+                "top_logprobs")  # fmt: skip
 
 
 class OllamaChatClient(BaseChatClient):
@@ -75,6 +89,8 @@ class OllamaChatClient(BaseChatClient):
         self.base_url = redact_url(ollama_base_url(sdk_client) or "http://127.0.0.1:11434")
         self.capabilities = capabilities or OLLAMA_NATIVE
         self.idle_timeout = seconds_or_none("idle_timeout", idle_timeout)
+        self._direct: DirectPost | None = None  # the last call's, kept while it fits
+        self._own_methods: tuple[Any, ...] | None = None  # the SDK's sending methods, when its own
 
     def request_for(self, messages: list[ChatMessage], options: ChatOptions) -> dict[str, Any]:
         """The `AsyncClient.chat` keyword arguments this adapter would send (for inspection and tests)."""
@@ -89,7 +105,25 @@ class OllamaChatClient(BaseChatClient):
         if post is None:  # the SDK moved its request method: its public call, with what it keeps
             chat: Any = self.sdk_client.chat  # its overloads are on a literal `stream`
             return await chat(**request, stream=stream)
-        return await post(dict, "POST", "/api/chat", json={**request, "stream": stream}, stream=stream)
+        body = _in_sdk_order(request, stream)
+        direct = self._direct_post()
+        if direct is None:
+            return await post(dict, "POST", "/api/chat", json=body, stream=stream)
+        return chunks_of(direct, encoded(body)) if stream else await answer_of(direct, encoded(body))
+
+    def _direct_post(self) -> DirectPost | None:
+        """The `DirectPost` of the SDK's httpx client, unless the SDK's request method was wrapped
+        or replaced (then that method sends, as it did before)."""
+        sdk = self.sdk_client
+        methods = _sdk_methods(type(sdk))
+        if methods != self._own_methods:  # checked again only when they change
+            own = all(is_packages_own(method, _OLLAMA_DIR) for method in methods)
+            self._own_methods = methods if own else None
+        if methods != self._own_methods or not vars(sdk).keys().isdisjoint(_SENDING):
+            self._direct = None
+        else:
+            self._direct = direct_post(ollama_http_client(sdk), "/api/chat", self._direct)
+        return self._direct
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
@@ -112,3 +146,17 @@ class OllamaChatClient(BaseChatClient):
 
     def __repr__(self) -> str:
         return f"OllamaChatClient(ollama.AsyncClient(host={self.base_url!r}), model={self.model!r})"
+
+
+def _in_sdk_order(request: dict[str, Any], stream: bool) -> dict[str, Any]:
+    """The body `chat` would send: its fields in its order (`tools` always, empty when there are
+    none), then the others; `stream` is ours."""
+    body = {"model": request.get("model"), "stream": stream}
+    for name in _FIELD_ORDER:
+        if name in request:
+            body[name] = request[name]
+        elif name == "tools":
+            body[name] = []
+    body.update(request)
+    body["stream"] = stream
+    return body

@@ -1,0 +1,76 @@
+"""`/api/chat` over the `ollama.AsyncClient`'s own httpx client, without its per-call overhead.
+
+Used when `DirectPost` can send for that client (else the SDK's request method sends). The
+answers and the errors are the SDK's: a status other than 2xx is its `ResponseError(body text,
+status)`, an `error` field inside a stream its `ResponseError(error)`, a server it cannot reach on a
+plain call its `ConnectionError`. A stream is the NDJSON answer split at newlines, one JSON object a
+line, as the SDK reads it; like the SDK's, it sends the request when first iterated (so the chunk
+reader's idle timer also covers the wait for the answer's head).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import ollama
+
+from .._direct_post import DirectPost
+from .._openai_privates import ollama_connection_message
+
+__all__ = ["answer_of", "chunks_of", "encoded"]
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def encoded(body: dict[str, Any]) -> bytes:
+    """The body as httpx writes a `json=` argument (compact, UTF-8, no NaN): the bytes the SDK sends."""
+    return _encode(body).encode()
+
+
+async def answer_of(post: DirectPost, body: bytes) -> Any:
+    """The JSON answer to a plain `/api/chat` call."""
+    try:
+        response = await post.send(body)
+    except httpx.ConnectError:
+        raise ConnectionError(ollama_connection_message()) from None
+    try:
+        await response.aread()
+    finally:
+        await response.aclose()
+    if not response.is_success:
+        raise ollama.ResponseError(response.text, response.status_code) from None
+    return json.loads(response.content)
+
+
+async def chunks_of(post: DirectPost, body: bytes) -> AsyncIterator[Any]:
+    """The chunks of a streamed `/api/chat` call, each the JSON object of one line."""
+    response = await post.send(body)
+    try:
+        if not response.is_success:
+            await response.aread()
+            raise ollama.ResponseError(response.text, response.status_code) from None
+        rest = b""
+        async for data in response.aiter_bytes():
+            lines = (rest + data).split(b"\n") if rest else data.split(b"\n")
+            rest = lines.pop()  # the start of a line still to come ("" after a newline)
+            for line in lines:
+                yield _part(line)
+        if rest:
+            yield _part(rest)
+    finally:
+        await response.aclose()
+
+
+_decode = json.JSONDecoder().decode  # `json.loads` without its type checks and encoding sniffing, per line
+
+
+def _part(line: bytes) -> Any:
+    part = _decode(line.decode("utf-8", "replace"))  # as the SDK's line reader decodes
+    error = part.get("error")
+    if error:
+        raise ollama.ResponseError(error)
+    return part
