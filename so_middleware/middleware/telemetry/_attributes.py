@@ -43,23 +43,38 @@ def request_attributes(client: Any, chat_options: ChatOptions, stream: bool, out
             if hasattr(feature, "output_type"):
                 structured = True
                 break
-    attributes = {
+    # only the values that are set, in one pass: no dict of Nones filtered again on every call
+    attributes: dict[str, Any] = {
         names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
-        names.GEN_AI_PROVIDER_NAME: provider_name(client),
-        names.GEN_AI_REQUEST_MODEL: chat_options.model or getattr(client, "model", None),
-        names.GEN_AI_REQUEST_TEMPERATURE: chat_options.temperature,
-        names.GEN_AI_REQUEST_MAX_TOKENS: chat_options.max_tokens,
-        names.GEN_AI_REQUEST_TOP_P: chat_options.top_p,
-        names.GEN_AI_REQUEST_SEED: chat_options.seed,
-        names.GEN_AI_REQUEST_STOP_SEQUENCES: list(chat_options.stop) if chat_options.stop else None,
-        names.GEN_AI_REQUEST_STREAM: stream,
-        names.GEN_AI_OUTPUT_TYPE: "json" if structured else "text",
-        names.GEN_AI_CONVERSATION_ID: _conversation_id((chat_options.extra_body or {}).get("conversation")),
+        names.GEN_AI_PROVIDER_NAME: str(getattr(client, "provider_name", None) or "unknown"),
     }
+    model = chat_options.model or getattr(client, "model", None)
+    if model is not None:
+        attributes[names.GEN_AI_REQUEST_MODEL] = model
+    for key, value in (
+        (names.GEN_AI_REQUEST_TEMPERATURE, chat_options.temperature),
+        (names.GEN_AI_REQUEST_MAX_TOKENS, chat_options.max_tokens),
+        (names.GEN_AI_REQUEST_TOP_P, chat_options.top_p),
+        (names.GEN_AI_REQUEST_SEED, chat_options.seed),
+    ):
+        if value is not None:
+            attributes[key] = value
+    if chat_options.stop:
+        attributes[names.GEN_AI_REQUEST_STOP_SEQUENCES] = list(chat_options.stop)
+    attributes[names.GEN_AI_REQUEST_STREAM] = stream
+    attributes[names.GEN_AI_OUTPUT_TYPE] = "json" if structured else "text"
+    extra_body = chat_options.extra_body
+    conversation = _conversation_id(extra_body.get("conversation")) if extra_body else None
+    if conversation is not None:
+        attributes[names.GEN_AI_CONVERSATION_ID] = conversation
     base_url = getattr(client, "base_url", None)
     if isinstance(base_url, str) and base_url:
-        attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = _server(base_url)
-    return {key: value for key, value in attributes.items() if value is not None}  # kept for the call's length
+        host, port = _server(base_url)
+        if host is not None:
+            attributes[names.SERVER_ADDRESS] = host
+        if port is not None:
+            attributes[names.SERVER_PORT] = port
+    return attributes
 
 
 @functools.lru_cache(maxsize=64)
@@ -70,25 +85,56 @@ def _server(base_url: str) -> tuple[str | None, int | None]:
 
 
 def response_attributes(response: ChatResponse[Any]) -> dict[str, Any]:
-    """The attributes a response sets: id, model, finish reasons, usage, retries, structured output."""
-    values: dict[str, Any] = {
-        names.GEN_AI_RESPONSE_MODEL: response.model_id,
-        names.GEN_AI_RESPONSE_ID: response.response_id,
-        names.GEN_AI_RESPONSE_FINISH_REASONS: [str(response.finish_reason)] if response.finish_reason else None,
-        names.SO_RETRY_COUNT: len(response.additional_properties.get(RETRIES_KEY) or []) or None,
-    }
+    """The attributes a response sets (those with a value): id, model, finish reasons, usage,
+    retries, structured output."""
+    values: dict[str, Any] = {}
+    if response.model_id is not None:
+        values[names.GEN_AI_RESPONSE_MODEL] = response.model_id
+    if response.response_id is not None:
+        values[names.GEN_AI_RESPONSE_ID] = response.response_id
+    if response.finish_reason:
+        values[names.GEN_AI_RESPONSE_FINISH_REASONS] = [str(response.finish_reason)]
+    properties = response.additional_properties
+    retries = properties.get(RETRIES_KEY)
+    if retries:
+        values[names.SO_RETRY_COUNT] = len(retries)
     raw = response.raw_representation
-    if not isinstance(raw, list):  # a stream's raw representation is its events
-        values[names.GEN_AI_CONVERSATION_ID] = _conversation_id(getattr(raw, "conversation", None))
+    if raw is not None and not isinstance(raw, list):  # a stream's raw representation is its events
+        conversation = _conversation_id(_raw_conversation(raw))
+        if conversation is not None:
+            values[names.GEN_AI_CONVERSATION_ID] = conversation
     usage = response.usage
     if usage is not None:
-        values[names.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
-        values[names.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-        values[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
-        values[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
-        values[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
-    values.update(structured_attributes(response.additional_properties.get(STRUCTURED_OUTPUT_KEY)))
+        for key, count in (
+            (names.GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens),
+            (names.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens),
+            (names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, usage.cached_input_tokens),
+            (names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, usage.cache_creation_input_tokens),
+            (names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, usage.reasoning_tokens),
+        ):
+            if count is not None:
+                values[key] = count
+    info = properties.get(STRUCTURED_OUTPUT_KEY)
+    if info is not None:
+        values.update(structured_attributes(info))
     return values
+
+
+def _raw_conversation(raw: Any) -> Any:
+    """The `conversation` of a raw answer (a Responses API one has it)."""
+    kind: type = type(raw)
+    if _may_have_conversation(kind):
+        return getattr(raw, "conversation", None)
+    extra = getattr(raw, "__pydantic_extra__", None)  # a pydantic model's fields beyond its declared ones
+    return extra.get("conversation") if isinstance(extra, dict) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _may_have_conversation(kind: type) -> bool:
+    """False for a pydantic model that declares no `conversation` field (a Chat Completion): on it
+    `getattr` would raise and catch an AttributeError on every call."""
+    declared = getattr(kind, "model_fields", None)
+    return not isinstance(declared, dict) or "conversation" in declared
 
 
 def structured_info(error: OutputError) -> dict[str, Any]:

@@ -751,6 +751,37 @@ async def test_conversation_id_from_the_request_and_from_the_response(
     assert ids == ["conv_asked", "conv_obj", "conv_from_response", None]
 
 
+class SdkAnswerClient(BaseChatClient):
+    """Answers with an OpenAI SDK object as its raw representation, as the adapters do."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        return ChatResponse(ChatMessage("assistant", "ok"), raw_representation=self.raw)
+
+
+async def test_conversation_id_from_sdk_answers_declared_or_extra(
+    instrument: Any, exporter: InMemorySpanExporter
+) -> None:
+    """A Responses API answer declares `conversation`; a Chat Completion does not, but keeps one a
+    server sent among its extra fields."""
+    from openai.types.chat import ChatCompletion
+    from openai.types.responses import Response
+    from openai.types.responses.response import Conversation
+
+    completion = {"id": "c1", "choices": [], "created": 1, "model": "m", "object": "chat.completion"}
+    answers = [
+        Response.model_construct(id="r1", conversation=Conversation(id="conv_declared")),
+        ChatCompletion.model_validate({**completion, "conversation": {"id": "conv_extra"}}),
+        ChatCompletion.model_validate(completion),
+    ]
+    for raw in answers:
+        await call(instrument(SdkAnswerClient(raw)), False)
+    ids = [dict(span.attributes or {}).get("gen_ai.conversation.id") for span in exporter.get_finished_spans()]
+    assert ids == ["conv_declared", "conv_extra", None]
+
+
 @STREAM
 async def test_tool_call_arguments_are_an_object(stream: bool, instrument: Any, exporter: InMemorySpanExporter) -> None:
     history = [
