@@ -9,19 +9,26 @@ Each pair runs one process per checkout, one after the other (the order turns be
 with the checkout first on `PYTHONPATH`. A process answers every call from an in-process
 `httpx2.MockTransport` serving the one recorded body of `bench/overhead.py`, and measures CPU time
 per call of the raw `create`, `with_structured_output` alone and the full chain (telemetry with a
-recording OpenTelemetry SDK, retries, structured output), interleaved over 3 rounds of `--calls`
-calls each. A ratio within one process is what a noisy machine cannot shift much; the pairs show
-the spread.
+recording OpenTelemetry SDK, retries, structured output) in `--rounds` rounds of `--calls` calls
+each: in a round each contender runs once, the order turning between rounds, after a
+`gc.collect()` (no block pays for the garbage of the one before). A ratio is taken within each
+round (its contender's block over the raw block of the same round), and a process reports the
+median of its rounds' ratios and their range: what a noisy machine cannot shift much. The pairs
+show the spread between processes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +53,7 @@ def in_checkout(tree: Path | None, python: str, script: str, *args: str) -> tupl
     return [python, "-c", _IN_CHECKOUT, script, *args], {**os.environ, "PYTHONPATH": str(tree)}
 
 
-def _child(calls: int) -> dict[str, float]:
+def _child(calls: int, rounds: int) -> dict[str, Any]:
     sys.path.insert(0, str(HERE))
     import overhead  # the same contenders as the overhead table
 
@@ -56,18 +63,38 @@ def _child(calls: int) -> dict[str, float]:
         "structured": contenders["so_middleware structured output only"],
         "chain": contenders["so_middleware full chain (telemetry+retries+SO)"],
     }
-    timings = asyncio.run(overhead._measure(picked, runs=3, per_run=calls, warmup=30))
-    per_call = {name: overhead.median(found) for name, found in timings.items()}
-    return {
-        "raw_us": per_call["raw"] * 1e6,
-        "structured_ratio": per_call["structured"] / per_call["raw"],
-        "chain_ratio": per_call["chain"] / per_call["raw"],
-    }
+    timings = asyncio.run(_measure(picked, rounds=rounds, calls=calls, warmup=50))
+    found: dict[str, Any] = {"raw_us": statistics.median(timings["raw"]) * 1e6}
+    for name in ("structured", "chain"):
+        ratios = [spent / raw for spent, raw in zip(timings[name], timings["raw"], strict=True)]
+        found[f"{name}_ratio"] = statistics.median(ratios)
+        found[f"{name}_range"] = (min(ratios), max(ratios))
+    return found
 
 
-def _run(tree: Path, calls: int) -> dict[str, float]:
+async def _measure(
+    contenders: dict[str, Callable[[], Awaitable[Any]]], *, rounds: int, calls: int, warmup: int
+) -> dict[str, list[float]]:
+    """CPU seconds per call of each contender in each round (the same index: the same round)."""
+    for call in contenders.values():
+        for _ in range(warmup):
+            await call()
+    names = list(contenders)
+    timings: dict[str, list[float]] = {name: [] for name in names}
+    for turn in range(rounds):
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:  # each goes first in turn
+            call = contenders[name]
+            gc.collect()
+            start = time.process_time()  # CPU time: what the call costs, robust to a loaded machine
+            for _ in range(calls):
+                await call()
+            timings[name].append((time.process_time() - start) / calls)
+    return timings
+
+
+def _run(tree: Path, calls: int, rounds: int) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", "--calls", str(calls)]
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", "--calls", str(calls), "--rounds", str(rounds)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{tree}: {done.stderr.strip()[-800:]}")
@@ -89,19 +116,25 @@ def main() -> None:
     parser.add_argument("--base", type=Path, nargs="+", help="the checkouts to compare against")
     parser.add_argument("--head", type=Path, default=ROOT, help="the checkout measured (this one by default)")
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--calls", type=int, default=300, help="calls of each contender in a round")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds in each process")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         import so_middleware
 
-        print(json.dumps({**_child(args.calls), "package": str(Path(so_middleware.__file__).resolve().parent)}))
+        print(
+            json.dumps(
+                {**_child(args.calls, args.rounds), "package": str(Path(so_middleware.__file__).resolve().parent)}
+            )
+        )
         return
     if args.base is None:
         parser.error("--base is required")
     trees = {"head": args.head.resolve()}
     for tree in args.base:
         trees[f"base {_commit(tree)}" if len(args.base) > 1 else "base"] = tree.resolve()
+    print(f"{args.rounds} rounds of {args.calls} calls a process; each ratio the median of its rounds' (their range)\n")
     print("| pair | checkout | raw `create` µs | structured output alone ÷ raw | full chain ÷ raw |")
     print("|---|---|---|---|---|")
     names = list(trees)
@@ -110,12 +143,16 @@ def main() -> None:
         order = names[1:] + names[:1]
         order = order[turn:] + order[:turn]
         for name in order:
-            found = _run(trees[name], args.calls)
-            print(
-                f"| {pair} | {name} | {found['raw_us']:.0f} | {found['structured_ratio']:.2f}× "
-                f"| {found['chain_ratio']:.2f}× |",
-                flush=True,
-            )
+            found = _run(trees[name], args.calls, args.rounds)
+            cells = [
+                f"{found[f'{row}_ratio']:.2f}× ({_span(found[f'{row}_range'])})" for row in ("structured", "chain")
+            ]
+            print(f"| {pair} | {name} | {found['raw_us']:.0f} | {' | '.join(cells)} |", flush=True)
+
+
+def _span(values: list[float]) -> str:
+    low, high = values
+    return f"{low:.2f}–{high:.2f}"
 
 
 if __name__ == "__main__":
