@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -158,11 +158,11 @@ class CallRecording:
         name = f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT
         return self.instruments.start_span(name, SpanKind.CLIENT, self.attributes, self.started_ns, self.links)
 
-    async def respond(self, call: Callable[..., Any]) -> ChatResponse[Any]:
+    async def respond(self, call: Callable[[], Awaitable[ChatResponse[Any]]]) -> ChatResponse[Any]:
         span = self.start()
         token = otel_context.attach(otel_trace.set_span_in_context(span))  # what use_span does, without its generator
         try:
-            response: ChatResponse[Any] = await call(stream=False)
+            response = await call()
         except BaseException as error:
             otel_context.detach(token)
             self.end(span, error)
@@ -325,7 +325,12 @@ class CallRecording:
 
     def metric_attributes(self) -> dict[str, Any]:
         attributes = self.attributes
-        return {key: attributes[key] for key in names.METRIC_ATTRIBUTES if attributes.get(key) is not None}
+        found: dict[str, Any] = {}
+        for key in names.METRIC_ATTRIBUTES:  # a loop, not a comprehension: no frame of its own
+            value = attributes.get(key)
+            if value is not None:
+                found[key] = value
+        return found
 
 
 _COMPLETE = {names.SO_CALL_END: "complete"}  # read, never changed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -173,6 +174,49 @@ async def test_server_port_defaults_from_the_scheme(instrument: Any, exporter: I
 
     attributes = dict(only_span(exporter).attributes or {})
     assert (attributes["server.address"], attributes["server.port"]) == ("api.openai.com", 443)
+
+
+class ModelNamingChatClient(DelegatingChatClient):
+    """A layer that answers `model` itself (and passes `base_url` and `provider_name` on)."""
+
+    @property
+    def model(self) -> str:
+        return "named-by-the-layer"
+
+
+@STREAM
+async def test_client_attributes_are_read_where_they_are_answered_on_every_call(
+    stream: bool, instrument: Any, exporter: InMemorySpanExporter
+) -> None:
+    """Through layers: a layer's own `model` wins; a value changed after the stack was built, or
+    on a copy of the stack, shows in that stack's next span."""
+    fake = HostedFake("ok")
+    client = instrument(with_retries(fake))
+    named = instrument(with_retries(ModelNamingChatClient(HostedFake("ok"))))
+    await call(client, stream)
+    await call(named, stream)
+    client.get_service(HostedFake).model = "changed-model"
+    client.get_service(HostedFake).base_url = "http://elsewhere.example:9000/v1"
+    await call(client, stream)
+    clone = copy.copy(client)
+    clone.get_service(HostedFake).model = "model-of-the-copy"
+    await call(clone, stream)
+    await call(client, stream)
+    seen = [
+        (span.attributes["gen_ai.request.model"], span.attributes["server.address"], span.attributes["server.port"])
+        for span in exporter.get_finished_spans()
+        if span.attributes is not None
+    ]
+    assert seen == [
+        ("fake-model", "api.example.com", 8443),
+        ("named-by-the-layer", "api.example.com", 8443),
+        ("changed-model", "elsewhere.example", 9000),
+        ("model-of-the-copy", "elsewhere.example", 9000),
+        ("changed-model", "elsewhere.example", 9000),
+    ]
+    assert {span.attributes["gen_ai.provider.name"] for span in exporter.get_finished_spans() if span.attributes} == {
+        "openai"
+    }
 
 
 class OutputTypeFeature(Feature):
