@@ -178,13 +178,16 @@ class CallRecording:
         ending: BaseException | None = None
         response: ChatResponse[Any] | None = None
         try:
-            with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            span_context = otel_trace.set_span_in_context(span)
+            opening = otel_context.attach(span_context)  # what use_span does, without its generator
+            try:
                 self.inner_stream = inner = call(stream=True)
+            finally:
+                otel_context.detach(opening)
             first = True
             # a span with no trace (no tracer provider is set) is no parent: nothing to make current, nothing
             # to stamp on a token; the updates pass through as they come
             traced = span.get_span_context().is_valid
-            span_context = otel_trace.set_span_in_context(span)
             while True:
                 # what use_span does, without its generator per update
                 token = otel_context.attach(span_context) if traced else None

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import anyio
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
@@ -217,6 +218,43 @@ async def test_client_attributes_are_read_where_they_are_answered_on_every_call(
     assert {span.attributes["gen_ai.provider.name"] for span in exporter.get_finished_spans() if span.attributes} == {
         "openai"
     }
+
+
+class SpanSeeingChatClient(DelegatingChatClient):
+    """A layer below that reads the current span as a call reaches it and as each update is pulled
+    (what an instrumented HTTP client does to parent its own spans)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self._self_seen: list[Any] = []
+
+    def respond(self, call: Any) -> Any:
+        self._self_seen.append(trace.get_current_span())
+        return super().respond(call)
+
+    def stream(self, call: Any) -> Any:
+        self._self_seen.append(trace.get_current_span())
+        inner = super().stream(call)
+
+        async def updates() -> AsyncIterator[Any]:
+            async for update in inner:
+                self._self_seen.append(trace.get_current_span())
+                yield update
+
+        return ResponseStream(updates(), lambda _updates: inner.get_final_response())
+
+
+@STREAM
+async def test_the_chat_span_is_current_where_the_call_reaches_the_client_below(
+    stream: bool, instrument: Any, exporter: InMemorySpanExporter
+) -> None:
+    below = SpanSeeingChatClient(FakeChatClient(Reply("ok", chunk_size=1)))
+    await call(instrument(below), stream)
+    chat = only_span(exporter)
+    seen = below._self_seen
+    assert len(seen) >= 3 if stream else len(seen) == 1  # a stream: as it opened, then each update
+    assert all(span.get_span_context().span_id == chat.context.span_id for span in seen)
+    assert not trace.get_current_span().get_span_context().is_valid  # and not current after the call
 
 
 class OutputTypeFeature(Feature):
