@@ -53,9 +53,8 @@ class ClientReads:
 def _answering(client: Any, name: str) -> Any:
     """The client that answers `client.<name>`: from `client` inwards, the first that is not a
     layer or whose layer class has the attribute (a layer holds no other state of its own)."""
-    while issubclass(type(client), DelegatingChatClient) and not hasattr(
-        type(client), name
-    ):  # type(): isinstance sees through
+    # type(), not isinstance(): isinstance sees through a layer to the client it wraps
+    while issubclass(type(client), DelegatingChatClient) and not hasattr(type(client), name):
         client = client.__wrapped__
     return client
 
