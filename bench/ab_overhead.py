@@ -4,24 +4,38 @@ as a ratio to the raw SDK `create` measured in the same process.
 Usage (from the repository root; BASE is another checkout, e.g. `git worktree add /tmp/base 8b09cb0`):
 
     .venv/bin/python bench/ab_overhead.py --base /tmp/base [/tmp/base2 ...] [--pairs 3] [--calls 300]
+    .venv/bin/python bench/ab_overhead.py --base /tmp/base --instructions
 
 Each pair runs one process per checkout, one after the other (the order turns between pairs),
 with the checkout first on `PYTHONPATH`. A process answers every call from an in-process
 `httpx2.MockTransport` serving the one recorded body of `bench/overhead.py`, and measures CPU time
 per call of the raw `create`, `with_structured_output` alone and the full chain (telemetry with a
-recording OpenTelemetry SDK, retries, structured output), interleaved over 3 rounds of `--calls`
-calls each. A ratio within one process is what a noisy machine cannot shift much; the pairs show
-the spread.
+recording OpenTelemetry SDK, retries, structured output) in `--rounds` rounds of `--calls` calls
+each: in a round each contender runs once, the order turning between rounds, after a
+`gc.collect()` (no block pays for the garbage of the one before). A ratio is taken within each
+round (its contender's block over the raw block of the same round), and a process reports the
+median of its rounds' ratios and their range: what a noisy machine cannot shift much. The pairs
+show the spread between processes.
+
+With `--instructions` (valgrind installed), each checkout's contenders are counted instead: machine
+instructions per call, by callgrind, collected only around 50 calls after 30 uncounted ones (one
+process per contender). The load of the machine cannot move that count; it takes about a minute a
+contender.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,28 +60,104 @@ def in_checkout(tree: Path | None, python: str, script: str, *args: str) -> tupl
     return [python, "-c", _IN_CHECKOUT, script, *args], {**os.environ, "PYTHONPATH": str(tree)}
 
 
-def _child(calls: int) -> dict[str, float]:
+def _contenders() -> dict[str, Callable[[], Awaitable[Any]]]:
     sys.path.insert(0, str(HERE))
     import overhead  # the same contenders as the overhead table
 
     contenders = overhead._contenders(False)
-    picked = {
+    return {
         "raw": contenders["raw SDK `create`"],
         "structured": contenders["so_middleware structured output only"],
         "chain": contenders["so_middleware full chain (telemetry+retries+SO)"],
     }
-    timings = asyncio.run(overhead._measure(picked, runs=3, per_run=calls, warmup=30))
-    per_call = {name: overhead.median(found) for name, found in timings.items()}
-    return {
-        "raw_us": per_call["raw"] * 1e6,
-        "structured_ratio": per_call["structured"] / per_call["raw"],
-        "chain_ratio": per_call["chain"] / per_call["raw"],
-    }
 
 
-def _run(tree: Path, calls: int) -> dict[str, float]:
+def _child(calls: int, rounds: int) -> dict[str, Any]:
+    picked = _contenders()
+    timings = asyncio.run(_measure(picked, rounds=rounds, calls=calls, warmup=50))
+    found: dict[str, Any] = {"raw_us": statistics.median(timings["raw"]) * 1e6}
+    for name in ("structured", "chain"):
+        ratios = [spent / raw for spent, raw in zip(timings[name], timings["raw"], strict=True)]
+        found[f"{name}_ratio"] = statistics.median(ratios)
+        found[f"{name}_range"] = (min(ratios), max(ratios))
+    return found
+
+
+async def _measure(
+    contenders: dict[str, Callable[[], Awaitable[Any]]], *, rounds: int, calls: int, warmup: int
+) -> dict[str, list[float]]:
+    """CPU seconds per call of each contender in each round (the same index: the same round)."""
+    for call in contenders.values():
+        for _ in range(warmup):
+            await call()
+    names = list(contenders)
+    timings: dict[str, list[float]] = {name: [] for name in names}
+    for turn in range(rounds):
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:  # each goes first in turn
+            call = contenders[name]
+            gc.collect()
+            start = time.process_time()  # CPU time: what the call costs, robust to a loaded machine
+            for _ in range(calls):
+                await call()
+            timings[name].append((time.process_time() - start) / calls)
+    return timings
+
+
+INSTRUCTION_CALLS = 50
+
+
+def _counted_child(name: str) -> None:
+    """Under callgrind started with instrumentation off: 30 calls, then `INSTRUCTION_CALLS` counted."""
+    call = _contenders()[name]
+
+    def instrument(switch: str) -> None:
+        subprocess.run(["callgrind_control", "-i", switch, str(os.getpid())], check=True, capture_output=True)
+
+    async def calls() -> None:
+        for _ in range(30):
+            await call()
+        instrument("on")
+        for _ in range(INSTRUCTION_CALLS):
+            await call()
+        instrument("off")
+
+    asyncio.run(calls())
+
+
+def _instructions(tree: Path, name: str) -> float:
+    """Machine instructions per call of contender `name` over `tree`'s so_middleware."""
     env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", "--calls", str(calls)]
+    command = [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
+        sys.executable, str(Path(__file__).resolve()), "--child-counted", name,
+    ]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    origin = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or collected is None:
+        raise SystemExit(f"{tree}: {done.stderr.strip()[-800:]}")
+    if not origin.startswith(str(tree)):
+        raise SystemExit(f"{tree}: so_middleware was imported from {origin}, not from the checkout")
+    return int(collected.group(1)) / INSTRUCTION_CALLS
+
+
+def _count_instructions(trees: dict[str, Path]) -> None:
+    print(f"machine instructions per call (callgrind, {INSTRUCTION_CALLS} calls counted)\n")
+    print("| checkout | raw `create` | structured output alone ÷ raw | full chain ÷ raw |")
+    print("|---|---|---|---|")
+    for label, tree in trees.items():
+        counts = {name: _instructions(tree, name) for name in ("raw", "structured", "chain")}
+        raw = counts["raw"]
+        print(
+            f"| {label} | {raw:,.0f} | {counts['structured'] / raw:.3f}× ({counts['structured']:,.0f}) "
+            f"| {counts['chain'] / raw:.3f}× ({counts['chain']:,.0f}) |",
+            flush=True,
+        )
+
+
+def _run(tree: Path, calls: int, rounds: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", "--calls", str(calls), "--rounds", str(rounds)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{tree}: {done.stderr.strip()[-800:]}")
@@ -89,19 +179,36 @@ def main() -> None:
     parser.add_argument("--base", type=Path, nargs="+", help="the checkouts to compare against")
     parser.add_argument("--head", type=Path, default=ROOT, help="the checkout measured (this one by default)")
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--calls", type=int, default=300, help="calls of each contender in a round")
+    parser.add_argument("--rounds", type=int, default=7, help="rounds in each process")
+    parser.add_argument("--instructions", action="store_true", help="count instructions per call (valgrind)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-counted", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_counted:
+        import so_middleware
+
+        _counted_child(args.child_counted)
+        print(Path(so_middleware.__file__).resolve().parent)
+        return
     if args.child:
         import so_middleware
 
-        print(json.dumps({**_child(args.calls), "package": str(Path(so_middleware.__file__).resolve().parent)}))
+        print(
+            json.dumps(
+                {**_child(args.calls, args.rounds), "package": str(Path(so_middleware.__file__).resolve().parent)}
+            )
+        )
         return
     if args.base is None:
         parser.error("--base is required")
     trees = {"head": args.head.resolve()}
     for tree in args.base:
         trees[f"base {_commit(tree)}" if len(args.base) > 1 else "base"] = tree.resolve()
+    if args.instructions:
+        _count_instructions(trees)
+        return
+    print(f"{args.rounds} rounds of {args.calls} calls a process; each ratio the median of its rounds' (their range)\n")
     print("| pair | checkout | raw `create` µs | structured output alone ÷ raw | full chain ÷ raw |")
     print("|---|---|---|---|---|")
     names = list(trees)
@@ -110,12 +217,16 @@ def main() -> None:
         order = names[1:] + names[:1]
         order = order[turn:] + order[:turn]
         for name in order:
-            found = _run(trees[name], args.calls)
-            print(
-                f"| {pair} | {name} | {found['raw_us']:.0f} | {found['structured_ratio']:.2f}× "
-                f"| {found['chain_ratio']:.2f}× |",
-                flush=True,
-            )
+            found = _run(trees[name], args.calls, args.rounds)
+            cells = [
+                f"{found[f'{row}_ratio']:.2f}× ({_span(found[f'{row}_range'])})" for row in ("structured", "chain")
+            ]
+            print(f"| {pair} | {name} | {found['raw_us']:.0f} | {' | '.join(cells)} |", flush=True)
+
+
+def _span(values: list[float]) -> str:
+    low, high = values
+    return f"{low:.2f}–{high:.2f}"
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ from ...core import (
     ResponseStream,
 )
 from . import _names as names
-from ._attributes import provider_name, request_attributes
+from ._attributes import ClientReads, request_attributes
 from ._content import content_capture
 
 try:
@@ -103,6 +103,7 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
         logger_provider: Any = None,
     ) -> None:
         super().__init__(inner)
+        self._self_reads = ClientReads(self.__wrapped__)
         self._self_capture_content = content_capture(bool(capture_content))
         self._self_instruments: Instruments | None = None
         if HAVE_OTEL:
@@ -113,7 +114,9 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
     def respond(self, call: LayerCall) -> Awaitable[ChatResponse[Any]]:
         """Call the inner client inside a `chat` span; see the module docstring."""
         recorder = self._recording(call, stream=False)
-        return super().respond(call) if recorder is None else recorder.respond(self.passing_on(call))
+        if recorder is None:
+            return super().respond(call)
+        return recorder.respond(functools.partial(super().respond, call))  # made inside the span
 
     def stream(self, call: LayerCall) -> ChatStream:
         """The same, streamed: the span lasts from the call to the stream's end."""
@@ -134,7 +137,7 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
         options = call.options
         recorder = CallRecording(
             instruments,
-            request_attributes(self.__wrapped__, options, stream, call.output_type),
+            request_attributes(self._self_reads, options, stream, call.output_type),
             time.perf_counter(),
             time.time_ns(),
             capture,
@@ -144,6 +147,11 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
         if capture.on_span or capture.in_event:
             recorder.input_content(call.messages, options)
         return recorder
+
+    def __copy__(self) -> TelemetryChatClient:
+        clone: TelemetryChatClient = super().__copy__()  # type: ignore[assignment]
+        clone._self_reads = ClientReads(clone.__wrapped__)  # the copy's own clients, not this stack's
+        return clone
 
     @contextlib.contextmanager
     def agent_span(self, agent_name: str | None, *, model: str | None = None) -> Iterator[Any]:
@@ -160,8 +168,8 @@ class TelemetryChatClient(DelegatingChatClient, AgentSpans):
         attributes = {
             names.GEN_AI_OPERATION_NAME: names.OPERATION_INVOKE_AGENT,
             names.GEN_AI_AGENT_NAME: agent_name,
-            names.GEN_AI_PROVIDER_NAME: provider_name(self.__wrapped__),
-            names.GEN_AI_REQUEST_MODEL: model or getattr(self.__wrapped__, "model", None),
+            names.GEN_AI_PROVIDER_NAME: self._self_reads.provider_name(),
+            names.GEN_AI_REQUEST_MODEL: model or getattr(self._self_reads.model, "model", None),
         }
         name = f"{names.OPERATION_INVOKE_AGENT} {agent_name}" if agent_name else names.OPERATION_INVOKE_AGENT
         span = instruments.start_span(name, SpanKind.INTERNAL, attributes, None)

@@ -1,7 +1,7 @@
 """Semantic-convention attributes of a call: built from the request, the response or the error.
 
-Pure mapping from so_middleware's types to attribute dicts; `None` values are left for the caller
-to drop. Nothing here starts or ends a span.
+Pure mapping from so_middleware's types to attribute dicts (only the values that are set). Nothing
+here starts or ends a span.
 """
 
 from __future__ import annotations
@@ -17,23 +17,51 @@ from ...core import (
     ChatOptions,
     ChatResponse,
     ContentFilterError,
+    DelegatingChatClient,
+    FinishReason,
     IncompleteOutputError,
     OutputError,
     RefusalError,
 )
 from . import _names as names
 
-__all__ = ["request_attributes", "response_attributes", "structured_attributes", "structured_info"]
+__all__ = ["ClientReads", "request_attributes", "response_attributes", "structured_attributes", "structured_info"]
 
+_FINISH_VALUES: dict[Any, str] = {reason: reason.value for reason in FinishReason}
 _OUTCOMES = {RefusalError: "refusal", IncompleteOutputError: "incomplete", ContentFilterError: "content_filter"}
 
 
-def provider_name(client: Any) -> str:
-    """`gen_ai.provider.name` of a client: its `provider_name`, else "unknown"."""
-    return str(getattr(client, "provider_name", None) or "unknown")
+class ClientReads:
+    """Where a layer reads its client's `provider_name`, `model` and `base_url` on every call: the
+    client that answers each, found once. A layer whose class lacks an attribute passes its read on
+    to the client it wraps, through a failed lookup (wrapt raises and catches an AttributeError),
+    which costs microseconds a layer; read from where it is answered, it costs none. Read each call,
+    not kept: `client.get_service(OpenAIChatClient).model = "x"` shows in the next call's span."""
+
+    __slots__ = ("base_url", "model", "provider")
+
+    def __init__(self, client: Any) -> None:
+        self.provider = _answering(client, "provider_name")
+        self.model = _answering(client, "model")
+        self.base_url = _answering(client, "base_url")
+
+    def provider_name(self) -> str:
+        """`gen_ai.provider.name` of the client: its `provider_name`, else "unknown"."""
+        return str(getattr(self.provider, "provider_name", None) or "unknown")
 
 
-def request_attributes(client: Any, chat_options: ChatOptions, stream: bool, output_type: Any) -> dict[str, Any]:
+def _answering(client: Any, name: str) -> Any:
+    """The client that answers `client.<name>`: from `client` inwards, the first that is not a
+    layer or whose layer class has the attribute (a layer holds no other state of its own)."""
+    # type(), not isinstance(): isinstance sees through a layer to the client it wraps
+    while issubclass(type(client), DelegatingChatClient) and not hasattr(type(client), name):
+        client = client.__wrapped__
+    return client
+
+
+def request_attributes(
+    client: ClientReads, chat_options: ChatOptions, stream: bool, output_type: Any
+) -> dict[str, Any]:
     """The attributes known before the call: operation, provider, request parameters, server
     (those with a value)."""
     response_format = chat_options.response_format
@@ -43,23 +71,38 @@ def request_attributes(client: Any, chat_options: ChatOptions, stream: bool, out
             if hasattr(feature, "output_type"):
                 structured = True
                 break
-    attributes = {
+    # only the values that are set, in one pass: no dict of Nones filtered again on every call
+    attributes: dict[str, Any] = {
         names.GEN_AI_OPERATION_NAME: names.OPERATION_CHAT,
-        names.GEN_AI_PROVIDER_NAME: provider_name(client),
-        names.GEN_AI_REQUEST_MODEL: chat_options.model or getattr(client, "model", None),
-        names.GEN_AI_REQUEST_TEMPERATURE: chat_options.temperature,
-        names.GEN_AI_REQUEST_MAX_TOKENS: chat_options.max_tokens,
-        names.GEN_AI_REQUEST_TOP_P: chat_options.top_p,
-        names.GEN_AI_REQUEST_SEED: chat_options.seed,
-        names.GEN_AI_REQUEST_STOP_SEQUENCES: list(chat_options.stop) if chat_options.stop else None,
-        names.GEN_AI_REQUEST_STREAM: stream,
-        names.GEN_AI_OUTPUT_TYPE: "json" if structured else "text",
-        names.GEN_AI_CONVERSATION_ID: _conversation_id((chat_options.extra_body or {}).get("conversation")),
+        names.GEN_AI_PROVIDER_NAME: client.provider_name(),
     }
-    base_url = getattr(client, "base_url", None)
+    model = chat_options.model or getattr(client.model, "model", None)
+    if model is not None:
+        attributes[names.GEN_AI_REQUEST_MODEL] = model
+    for key, value in (
+        (names.GEN_AI_REQUEST_TEMPERATURE, chat_options.temperature),
+        (names.GEN_AI_REQUEST_MAX_TOKENS, chat_options.max_tokens),
+        (names.GEN_AI_REQUEST_TOP_P, chat_options.top_p),
+        (names.GEN_AI_REQUEST_SEED, chat_options.seed),
+    ):
+        if value is not None:
+            attributes[key] = value
+    if chat_options.stop:
+        attributes[names.GEN_AI_REQUEST_STOP_SEQUENCES] = list(chat_options.stop)
+    attributes[names.GEN_AI_REQUEST_STREAM] = stream
+    attributes[names.GEN_AI_OUTPUT_TYPE] = "json" if structured else "text"
+    extra_body = chat_options.extra_body
+    conversation = _conversation_id(extra_body.get("conversation")) if extra_body else None
+    if conversation is not None:
+        attributes[names.GEN_AI_CONVERSATION_ID] = conversation
+    base_url = getattr(client.base_url, "base_url", None)
     if isinstance(base_url, str) and base_url:
-        attributes[names.SERVER_ADDRESS], attributes[names.SERVER_PORT] = _server(base_url)
-    return {key: value for key, value in attributes.items() if value is not None}  # kept for the call's length
+        host, port = _server(base_url)
+        if host is not None:
+            attributes[names.SERVER_ADDRESS] = host
+        if port is not None:
+            attributes[names.SERVER_PORT] = port
+    return attributes
 
 
 @functools.lru_cache(maxsize=64)
@@ -70,25 +113,58 @@ def _server(base_url: str) -> tuple[str | None, int | None]:
 
 
 def response_attributes(response: ChatResponse[Any]) -> dict[str, Any]:
-    """The attributes a response sets: id, model, finish reasons, usage, retries, structured output."""
-    values: dict[str, Any] = {
-        names.GEN_AI_RESPONSE_MODEL: response.model_id,
-        names.GEN_AI_RESPONSE_ID: response.response_id,
-        names.GEN_AI_RESPONSE_FINISH_REASONS: [str(response.finish_reason)] if response.finish_reason else None,
-        names.SO_RETRY_COUNT: len(response.additional_properties.get(RETRIES_KEY) or []) or None,
-    }
+    """The attributes a response sets (those with a value): id, model, finish reasons, usage,
+    retries, structured output."""
+    values: dict[str, Any] = {}
+    if response.model_id is not None:
+        values[names.GEN_AI_RESPONSE_MODEL] = response.model_id
+    if response.response_id is not None:
+        values[names.GEN_AI_RESPONSE_ID] = response.response_id
+    finish = response.finish_reason
+    if finish:  # a `FinishReason` is its value: looked up, not rendered through the enum on every call
+        values[names.GEN_AI_RESPONSE_FINISH_REASONS] = [_FINISH_VALUES.get(finish) or str(finish)]
+    properties = response.additional_properties
+    retries = properties.get(RETRIES_KEY)
+    if retries:
+        values[names.SO_RETRY_COUNT] = len(retries)
     raw = response.raw_representation
-    if not isinstance(raw, list):  # a stream's raw representation is its events
-        values[names.GEN_AI_CONVERSATION_ID] = _conversation_id(getattr(raw, "conversation", None))
+    if raw is not None and not isinstance(raw, list):  # a stream's raw representation is its events
+        conversation = _raw_conversation(raw)
+        found = _conversation_id(conversation) if conversation is not None else None
+        if found is not None:
+            values[names.GEN_AI_CONVERSATION_ID] = found
     usage = response.usage
     if usage is not None:
-        values[names.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
-        values[names.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-        values[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
-        values[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
-        values[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
-    values.update(structured_attributes(response.additional_properties.get(STRUCTURED_OUTPUT_KEY)))
+        for key, count in (
+            (names.GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens),
+            (names.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens),
+            (names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, usage.cached_input_tokens),
+            (names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, usage.cache_creation_input_tokens),
+            (names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, usage.reasoning_tokens),
+        ):
+            if count is not None:
+                values[key] = count
+    info = properties.get(STRUCTURED_OUTPUT_KEY)
+    if info is not None:
+        structured_attributes(info, values)
     return values
+
+
+def _raw_conversation(raw: Any) -> Any:
+    """The `conversation` of a raw answer (a Responses API one has it)."""
+    kind: type = type(raw)
+    if _may_have_conversation(kind):
+        return getattr(raw, "conversation", None)
+    extra = getattr(raw, "__pydantic_extra__", None)  # a pydantic model's fields beyond its declared ones
+    return extra.get("conversation") if isinstance(extra, dict) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _may_have_conversation(kind: type) -> bool:
+    """False for a pydantic model that declares no `conversation` field (a Chat Completion): on it
+    `getattr` would raise and catch an AttributeError on every call."""
+    declared = getattr(kind, "model_fields", None)
+    return not isinstance(declared, dict) or "conversation" in declared
 
 
 def structured_info(error: OutputError) -> dict[str, Any]:
@@ -102,19 +178,24 @@ def structured_info(error: OutputError) -> dict[str, Any]:
     return info
 
 
-def structured_attributes(info: Any) -> dict[str, Any]:
-    """`so_middleware.structured_output.*` from a run's info dict (valid str/int values only)."""
-    if not isinstance(info, dict):
-        return {}
-    values = {
-        names.SO_SCHEMA_NAME: info.get("name"),
-        names.SO_STRATEGY: info.get("strategy"),
-        names.SO_ATTEMPTS: info.get("attempts"),
-        names.SO_OUTCOME: info.get("outcome"),
-    }
-    return {
-        key: value for key, value in values.items() if isinstance(value, (str, int)) and not isinstance(value, bool)
-    }
+_STRUCTURED_KEYS = (
+    ("name", names.SO_SCHEMA_NAME),
+    ("strategy", names.SO_STRATEGY),
+    ("attempts", names.SO_ATTEMPTS),
+    ("outcome", names.SO_OUTCOME),
+)
+
+
+def structured_attributes(info: Any, into: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`so_middleware.structured_output.*` from a run's info dict (valid str/int values only),
+    added to `into` when given (one dict per call, not one more)."""
+    values: dict[str, Any] = {} if into is None else into
+    if isinstance(info, dict):
+        for field, key in _STRUCTURED_KEYS:
+            value = info.get(field)
+            if isinstance(value, (str, int)) and not isinstance(value, bool):
+                values[key] = value
+    return values
 
 
 def _conversation_id(conversation: Any) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -121,6 +121,19 @@ class Instruments:
 class CallRecording:
     """Per-call recording: one span, its attributes, and the metrics recorded when it ends."""
 
+    __slots__ = (
+        "attributes",
+        "capture_content",
+        "content",
+        "event_attributes",
+        "inner_stream",
+        "instruments",
+        "links",
+        "response_metric_attributes",
+        "started",
+        "started_ns",
+    )
+
     def __init__(
         self,
         instruments: Instruments,
@@ -145,11 +158,11 @@ class CallRecording:
         name = f"{names.OPERATION_CHAT} {model}" if model else names.OPERATION_CHAT
         return self.instruments.start_span(name, SpanKind.CLIENT, self.attributes, self.started_ns, self.links)
 
-    async def respond(self, call: Callable[..., Any]) -> ChatResponse[Any]:
+    async def respond(self, call: Callable[[], Awaitable[ChatResponse[Any]]]) -> ChatResponse[Any]:
         span = self.start()
         token = otel_context.attach(otel_trace.set_span_in_context(span))  # what use_span does, without its generator
         try:
-            response: ChatResponse[Any] = await call(stream=False)
+            response = await call()
         except BaseException as error:
             otel_context.detach(token)
             self.end(span, error)
@@ -165,13 +178,16 @@ class CallRecording:
         ending: BaseException | None = None
         response: ChatResponse[Any] | None = None
         try:
-            with otel_trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            span_context = otel_trace.set_span_in_context(span)
+            opening = otel_context.attach(span_context)  # what use_span does, without its generator
+            try:
                 self.inner_stream = inner = call(stream=True)
+            finally:
+                otel_context.detach(opening)
             first = True
             # a span with no trace (no tracer provider is set) is no parent: nothing to make current, nothing
             # to stamp on a token; the updates pass through as they come
             traced = span.get_span_context().is_valid
-            span_context = otel_trace.set_span_in_context(span)
             while True:
                 # what use_span does, without its generator per update
                 token = otel_context.attach(span_context) if traced else None
@@ -240,55 +256,87 @@ class CallRecording:
         record = otel_logs.LogRecord(event_name=names.EVENT_INFERENCE_DETAILS, attributes=attributes, context=context)
         self.instruments.events.emit(record)
 
-    @guarded
     def end(self, span: Span, error: BaseException | None, response: ChatResponse[Any] | None = None) -> None:
+        """Record the call's end on `span` and in the metrics, then end it; never raises. Each step
+        is guarded on its own (a fault in one still ends the span and records the duration), inline:
+        this runs on every call."""
         metric_attributes: dict[str, Any] | None = None
         try:
             if response is not None and error is None:  # the common path: one attribute update
-                self.record_response(span, response, {names.SO_CALL_END: "complete"})
+                self.record_response(span, response, _COMPLETE)
                 metric_attributes = self.response_metric_attributes  # what the token counts were recorded with
-                return
-            if response is not None:
-                self.record_response(span, response)
-            if isinstance(error, GeneratorExit):
-                span.set_attribute(names.SO_CALL_END, "closed")
-            elif error is not None and not isinstance(error, Exception):
-                self.attributes[names.ERROR_TYPE] = "cancelled"
-                span.set_attribute(names.SO_CALL_END, "cancelled")
-            elif error is not None:
-                self.attributes[names.ERROR_TYPE] = type(error).__name__
-                record_error(span, error, self.capture_content)
             else:
-                span.set_attribute(names.SO_CALL_END, "complete")
-        finally:
-            if self.content.emit_event:
-                self.emit_event(span)
-            end_span(span)
-            self.instruments.duration.record(
-                time.perf_counter() - self.started, metric_attributes or self.metric_attributes()
-            )
+                self.record_failure(span, error, response)
+        except Exception:
+            logger.debug("so_middleware telemetry: recording failed in end", exc_info=True)
+        if self.content.emit_event:
+            self.emit_event(span)
+        try:
+            span.end()
+        except Exception:
+            logger.debug("so_middleware telemetry: recording failed in end_span", exc_info=True)
+        try:
+            elapsed = time.perf_counter() - self.started
+            self.instruments.duration.record(elapsed, metric_attributes or self.metric_attributes())
+        except Exception:
+            logger.debug("so_middleware telemetry: recording failed in end", exc_info=True)
+
+    def record_failure(self, span: Span, error: BaseException | None, response: ChatResponse[Any] | None) -> None:
+        """A call that did not complete: closed early, cancelled or failed (with what it answered)."""
+        if response is not None:
+            self.record_response(span, response)
+        if isinstance(error, GeneratorExit):
+            span.set_attribute(names.SO_CALL_END, "closed")
+        elif error is not None and not isinstance(error, Exception):
+            self.attributes[names.ERROR_TYPE] = "cancelled"
+            span.set_attribute(names.SO_CALL_END, "cancelled")
+        elif error is not None:
+            self.attributes[names.ERROR_TYPE] = type(error).__name__
+            record_error(span, error, self.capture_content)
+        else:
+            span.set_attribute(names.SO_CALL_END, "complete")
 
     def record_response(self, span: Span, response: ChatResponse[Any], more: dict[str, Any] | None = None) -> None:
-        values = response_attributes(response)
-        self.attributes[names.GEN_AI_RESPONSE_MODEL] = response.model_id
-        usage = response.usage
+        values = response_attributes(response)  # only the values that are set
+        attributes = self.attributes
+        model = values.get(names.GEN_AI_RESPONSE_MODEL)
+        if model is not None:
+            attributes[names.GEN_AI_RESPONSE_MODEL] = model
+        # built once, shared by the token records and the duration
         metric_attributes = self.response_metric_attributes = self.metric_attributes()
+        usage = response.usage
         if usage is not None:
-            counts = ((names.TOKEN_TYPE_INPUT, usage.input_tokens), (names.TOKEN_TYPE_OUTPUT, usage.output_tokens))
-            for token_type, count in counts:
-                if count is not None:
-                    self.instruments.tokens.record(count, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: token_type})
-        self.event_attributes.update(values)
+            tokens = self.instruments.tokens
+            if usage.input_tokens is not None:
+                tokens.record(
+                    usage.input_tokens, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_INPUT}
+                )
+            if usage.output_tokens is not None:
+                tokens.record(
+                    usage.output_tokens, {**metric_attributes, names.GEN_AI_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT}
+                )
+        content = self.content
+        if content.emit_event:  # only the details event reads them
+            self.event_attributes.update(values)
         if more:
             values.update(more)
-        if self.content.on_span:
+        if content.on_span:
             values[names.GEN_AI_OUTPUT_MESSAGES] = as_json(output_messages(response))
-        if self.content.in_event:
+        if content.in_event:
             self.event_attributes[names.GEN_AI_OUTPUT_MESSAGES] = output_messages(response)
-        span.set_attributes({key: value for key, value in values.items() if value is not None})
+        span.set_attributes(values)
 
     def metric_attributes(self) -> dict[str, Any]:
-        return {key: self.attributes[key] for key in names.METRIC_ATTRIBUTES if self.attributes.get(key) is not None}
+        attributes = self.attributes
+        found: dict[str, Any] = {}
+        for key in names.METRIC_ATTRIBUTES:  # a loop, not a comprehension: no frame of its own
+            value = attributes.get(key)
+            if value is not None:
+                found[key] = value
+        return found
+
+
+_COMPLETE = {names.SO_CALL_END: "complete"}  # read, never changed
 
 
 def record_error(span: Span, error: BaseException, capture_content: bool) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from typing import Any, ClassVar
 
 import anyio
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
@@ -173,6 +175,86 @@ async def test_server_port_defaults_from_the_scheme(instrument: Any, exporter: I
 
     attributes = dict(only_span(exporter).attributes or {})
     assert (attributes["server.address"], attributes["server.port"]) == ("api.openai.com", 443)
+
+
+class ModelNamingChatClient(DelegatingChatClient):
+    """A layer that answers `model` itself (and passes `base_url` and `provider_name` on)."""
+
+    @property
+    def model(self) -> str:
+        return "named-by-the-layer"
+
+
+@STREAM
+async def test_client_attributes_are_read_where_they_are_answered_on_every_call(
+    stream: bool, instrument: Any, exporter: InMemorySpanExporter
+) -> None:
+    """Through layers: a layer's own `model` wins; a value changed after the stack was built, or
+    on a copy of the stack, shows in that stack's next span."""
+    fake = HostedFake("ok")
+    client = instrument(with_retries(fake))
+    named = instrument(with_retries(ModelNamingChatClient(HostedFake("ok"))))
+    await call(client, stream)
+    await call(named, stream)
+    client.get_service(HostedFake).model = "changed-model"
+    client.get_service(HostedFake).base_url = "http://elsewhere.example:9000/v1"
+    await call(client, stream)
+    clone = copy.copy(client)
+    clone.get_service(HostedFake).model = "model-of-the-copy"
+    await call(clone, stream)
+    await call(client, stream)
+    seen = [
+        (span.attributes["gen_ai.request.model"], span.attributes["server.address"], span.attributes["server.port"])
+        for span in exporter.get_finished_spans()
+        if span.attributes is not None
+    ]
+    assert seen == [
+        ("fake-model", "api.example.com", 8443),
+        ("named-by-the-layer", "api.example.com", 8443),
+        ("changed-model", "elsewhere.example", 9000),
+        ("model-of-the-copy", "elsewhere.example", 9000),
+        ("changed-model", "elsewhere.example", 9000),
+    ]
+    assert {span.attributes["gen_ai.provider.name"] for span in exporter.get_finished_spans() if span.attributes} == {
+        "openai"
+    }
+
+
+class SpanSeeingChatClient(DelegatingChatClient):
+    """A layer below that reads the current span as a call reaches it and as each update is pulled
+    (what an instrumented HTTP client does to parent its own spans)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self._self_seen: list[Any] = []
+
+    def respond(self, call: Any) -> Any:
+        self._self_seen.append(trace.get_current_span())
+        return super().respond(call)
+
+    def stream(self, call: Any) -> Any:
+        self._self_seen.append(trace.get_current_span())
+        inner = super().stream(call)
+
+        async def updates() -> AsyncIterator[Any]:
+            async for update in inner:
+                self._self_seen.append(trace.get_current_span())
+                yield update
+
+        return ResponseStream(updates(), lambda _updates: inner.get_final_response())
+
+
+@STREAM
+async def test_the_chat_span_is_current_where_the_call_reaches_the_client_below(
+    stream: bool, instrument: Any, exporter: InMemorySpanExporter
+) -> None:
+    below = SpanSeeingChatClient(FakeChatClient(Reply("ok", chunk_size=1)))
+    await call(instrument(below), stream)
+    chat = only_span(exporter)
+    seen = below._self_seen
+    assert len(seen) >= 3 if stream else len(seen) == 1  # a stream: as it opened, then each update
+    assert all(span.get_span_context().span_id == chat.context.span_id for span in seen)
+    assert not trace.get_current_span().get_span_context().is_valid  # and not current after the call
 
 
 class OutputTypeFeature(Feature):
@@ -749,6 +831,37 @@ async def test_conversation_id_from_the_request_and_from_the_response(
     await call(instrument(FakeChatClient("ok")), False)
     ids = [dict(span.attributes or {}).get("gen_ai.conversation.id") for span in exporter.get_finished_spans()]
     assert ids == ["conv_asked", "conv_obj", "conv_from_response", None]
+
+
+class SdkAnswerClient(BaseChatClient):
+    """Answers with an OpenAI SDK object as its raw representation, as the adapters do."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
+        return ChatResponse(ChatMessage("assistant", "ok"), raw_representation=self.raw)
+
+
+async def test_conversation_id_from_sdk_answers_declared_or_extra(
+    instrument: Any, exporter: InMemorySpanExporter
+) -> None:
+    """A Responses API answer declares `conversation`; a Chat Completion does not, but keeps one a
+    server sent among its extra fields."""
+    from openai.types.chat import ChatCompletion
+    from openai.types.responses import Response
+    from openai.types.responses.response import Conversation
+
+    completion = {"id": "c1", "choices": [], "created": 1, "model": "m", "object": "chat.completion"}
+    answers = [
+        Response.model_construct(id="r1", conversation=Conversation(id="conv_declared")),
+        ChatCompletion.model_validate({**completion, "conversation": {"id": "conv_extra"}}),
+        ChatCompletion.model_validate(completion),
+    ]
+    for raw in answers:
+        await call(instrument(SdkAnswerClient(raw)), False)
+    ids = [dict(span.attributes or {}).get("gen_ai.conversation.id") for span in exporter.get_finished_spans()]
+    assert ids == ["conv_declared", "conv_extra", None]
 
 
 @STREAM
