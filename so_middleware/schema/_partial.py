@@ -136,6 +136,8 @@ class PartialParser:
 
     def pop_completed(self) -> list[Any]:
         """The items completed since the last call (of this or `pop_completed_items`)."""
+        if self._popped == len(self._completed):  # most chunks close no item: asked after every one
+            return []
         return [item.value for item in self.pop_completed_items()]
 
     def pop_completed_items(self) -> list[CompletedItem]:

@@ -45,8 +45,9 @@ class Call:
             self.target.schema, plan, self.attempt, text_so_far=text_format_of(self.target.text_type) is not None
         )
         caps = self.target.capabilities
-        watch = LoopWatch(
-            (plan.options.max_tokens or caps.default_max_tokens) if caps.prone_to_loops else None, plan.prefill
+        # only a backend prone to loops is watched: no call per update elsewhere
+        watch = (
+            LoopWatch(plan.options.max_tokens or caps.default_max_tokens, plan.prefill) if caps.prone_to_loops else None
         )
         inner = self._stream = self.retries.stream(call) if self.retries else call(stream=True)
         async with inner:  # leaving it closes the stream, a looping one too
@@ -54,7 +55,7 @@ class Call:
                 delta = plan.strategy.delta(plan, update)
                 if delta or update.usage or update.finish_reason or reader.prefill_pending:
                     yield reader.update(delta, update)
-                if watch.add(delta) is not None:
+                if watch is not None and watch.add(delta) is not None:
                     self.response = ChatResponse.from_updates(self.received)
                     self.response.finish_reason = FinishReason.LENGTH
                     return

@@ -39,7 +39,7 @@ class PartialReader:
         if self._parser is not None and not self._broken and delta:
             try:
                 self._parser.feed(delta)
-                completed = list(self._parser.pop_completed())
+                completed = self._parser.pop_completed()  # a fresh list each time
             except ModelBehaviorError:
                 self._broken = True  # no partial values for the rest; the final check re-asks
         partial = self._parser.value if self._parser is not None and not self._broken else None
