@@ -118,3 +118,16 @@ async def test_only_a_backend_prone_to_loops_has_its_stream_watched(
         pass
     assert (await stream.get_final_response()).value == Pet(name="Rex", tags=["a"])
     assert "".join(watched) == ('{"name": "Rex", "tags": ["a"]}' if prone else "")
+
+
+@pytest.mark.anyio
+async def test_an_updates_text_piece_is_passed_on_not_made_again() -> None:
+    """A server's update of one text piece reaches the caller with that very (frozen) content in a
+    list of its own: the caller's list is not the server's."""
+    sent = [ChatResponseUpdate([TextContent('{"name": ')]), ChatResponseUpdate([TextContent('"Rex"}')])]
+    stream = with_structured_output(_ScriptedUpdates(sent)).get_response("Pet?", output_type=Pet, stream=True)
+    seen = [update async for update in stream]
+    assert [update.contents[0] for update in seen] == [update.contents[0] for update in sent]
+    assert all(mine.contents[0] is theirs.contents[0] for mine, theirs in zip(seen, sent, strict=True))
+    assert all(mine.contents is not theirs.contents for mine, theirs in zip(seen, sent, strict=True))
+    assert seen[-1].partial_value == Pet(name="Rex")
