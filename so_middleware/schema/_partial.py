@@ -24,6 +24,7 @@ from ._tokenizer import IncrementalJsonParser, JsonSyntaxError
 __all__ = ["CompletedItem", "PartialParser", "TextPartialParser"]
 
 Path = tuple[str | int, ...]
+_COPIED = 512  # an open string shorter than this is copied as it grows (see `_grown_string`)
 
 
 @dataclass(frozen=True)
@@ -309,14 +310,15 @@ class PartialParser:
             self._show(parent, slot, text, text)
 
     def _grown_string(self) -> str:
-        """The open string with its pending pieces appended. The value's own references to the
-        string are dropped first: a `str` that nothing else holds grows in place (CPython's `+=`
-        on a local), so reading the value after every piece costs O(piece), not O(length). A
-        caller who keeps an earlier string keeps it unchanged: then the append copies."""
+        """The open string with its pending pieces appended. Past `_COPIED` characters the value's
+        own references to the string are dropped first: a `str` that nothing else holds grows in
+        place (CPython's `+=` on a local), so reading the value after every piece costs O(piece),
+        not O(length); a shorter one is copied, which costs less than dropping them. A caller who
+        keeps an earlier string keeps it unchanged: then the append copies."""
         pending = "".join(self._string_parts or ())
         self._string_parts = []
         text, self._string_text = self._string_text, ""
-        if text:
+        if len(text) >= _COPIED:
             parent, slot = self._string_slot
             if parent is None:
                 self._root_value = None

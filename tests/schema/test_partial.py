@@ -366,3 +366,19 @@ def test_closed_scalar_fields_show_the_typed_value() -> None:
     assert [type(v) for v in (value.word, value.count, value.ratio, value.flag, value.whole)] == [
         str, int, float, bool, float,
     ]  # fmt: skip
+
+
+def test_a_long_string_read_after_every_piece_is_right_and_a_kept_one_never_changes() -> None:
+    """Past a few hundred characters the open string grows in place: each read is still right, and a
+    string the caller kept keeps its text."""
+    parser = OutputSchema(Person).partial_parser()
+    parser.feed('{"name": "' + "a" * 600)
+    kept = parser.value.name
+    expected = "a" * 600
+    for piece in ["b", "cd", "\\u00e9", "", "✓" * 3]:
+        parser.feed(piece)
+        expected += json.loads(f'"{piece}"')
+        assert parser.value.name == expected
+    assert kept == "a" * 600
+    parser.feed('", "age": 1, "address": {"city": "c", "zip": "z"}}')
+    assert parser.finish().name == expected
