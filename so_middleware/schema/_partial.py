@@ -173,7 +173,8 @@ class PartialParser:
     @property
     def value(self) -> Any:
         """The value so far: typed where complete, partial where open; None before any value."""
-        self._flush_string()
+        if self._string_dirty:  # read after every chunk: no call when no string grew
+            self._flush_string()
         if self._has_root_value:
             value = self._root_value
         elif self._root is not None:
