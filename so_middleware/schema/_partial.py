@@ -108,7 +108,7 @@ class PartialParser:
         self._wrapped = isinstance(plan, EnvelopePlan)
         self._unwrapped_root = False
         self._parser = IncrementalJsonParser(self, skip_prefix=lenient, allow_trailing=lenient)
-        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        self._decoder: codecs.IncrementalDecoder | None = None  # made for the first bytes chunk: most streams are str
         self._chunks: list[str] = []
         self._stack: list[_Frame] = []
         self._root: _Frame | None = None
@@ -155,6 +155,7 @@ class PartialParser:
         """
         if isinstance(chunk, bytes | bytearray):
             try:
+                self._decoder = self._decoder or codecs.getincrementaldecoder("utf-8")("strict")
                 chunk = self._decoder.decode(bytes(chunk))
             except UnicodeDecodeError as exc:
                 raise json_error(f"invalid UTF-8 ({exc.reason})", self.text, self._what) from None
@@ -340,7 +341,7 @@ class TextPartialParser:
 
     def __init__(self) -> None:
         self._chunks: list[str] = []
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._decoder: codecs.IncrementalDecoder | None = None  # made for the first bytes chunk
 
     @property
     def text(self) -> str:
@@ -370,6 +371,7 @@ class TextPartialParser:
     def feed(self, chunk: str | bytes) -> bool:
         """Append a chunk; True when it added text."""
         if isinstance(chunk, bytes | bytearray):
+            self._decoder = self._decoder or codecs.getincrementaldecoder("utf-8")("replace")
             chunk = self._decoder.decode(bytes(chunk))
         self._chunks.append(chunk)
         return bool(chunk)
