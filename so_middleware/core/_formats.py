@@ -68,7 +68,7 @@ class ResponseFormat:
         description: str | None = None,
     ) -> ResponseFormat:
         """JSON that follows `schema`."""
-        if not isinstance(schema, Mapping):
+        if type(schema) is not dict and not isinstance(schema, Mapping):  # a dict: no ABC check
             raise UserError(f"a json_schema response format needs a schema dict, not {type(schema).__name__}")
         return cls("json_schema", name=name, schema=schema, strict=strict, description=description)
 

@@ -47,7 +47,7 @@ class ChatMessage:
             self.contents = [TextContent(contents)]
         elif isinstance(contents, _CONTENT_TYPES):
             self.contents = [contents]
-        elif isinstance(contents, Sequence):
+        elif type(contents) is list or isinstance(contents, Sequence):  # a list: no ABC check
             self.contents = [*contents]  # each item is checked just below
             for item in self.contents:
                 if not isinstance(item, _CONTENT_TYPES):
@@ -90,12 +90,17 @@ def as_messages(messages: MessageInput | None) -> list[ChatMessage]:
     """
     if messages is None:
         return []
-    if isinstance(messages, (str, ChatMessage, Mapping)):
+    if type(messages) is str:  # the common inputs, a prompt or a list, pass no ABC check (a Python call each)
         messages = [messages]
-    if isinstance(messages, AbstractSet):  # a conversation has an order; a set would send any
-        raise UserError(f"messages must be in order: a list or tuple of messages, not a {type(messages).__name__}")
-    if not isinstance(messages, Iterable):
-        raise UserError(f"messages must be a str, a ChatMessage or a sequence of them, not {type(messages).__name__}")
+    elif type(messages) is not list:
+        if isinstance(messages, (str, ChatMessage, Mapping)):
+            messages = [messages]
+        if isinstance(messages, AbstractSet):  # a conversation has an order; a set would send any
+            raise UserError(f"messages must be in order: a list or tuple of messages, not a {type(messages).__name__}")
+        if not isinstance(messages, Iterable):
+            raise UserError(
+                f"messages must be a str, a ChatMessage or a sequence of them, not {type(messages).__name__}"
+            )
     result: list[ChatMessage] = []
     for item in messages:
         if isinstance(item, str):

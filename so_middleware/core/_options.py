@@ -107,7 +107,7 @@ class ChatOptions:
             return cls()
         if isinstance(options, ChatOptions):
             return options
-        if not isinstance(options, Mapping):
+        if type(options) is not dict and not isinstance(options, Mapping):  # a dict: no ABC check
             raise UserError(f"options must be a dict or a ChatOptions, not {type(options).__name__}")
         known = _FIELDS
         values: dict[str, Any] = {}

@@ -43,19 +43,19 @@ def check_sendable(messages: Sequence[ChatMessage], options: ChatOptions | None 
             raise UserError(
                 _surrogate_message(f"option {name!r}" if name != "instructions" else "the instructions", found)
             )
-    required = options.continuation_token is None
-    if required and all(_is_blank(message) for message in messages):
+    blank = [_is_blank(message) for message in messages]  # each message looked at once
+    if options.continuation_token is None and all(blank):
         shown = f"{len(messages)} blank message(s)" if messages else "none"
         raise UserError(f"no messages to send ({shown}): pass a str or a list of messages")
     for index, message in enumerate(messages):
-        where = f"message {index} ({message.role})"
-        if message.role == "user" and _is_blank(message):
+        if message.role == "user" and blank[index]:
+            where = f"message {index} ({message.role})"
             raise UserError(f"{where} is blank: there is nothing to answer; send a message with text or data")
         if message.role == "assistant":  # a model's answer sent back: mended (`mend_surrogates`), not refused
             continue
         found = _lone_surrogate_in_message(message)
         if found is not None:
-            raise UserError(_surrogate_message(where, found))
+            raise UserError(_surrogate_message(f"message {index} ({message.role})", found))
 
 
 def _lone_surrogate_in_message(message: ChatMessage) -> str | None:

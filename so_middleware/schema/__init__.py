@@ -13,7 +13,7 @@ Example:
 from ..core import SchemaProfile, install_text_reader
 from ._functions import FunctionSchema, function_schema
 from ._loops import BOUND_IT, Loop, LoopWatch, Nesting, loop_in
-from ._output_schema import OutputSchema
+from ._output_schema import OutputSchema, shared_schema
 from ._parse import parse_text
 from ._partial import CompletedItem, PartialParser, TextPartialParser
 from .prompts import opening, schema_outline, shape_hint
@@ -37,4 +37,5 @@ __all__ = [
     "parse_text",
     "schema_outline",
     "shape_hint",
+    "shared_schema",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from ._validators import RawSchemaValidator, TypedValidator, Validator
 from .dialects import DEFAULT_RECURSION_DEPTH, PROFILES, render_profile
 from .prompts import says_more_than_its_grammar, schema_outline
 
-__all__ = ["OutputSchema"]
+__all__ = ["OutputSchema", "shared_schema"]
 
 _MAX_CACHED = 256
 
@@ -158,6 +159,8 @@ class OutputSchema:
         self._depth = recursion_depth
         self._plain = is_plain_text_type(output_type)
         self._compiled: _Compiled | None = None
+        self._readable: str | None = None
+        self._wire_name: str | None = None
         if not self._plain:
             self._compiled = _compile(output_type)
             # Strict or not, this surfaces every UserError the schema can raise, here and now.
@@ -183,7 +186,9 @@ class OutputSchema:
 
     def name(self) -> str:
         """A readable name of the output type: `int`, `list[int]`, `dict[str, int]`, `Person`."""
-        return readable_name(self._output_type)
+        if self._readable is None:  # made once: the type is fixed, and a run asks for it on every call
+            self._readable = readable_name(self._output_type)
+        return self._readable
 
     def wire_name(self, profile: SchemaProfile = "openai-strict") -> str:
         """The schema name for the request, matching `^[a-zA-Z0-9_-]{1,64}$`.
@@ -193,7 +198,9 @@ class OutputSchema:
         """
         if profile not in PROFILES:
             raise UserError(f"Unknown schema profile {profile!r}; expected one of {', '.join(PROFILES)}.")
-        return sanitize_wire_name(self._name or self.name())
+        if self._wire_name is None:
+            self._wire_name = sanitize_wire_name(self._name or self.name())
+        return self._wire_name
 
     def _require(self) -> _Compiled:
         if self._compiled is None:
@@ -327,3 +334,22 @@ class OutputSchema:
 
     def __repr__(self) -> str:
         return f"OutputSchema({self.name()}, strict={self._strict})"
+
+
+def shared_schema(output_type: Any, *, strict: bool = True, name: str | None = None) -> OutputSchema:
+    """`OutputSchema(output_type, strict=strict, name=name)`, made once per (type, strict, name)
+    for a type that hashes (an `OutputSchema` never changes once made): what a feature made for
+    every call uses. An unhashable type (a raw schema dict) gets a new one each time.
+
+    Example: `shared_schema(list[int]) is shared_schema(list[int])`.
+    """
+    try:
+        hash(output_type)
+    except TypeError:
+        return OutputSchema(output_type, strict=strict, name=name)
+    return _shared(output_type, strict, name)
+
+
+@functools.lru_cache(maxsize=256)
+def _shared(output_type: Any, strict: bool, name: str | None) -> OutputSchema:
+    return OutputSchema(output_type, strict=strict, name=name)

@@ -24,6 +24,7 @@ from ._tokenizer import IncrementalJsonParser, JsonSyntaxError
 __all__ = ["CompletedItem", "PartialParser", "TextPartialParser"]
 
 Path = tuple[str | int, ...]
+_COPIED = 512  # an open string shorter than this is copied as it grows (see `_grown_string`)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class PartialParser:
         self._wrapped = isinstance(plan, EnvelopePlan)
         self._unwrapped_root = False
         self._parser = IncrementalJsonParser(self, skip_prefix=lenient, allow_trailing=lenient)
-        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        self._decoder: codecs.IncrementalDecoder | None = None  # made for the first bytes chunk: most streams are str
         self._chunks: list[str] = []
         self._stack: list[_Frame] = []
         self._root: _Frame | None = None
@@ -136,6 +137,8 @@ class PartialParser:
 
     def pop_completed(self) -> list[Any]:
         """The items completed since the last call (of this or `pop_completed_items`)."""
+        if self._popped == len(self._completed):  # most chunks close no item: asked after every one
+            return []
         return [item.value for item in self.pop_completed_items()]
 
     def pop_completed_items(self) -> list[CompletedItem]:
@@ -152,6 +155,7 @@ class PartialParser:
         """
         if isinstance(chunk, bytes | bytearray):
             try:
+                self._decoder = self._decoder or codecs.getincrementaldecoder("utf-8")("strict")
                 chunk = self._decoder.decode(bytes(chunk))
             except UnicodeDecodeError as exc:
                 raise json_error(f"invalid UTF-8 ({exc.reason})", self.text, self._what) from None
@@ -170,7 +174,8 @@ class PartialParser:
     @property
     def value(self) -> Any:
         """The value so far: typed where complete, partial where open; None before any value."""
-        self._flush_string()
+        if self._string_dirty:  # read after every chunk: no call when no string grew
+            self._flush_string()
         if self._has_root_value:
             value = self._root_value
         elif self._root is not None:
@@ -307,14 +312,15 @@ class PartialParser:
             self._show(parent, slot, text, text)
 
     def _grown_string(self) -> str:
-        """The open string with its pending pieces appended. The value's own references to the
-        string are dropped first: a `str` that nothing else holds grows in place (CPython's `+=`
-        on a local), so reading the value after every piece costs O(piece), not O(length). A
-        caller who keeps an earlier string keeps it unchanged: then the append copies."""
+        """The open string with its pending pieces appended. Past `_COPIED` characters the value's
+        own references to the string are dropped first: a `str` that nothing else holds grows in
+        place (CPython's `+=` on a local), so reading the value after every piece costs O(piece),
+        not O(length); a shorter one is copied, which costs less than dropping them. A caller who
+        keeps an earlier string keeps it unchanged: then the append copies."""
         pending = "".join(self._string_parts or ())
         self._string_parts = []
         text, self._string_text = self._string_text, ""
-        if text:
+        if len(text) >= _COPIED:
             parent, slot = self._string_slot
             if parent is None:
                 self._root_value = None
@@ -335,7 +341,7 @@ class TextPartialParser:
 
     def __init__(self) -> None:
         self._chunks: list[str] = []
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._decoder: codecs.IncrementalDecoder | None = None  # made for the first bytes chunk
 
     @property
     def text(self) -> str:
@@ -365,6 +371,7 @@ class TextPartialParser:
     def feed(self, chunk: str | bytes) -> bool:
         """Append a chunk; True when it added text."""
         if isinstance(chunk, bytes | bytearray):
+            self._decoder = self._decoder or codecs.getincrementaldecoder("utf-8")("replace")
             chunk = self._decoder.decode(bytes(chunk))
         self._chunks.append(chunk)
         return bool(chunk)

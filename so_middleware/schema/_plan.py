@@ -94,6 +94,11 @@ class _ScalarPlan(PartialPlan):
             return raw
         return super().validate_or_raise(raw)
 
+    def typed(self, raw: Any, fallback: Any) -> Any:
+        if type(raw) is self.output_type:  # every closing value of a typed field: one call, not three
+            return raw
+        return super().typed(raw, fallback)
+
 
 _SCALARS = (str, int, float, bool)
 

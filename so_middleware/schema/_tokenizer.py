@@ -202,7 +202,10 @@ class IncrementalJsonParser:
             if end > index:
                 if self._high_surrogate:
                     raise self._fail("lone surrogate in string escape", index)
-                self._emit_text(chunk[index:end])
+                if self._in_key:  # `_emit_text`, without a call of its own for most pieces of a stream
+                    self._key_parts.append(chunk[index:end])
+                else:
+                    self._sink.string_chunk(chunk[index:end])
                 index = end
                 if index == size:
                     break

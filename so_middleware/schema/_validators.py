@@ -8,7 +8,8 @@ schema is built) and which never fetches a remote `$ref`. Both raise only `Model
 on bad output, whatever the text is, and both reject `NaN`, `Infinity` and numbers too large
 for a float (`1e999`): they are not JSON. A typed output accepts them only where its type says
 so explicitly (`allow_inf_nan=True` in a model's config or a field); pydantic then decides.
-Validation costs time linear in the answer (one parse, one scan, one validation pass).
+Validation costs time linear in the answer (one validation pass and a regex scan; a second
+parse and a walk of the value only for text that may hold a non-finite number).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import copy
 import json
 import math
+import re
 from itertools import islice
 from typing import Any, Protocol
 
@@ -36,6 +38,7 @@ _MAX_RAW_ERRORS = 20
 _MAX_VALUE_DEPTH = 200
 # Text that is not even a str (or holds lone surrogates) fails in the codec, not in pydantic.
 _DECODE_ERRORS = (UnicodeError, TypeError, ValueError, RecursionError, OverflowError)
+_MAYBE_NON_FINITE = re.compile(r"NaN|Infinity|[0-9.][eE]|[0-9]{309}")
 
 
 class Validator(Protocol):
@@ -82,7 +85,7 @@ class TypedValidator:
             raise validation_error(exc, _as_text(text), self.what) from None
         except _DECODE_ERRORS as exc:
             raise json_error(f"unreadable text ({type(exc).__name__})", _as_text(text), self.what) from None
-        if not self.allow_non_finite:
+        if not self.allow_non_finite and not _surely_finite(text):
             check_finite(parse_json(text, self.what), _as_text(text), self.what)
         return value
 
@@ -188,6 +191,18 @@ def parse_json(text: str, what: str) -> Any:
     with contextlib.suppress(*_DECODE_ERRORS):  # NaN and Infinity parse here: say so
         check_finite(pydantic_core.from_json(text), _as_text(text), what)
     raise json_error(f"Invalid JSON: {error}", _as_text(text), what) from None
+
+
+def _surely_finite(text: Any) -> bool:
+    """True for JSON text whose numbers are all finite floats (or ints) and whose nesting cannot
+    pass the limit, seen without parsing it again: a number is read as a non-finite float only
+    when spelled `NaN` or `Infinity`, or with an exponent or more than 308 digits. False when it
+    may be otherwise (a string holding `"NaN"` or `"5e"` too): then the parsed value is checked."""
+    return (
+        isinstance(text, str)
+        and text.count("[") + text.count("{") <= _MAX_VALUE_DEPTH
+        and _MAYBE_NON_FINITE.search(text) is None
+    )
 
 
 def check_finite(value: Any, raw_text: str, what: str) -> None:

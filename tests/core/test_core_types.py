@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,36 @@ def test_messages_from_strings_and_messages() -> None:
     assert messages[0] is system
     assert messages[1].role == "user" and messages[1].text == "hello"
     assert as_messages("hi")[0].contents == [TextContent("hi")]
+
+
+class _Prompt(str):
+    pass
+
+
+def test_messages_of_every_accepted_form() -> None:
+    """A prompt and a list take a short path; a str subclass, a message, a dict, a tuple or a
+    generator the general one, with the same result; a set is refused (it has no order)."""
+    message = ChatMessage("user", "a")
+    forms: list[Any] = [
+        "a", _Prompt("a"), message, {"role": "user", "content": "a"}, ["a"], ("a",), (m for m in [message]),
+    ]  # fmt: skip
+    assert [[(m.role, m.text) for m in as_messages(form)] for form in forms] == [[("user", "a")]] * len(forms)
+    assert ChatMessage("user", (TextContent("a"),)).text == "a"
+    with pytest.raises(UserError, match="must be in order"):
+        as_messages({"a"})  # type: ignore[arg-type]
+
+
+def test_options_and_a_schema_from_any_mapping() -> None:
+    """A dict takes a short path; any other mapping is read the same; anything else is refused."""
+    from types import MappingProxyType
+
+    assert ChatOptions.coerce(MappingProxyType({"temperature": 0})) == ChatOptions.coerce({"temperature": 0})
+    schema = {"type": "object"}
+    assert ResponseFormat.json_schema(MappingProxyType(schema)) == ResponseFormat.json_schema(schema)
+    with pytest.raises(UserError, match="options must be a dict"):
+        ChatOptions.coerce([("temperature", 0)])  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="needs a schema dict"):
+        ResponseFormat.json_schema([("type", "object")])  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", [42, [1], [ChatMessage("user", "x"), None]])

@@ -81,3 +81,22 @@ def test_a_type_that_allows_non_finite_floats_gets_them(output_type: Any) -> Non
     parser = schema.partial_parser()
     parser.feed('{"value": 1e999}')
     assert math.isinf(parser.finish().value)
+
+
+def test_only_an_answer_that_may_hold_a_non_finite_number_is_parsed_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check reads the text again only where a number could be non-finite (`NaN`, `Infinity`,
+    an exponent, 309 digits or more) or the nesting too deep: other answers are validated in one pass."""
+    from so_middleware.schema import _validators
+
+    checked: list[str] = []
+    real = _validators.parse_json
+    monkeypatch.setattr(_validators, "parse_json", lambda text, what: checked.append(text) or real(text, what))
+    schema = OutputSchema(Reading)
+    assert schema.validate_json('{"value": 1.5}').value == 1.5
+    assert checked == []
+    cautious = ['{"value": 1.5e3}', '{"value": 2.5, "note": "' + "{" * 201 + '"}']  # brackets in a string count too
+    assert [schema.validate_json(text).value for text in cautious] == [1500.0, 2.5]
+    huge = '{"value": 1' + "0" * 400 + ".5}"
+    with pytest.raises(ModelBehaviorError, match="finite number"):
+        schema.validate_json(huge)
+    assert checked == [*cautious, huge]

@@ -206,6 +206,19 @@ def test_bytes_chunks_split_inside_utf8() -> None:
         bad.feed(b'{"response": ["\xff\xfe"]}')
 
 
+def test_str_and_bytes_chunks_mix_in_one_stream() -> None:
+    """A stream may start with str chunks and go on with bytes (the decoder is made when the first
+    bytes come); a plain-text stream replaces what is not UTF-8."""
+    parser = OutputSchema(list[str]).partial_parser()
+    for chunk in ['{"response": ["h', "é".encode()[:1], "é".encode()[1:] + b'", "x"', "]}"]:
+        parser.feed(chunk)
+    assert parser.finish() == ["hé", "x"]
+    text = OutputSchema(str).partial_parser()
+    for chunk in ["a", "é".encode()[:1], "é".encode()[1:], b"\xff", "z"]:
+        text.feed(chunk)
+    assert text.finish() == "aé\ufffdz"
+
+
 DOCUMENTS: list[tuple[Any, Any]] = [
     (Person, {"name": 'A\\"b', "age": -12, "address": {"city": "O\u00e9", "zip": "\\u00e9"}, "tags": ["x", "y"]}),
     (list[Person], {"response": [{"name": "n", "age": 1, "address": {"city": "c", "zip": "z"}, "note": None}]}),
@@ -366,3 +379,19 @@ def test_closed_scalar_fields_show_the_typed_value() -> None:
     assert [type(v) for v in (value.word, value.count, value.ratio, value.flag, value.whole)] == [
         str, int, float, bool, float,
     ]  # fmt: skip
+
+
+def test_a_long_string_read_after_every_piece_is_right_and_a_kept_one_never_changes() -> None:
+    """Past a few hundred characters the open string grows in place: each read is still right, and a
+    string the caller kept keeps its text."""
+    parser = OutputSchema(Person).partial_parser()
+    parser.feed('{"name": "' + "a" * 600)
+    kept = parser.value.name
+    expected = "a" * 600
+    for piece in ["b", "cd", "\\u00e9", "", "✓" * 3]:
+        parser.feed(piece)
+        expected += json.loads(f'"{piece}"')
+        assert parser.value.name == expected
+    assert kept == "a" * 600
+    parser.feed('", "age": 1, "address": {"city": "c", "zip": "z"}}')
+    assert parser.finish().name == expected

@@ -362,3 +362,27 @@ def test_every_new_dialect_follows_its_rules_and_takes_the_value(
     dialect_checkers[profile](rendered)
     if profile != "gemini-openapi":  # the OpenAPI spelling is no JSON Schema a validator reads
         jsonschema.validate(json.loads(schema.dump_json(value)), rendered)
+
+
+def test_names_are_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schema's readable name is made once: a run asks for it (and for the wire name) on every call."""
+    from so_middleware.schema import _output_schema
+
+    made: list[Any] = []
+    monkeypatch.setattr(_output_schema, "readable_name", lambda output_type: made.append(output_type) or "Person")
+    schema = OutputSchema(Person)
+    names = {(schema.name(), schema.wire_name(), schema.wire_name("anthropic")) for _ in range(3)}
+    assert names == {("Person", "Person", "Person")}
+    assert made == [Person]
+
+
+def test_shared_schema_is_made_once_per_type_strict_and_name() -> None:
+    """`shared_schema` returns the one schema of a hashable type, strict setting and name; a raw
+    schema dict gets a new one each time (the dict is the caller's, and may change)."""
+    from so_middleware.schema import shared_schema
+
+    assert shared_schema(list[int]) is shared_schema(list[int])
+    assert shared_schema(list[int], strict=False) is not shared_schema(list[int])
+    assert shared_schema(list[int], name="n").wire_name() == "n"
+    raw = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    assert shared_schema(raw, strict=False) is not shared_schema(raw, strict=False)

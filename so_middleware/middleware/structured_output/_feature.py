@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar, overload
 from typing_extensions import Unpack
 
 from ...core import ChatOptions, ChatResponse, Feature, UserError
-from ...schema import OutputSchema
+from ...schema import OutputSchema, shared_schema
 from ..retries import CallRetries
 from ..strategies import Mode
 from ._settings import OutputSettings, SettingsKeywords
@@ -112,15 +112,14 @@ def _is_text_type(output_type: Any) -> bool:
 
 
 def _schema_of(output_type: Any, strict: bool | None, name: str | None) -> OutputSchema:
-    """The strict schema when asked for or when the type allows it (strict=None); else the plain one."""
-    if strict is False:
-        return OutputSchema(output_type, strict=False, name=name)
-    if strict is True:
-        return OutputSchema(output_type, strict=True, name=name)
+    """The strict schema when asked for or when the type allows it (strict=None); else the plain
+    one. Shared by the features of one type: a feature is often made anew for every call."""
+    if strict is not None:
+        return shared_schema(output_type, strict=strict, name=name)
     try:
-        return OutputSchema(output_type, strict=True, name=name)
+        return shared_schema(output_type, strict=True, name=name)
     except UserError:
-        return OutputSchema(output_type, strict=False, name=name)
+        return shared_schema(output_type, strict=False, name=name)
 
 
 def feature_for(

@@ -39,15 +39,18 @@ class PartialReader:
         if self._parser is not None and not self._broken and delta:
             try:
                 self._parser.feed(delta)
-                completed = list(self._parser.pop_completed())
+                completed = self._parser.pop_completed()  # a fresh list each time
             except ModelBehaviorError:
                 self._broken = True  # no partial values for the rest; the final check re-asks
         partial = self._parser.value if self._parser is not None and not self._broken else None
         if self._text is not None:
             self._text += delta
             partial = self._text or None
-        # the server's update (usage, finish reason, ids, its raw form, a continuation token) as ours
-        contents: list[Content] = [TextContent(delta)] if delta else []
+        # the server's update (usage, finish reason, ids, its raw form, a continuation token) as ours;
+        # its one text content kept when it is the delta (frozen: shared safely, not made again)
+        given = source.contents
+        reused = len(given) == 1 and type(given[0]) is TextContent and given[0].text is delta
+        contents: list[Content] = [given[0]] if reused else [TextContent(delta)] if delta else []
         changes: dict[str, Any] = {
             "contents": contents, "role": "assistant", "attempt": self._attempt, "partial_value": partial,
             "completed_items": completed, "additional_properties": {},

@@ -98,3 +98,36 @@ async def test_each_streamed_update_keeps_the_servers_fields_and_type(kind: type
     assert (last.text, last.attempt, last.additional_properties, last.partial_value) == ("}", 0, {}, Pet(name="Rex"))
     assert getattr(last, "server_note", None) == extra.get("server_note")
     assert sent[1].additional_properties == {"k": 1} and sent[1].text == "}"  # the server's own is unchanged
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("prone", [False, True])
+async def test_only_a_backend_prone_to_loops_has_its_stream_watched(
+    prone: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop watch reads the updates of a backend prone to loops only; elsewhere no update pays for it."""
+    from so_middleware.schema import LoopWatch
+
+    watched: list[str] = []
+    real_add = LoopWatch.add
+    monkeypatch.setattr(LoopWatch, "add", lambda watch, delta: watched.append(delta) or real_add(watch, delta))
+    fake = FakeChatClient(['{"name": "Rex", "tags": ["a"]}'])
+    fake.capabilities = fake.capabilities.replace(prone_to_loops=prone)
+    stream = with_structured_output(fake).get_response("Pet?", output_type=Pet, stream=True)
+    async for _ in stream:
+        pass
+    assert (await stream.get_final_response()).value == Pet(name="Rex", tags=["a"])
+    assert "".join(watched) == ('{"name": "Rex", "tags": ["a"]}' if prone else "")
+
+
+@pytest.mark.anyio
+async def test_an_updates_text_piece_is_passed_on_not_made_again() -> None:
+    """A server's update of one text piece reaches the caller with that very (frozen) content in a
+    list of its own: the caller's list is not the server's."""
+    sent = [ChatResponseUpdate([TextContent('{"name": ')]), ChatResponseUpdate([TextContent('"Rex"}')])]
+    stream = with_structured_output(_ScriptedUpdates(sent)).get_response("Pet?", output_type=Pet, stream=True)
+    seen = [update async for update in stream]
+    assert [update.contents[0] for update in seen] == [update.contents[0] for update in sent]
+    assert all(mine.contents[0] is theirs.contents[0] for mine, theirs in zip(seen, sent, strict=True))
+    assert all(mine.contents is not theirs.contents for mine, theirs in zip(seen, sent, strict=True))
+    assert seen[-1].partial_value == Pet(name="Rex")

@@ -450,3 +450,20 @@ async def test_the_layer_takes_its_settings_as_an_output_settings(stream: bool) 
     assert len(fake.calls) == 1  # no re-ask: max_retries=0 reached the run
     with pytest.raises(UserError, match="OutputSettings"):
         StructuredOutputChatClient(fake, settings={"max_retries": 0})  # type: ignore[arg-type]
+
+
+class _Shared(BaseModel):
+    name: str
+
+
+def test_features_of_one_type_share_its_schema() -> None:
+    """A feature made for every call reuses the schema made for its type, strict setting and name;
+    a raw schema dict (unhashable) gets its own, and another setting another schema."""
+    first, second = StructuredOutput(_Shared), StructuredOutput(_Shared, mode="native", max_retries=0)
+    assert first.output_schema is second.output_schema
+    assert StructuredOutput(_Shared, name="other").output_schema is not first.output_schema
+    assert StructuredOutput(_Shared, strict=False).output_schema is not first.output_schema
+    raw = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    raw_one, raw_two = StructuredOutput(schema=raw), StructuredOutput(schema=dict(raw))
+    assert raw_one.output_schema is not raw_two.output_schema
+    assert raw_one.output_schema.output_type is raw and raw_two.output_schema.output_type is not raw
