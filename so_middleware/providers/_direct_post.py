@@ -21,37 +21,23 @@ Imported only by adapters whose SDK sends with `httpx` (ollama), which brings it
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import operator
 import os
-import types
 from typing import Any
 
 import httpx
 
 from ._openai_privates import httpx_default_encoding, httpx_redirect_request, httpx_transport_for
+from ._own import is_packages_own
 
-__all__ = ["DirectPost", "direct_post", "is_packages_own"]
+__all__ = ["DirectPost", "direct_post"]
 
 _SENDING = ("request", "stream", "build_request", "send", "_send_handling_auth", "_send_handling_redirects",
             "_send_single_request")  # fmt: skip
 _sending_methods = operator.attrgetter(*_SENDING)
 _HTTPX_DIR = os.path.dirname(os.path.abspath(httpx.__file__)) + os.sep
-_CONTEXTLIB_FILE = contextlib.asynccontextmanager.__code__.co_filename  # where its decorated functions live
 _log = logging.getLogger("httpx")  # the logger `send` writes its "HTTP Request: ..." line to
-
-
-def is_packages_own(function: Any, package_dir: str) -> bool:
-    """A plain function defined in `package_dir`, or made of one by `contextlib`'s decorators
-    (`type`, not `isinstance`: a wrapt proxy passes for the function it wraps)."""
-    if type(function) is not types.FunctionType:
-        return False
-    if function.__code__.co_filename == _CONTEXTLIB_FILE:
-        function = getattr(function, "__wrapped__", None)
-        if type(function) is not types.FunctionType:
-            return False
-    return function.__code__.co_filename.startswith(package_dir)
 
 
 class DirectPost:

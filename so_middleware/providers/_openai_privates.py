@@ -12,8 +12,9 @@ what changed, when an SDK release moves them.
 from __future__ import annotations
 
 import os
-import types
 from typing import Any
+
+from ._own import is_packages_own
 
 __all__ = [
     "OPENAI_PACKAGE_DIR",
@@ -48,9 +49,7 @@ OPENAI_PACKAGE_DIR = _openai_dir()  # the installed openai package's folder, wit
 def is_the_sdks_own(function: Any) -> bool:
     """A plain function whose source file is in the openai package (`type`, not `isinstance`:
     a wrapt proxy passes for the function it wraps)."""
-    if type(function) is not types.FunctionType:
-        return False
-    return function.__code__.co_filename.startswith(OPENAI_PACKAGE_DIR)
+    return is_packages_own(function, OPENAI_PACKAGE_DIR)
 
 
 def request_options_know_security() -> bool:

@@ -14,8 +14,6 @@ check every call.
 from __future__ import annotations
 
 import json
-import os
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -23,11 +21,11 @@ import anthropic
 import jiter
 
 from ...wire.common import JSONView
+from .._own import owns_attribute, package_dir
 
 __all__ = ["MessageView", "json_create"]
 
-_ANTHROPIC_DIR = os.path.dirname(os.path.abspath(anthropic.__file__)) + os.sep
-_ABSENT: Any = object()
+_ANTHROPIC_DIR = package_dir(anthropic)
 
 
 class MessageView(JSONView):
@@ -79,10 +77,5 @@ def _answer(raw: Any) -> Any:
 
 
 def _is_the_sdks_own_create(resource: Any) -> bool:
-    """Whether `resource.create` is the SDK's own function (`type`, not `isinstance`: a wrapt
-    proxy passes for the function it wraps), looked up as `inspect.getattr_static` does for a
-    plain object, without that function's cost on every call."""
-    found = getattr(resource, "__dict__", {}).get("create", _ABSENT)  # a patch on the object itself
-    if found is _ABSENT:
-        found = next((klass.__dict__["create"] for klass in type(resource).__mro__ if "create" in klass.__dict__), None)
-    return type(found) is types.FunctionType and found.__code__.co_filename.startswith(_ANTHROPIC_DIR)
+    """Whether `resource.create` is the SDK's own function (not a wrapper or a patch)."""
+    return owns_attribute(resource, "create", _ANTHROPIC_DIR)

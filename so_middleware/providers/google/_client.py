@@ -21,8 +21,6 @@ import base64
 import contextlib
 import json
 import math
-import os
-import types
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
@@ -44,6 +42,7 @@ from ...core import (
 from ...wire.gemini import GeminiStreamReader, request_to_wire, response_from_wire
 from .._chunks import read_chunks
 from .._openai_privates import genai_api_client, genai_base_url, genai_never_retries
+from .._own import owns_attribute, package_dir
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, seconds_or_none
 from .._sdk_use import sdk_boundary
 from ._profiles import profile_for
@@ -53,8 +52,7 @@ __all__ = ["DEFAULT_IDLE_TIMEOUT", "GeminiChatClient"]
 
 _DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 _RAW_ANSWER = {"should_return_http_response": True}  # a config field the SDK reads and does not send
-_GENAI_DIR = os.path.dirname(os.path.abspath(genai.__file__)) + os.sep
-_ABSENT: Any = object()
+_GENAI_DIR = package_dir(genai)
 
 
 class GeminiChatClient(BaseChatClient):
@@ -209,13 +207,9 @@ class GeminiChatClient(BaseChatClient):
 
 
 def _is_the_sdks_own(resource: Any, name: str) -> bool:
-    """Whether `resource.<name>` is the SDK's own function, looked up as `inspect.getattr_static`
-    does (a patch on the object, then its classes): a wrapper put there by an instrumentation or a
-    test sees every call (`type`, not `isinstance`: a wrapt proxy passes for what it wraps)."""
-    found = getattr(resource, "__dict__", {}).get(name, _ABSENT)
-    if found is _ABSENT:
-        found = next((klass.__dict__[name] for klass in type(resource).__mro__ if name in klass.__dict__), None)
-    return type(found) is types.FunctionType and found.__code__.co_filename.startswith(_GENAI_DIR)
+    """Whether `resource.<name>` is the SDK's own function: a wrapper put there by an
+    instrumentation or a test sees every call."""
+    return owns_attribute(resource, name, _GENAI_DIR)
 
 
 def _resumes(config: dict[str, Any], token: str | None, finish: str | None) -> bool:

@@ -15,8 +15,6 @@ validates and completes), the SDK's method is called instead, so nothing it woul
 from __future__ import annotations
 
 import json
-import os
-import types
 from typing import Any
 
 import mistralai.client
@@ -34,10 +32,11 @@ except ImportError:  # pragma: no cover - mistralai 3.7 has them all
 from ...wire.common import JSONView
 from .._bridge import kept_body, unreadable
 from .._openai_privates import mistral_build_request
+from .._own import owns_attribute, package_dir
 
 __all__ = ["can_send", "send"]
 
-_SDK_DIR = os.path.dirname(os.path.abspath(mistralai.client.__file__)) + os.sep
+_SDK_DIR = package_dir(mistralai.client)
 # Arguments of the SDK's methods that are not body fields (the adapter sets `retries` and `timeout_ms`).
 _CALL_ARGUMENTS = frozenset({"retries", "server_url", "timeout_ms", "http_headers"})
 _DEFAULT_TIMEOUT_MS = 300000  # the SDK's own, when neither the call nor the client sets one
@@ -51,10 +50,7 @@ def can_send(chat: Any, name: str) -> bool:
     wraps), and the SDK still has the request builder `send` uses."""
     if not _SENDS or mistral_build_request(chat) is None:
         return False
-    found = getattr(chat, "__dict__", {}).get(name)
-    if found is None:
-        found = next((klass.__dict__[name] for klass in type(chat).__mro__ if name in klass.__dict__), None)
-    return type(found) is types.FunctionType and found.__code__.co_filename.startswith(_SDK_DIR)
+    return owns_attribute(chat, name, _SDK_DIR)
 
 
 def _completed(message: dict[str, Any]) -> dict[str, Any]:

@@ -36,8 +36,9 @@ from ...core import (
 )
 from ...wire.ollama import OllamaStreamReader, request_to_wire, response_from_wire
 from .._chunks import read_chunks
-from .._direct_post import DirectPost, direct_post, is_packages_own
+from .._direct_post import DirectPost, direct_post
 from .._openai_privates import ollama_base_url, ollama_http_client, ollama_post
+from .._own import is_packages_own
 from .._sdk_client import seconds_or_none
 from .._sdk_use import sdk_boundary
 from ._http import answer_of, chunks_of, encoded
