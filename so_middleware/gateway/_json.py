@@ -1,23 +1,15 @@
-"""JSON out of the gateway: orjson, with the standard library for what orjson refuses."""
+"""JSON out of the gateway: the wire's `dumps` (orjson, with the standard library for what orjson
+refuses)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import orjson
 from starlette.responses import JSONResponse
 
+from ..wire.common import dumps
+
 __all__ = ["JSONAnswer", "dumps"]
-
-
-def dumps(value: Any) -> bytes:
-    """`value` as compact JSON bytes (orjson; what it refuses, a lone surrogate or an int past 64
-    bits, the standard library writes, escaped)."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(value, separators=(",", ":")).encode()
 
 
 class JSONAnswer(JSONResponse):

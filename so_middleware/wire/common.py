@@ -1,9 +1,11 @@
-"""What every protocol's wire shares: the model a call goes to, data as a data URI, a function
-tool's fields, a forced tool choice, the warning for a format a server will not enforce."""
+"""What every protocol's wire shares: a body as JSON bytes, the model a call goes to, data as a data
+URI, a function tool's fields, a forced tool choice, the warning for a format a server will not
+enforce."""
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -24,6 +26,7 @@ __all__ = [
     "WireError",
     "chosen_model",
     "data_uri",
+    "dumps",
     "field_of",
     "flat_format_to_wire",
     "function_fields",
@@ -32,6 +35,38 @@ __all__ = [
     "view_of",
     "warn_if_not_enforced",
 ]
+
+
+def _orjson_dumps() -> Callable[[Any], bytes] | None:
+    """orjson's `dumps`, several times cheaper on a request or response body, where it is installed
+    (the gateway's extra has it)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - exercised where orjson is not installed
+        return None
+    return orjson.dumps
+
+
+_fast_dumps = _orjson_dumps()
+
+
+def _standard_dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def dumps(value: Any) -> bytes:
+    """`value` as compact JSON bytes: orjson where installed; what it refuses (a lone surrogate, an
+    int past 64 bits) the standard library writes, escaped.
+
+    Example:
+        body = dumps({"model": "m", "messages": []})  # b'{"model":"m","messages":[]}'
+    """
+    if _fast_dumps is None:
+        return _standard_dumps(value)
+    try:
+        return _fast_dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _standard_dumps(value)
 
 
 class WireError(UserError):

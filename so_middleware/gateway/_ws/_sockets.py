@@ -22,6 +22,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ...wire.responses import SPEC_NAMES
 from ...wire.responses_items import items_to_messages
 from .._errors import BadRequest, error_response, to_error_response
+from .._json import dumps
 from .._logs import CLIENT_CLOSED, log_turn
 from .._request import is_reference, parse_request, read_json
 from .._response import is_response_id, new_id, response_skeleton
@@ -141,7 +142,7 @@ class Sockets:
                 async for event in events:
                     if spec_names and event["type"] in SPEC_NAMES:
                         event = {**event, "type": SPEC_NAMES[event["type"]]}
-                    await websocket.send_text(json.dumps(event, ensure_ascii=False))
+                    await websocket.send_text(dumps(event).decode())
             status = 200
         except WebSocketDisconnect:
             raise

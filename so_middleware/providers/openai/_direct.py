@@ -15,9 +15,7 @@ the same `JSONDecodeError`.
 
 from __future__ import annotations
 
-import json
 import ssl
-from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -25,42 +23,15 @@ import httpx2
 import jiter
 import openai
 
+from ...wire.common import dumps
 from .._openai_privates import status_error_from_response
 from .._post import SDKPost
 from .._sse import JSONView
 
-__all__ = ["CompletionView", "DirectPost", "dumps"]
+__all__ = ["CompletionView", "DirectPost"]
 
 _NOT_GIVEN: Any = object()
 _TRANSPORT_ERRORS = (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream)  # what the SDK calls a connection error
-
-
-def _orjson_dumps() -> Callable[[Any], bytes] | None:
-    """orjson's `dumps`, several times cheaper on a request body, where it is installed (the
-    gateway's extra has it)."""
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover - exercised where orjson is not installed
-        return None
-    return orjson.dumps
-
-
-_fast_dumps = _orjson_dumps()
-
-
-def _standard_dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
-def dumps(value: Any) -> bytes:
-    """`value` as compact JSON bytes (orjson when installed; what it refuses, a lone surrogate or an
-    int past 64 bits, the standard library writes, escaped)."""
-    if _fast_dumps is None:
-        return _standard_dumps(value)
-    try:
-        return _fast_dumps(value)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return _standard_dumps(value)
 
 
 class CompletionView(JSONView):
