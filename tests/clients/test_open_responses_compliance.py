@@ -184,3 +184,42 @@ def test_assistant_phase(scripted: Any) -> None:
     answer = reply.json()
     assert answer["status"] == "completed" and answer["output"]
     assert problems("ResponseResource", answer) == []
+
+
+def _phase_fixture() -> dict[str, Any]:
+    """The runner's `response-output-phase-schema` fixture: a completed response of two assistant
+    messages, one per `phase`."""
+
+    def message(phase: str, text: str) -> dict[str, Any]:
+        return {"id": f"msg_phase_{phase.split('_')[0]}", "type": "message", "status": "completed",
+                "role": "assistant", "phase": phase,
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+
+    return {
+        "id": "resp_phase_schema", "object": "response", "created_at": 1764967971, "completed_at": 1764967972,
+        "status": "completed", "incomplete_details": None, "model": "gpt-4o-mini", "previous_response_id": None,
+        "instructions": None,
+        "output": [message("commentary", "I am checking the answer."), message("final_answer", "The answer is four.")],
+        "error": None, "tools": [], "tool_choice": "auto", "truncation": "disabled", "parallel_tool_calls": True,
+        "text": {"format": {"type": "text"}}, "top_p": 1, "presence_penalty": 0, "frequency_penalty": 0,
+        "top_logprobs": 0, "temperature": 1, "reasoning": {"effort": None, "summary": None},
+        "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3,
+                  "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
+        "max_output_tokens": None, "max_tool_calls": None, "store": True, "background": False,
+        "service_tier": "default", "metadata": {}, "safety_identifier": None, "prompt_cache_key": None,
+    }  # fmt: skip
+
+
+def test_response_output_phase_schema() -> None:
+    """The runner's one template that sends no request: its fixture validates as the spec's
+    `ResponseResource` (the OpenAPI the gateway's answers are checked against) and carries both phases.
+    The gateway's own phases are `tests/gateway/test_gateway_phase.py`'s."""
+    answer = _phase_fixture()
+    assert problems("ResponseResource", answer) == []
+    assert answer["status"] == "completed" and answer["output"]
+    phases = {
+        item.get("phase") for item in answer["output"] if item["type"] == "message" and item["role"] == "assistant"
+    }
+    assert phases == {"commentary", "final_answer"}
+    answer["output"][0]["phase"] = "thinking"  # a label outside the spec's two: the schema refuses it
+    assert problems("ResponseResource", answer) != []
