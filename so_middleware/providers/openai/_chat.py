@@ -113,10 +113,12 @@ class OpenAIChatClient(SDKChatClient):
         return call
 
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
-        custom = CustomToolAnswer.of(options)  # a regex or grammar answer, asked as a custom tool
+        # a regex or grammar answer, asked as a custom tool (named in `extra_body` only)
+        custom = CustomToolAnswer.of(options) if options.extra_body else None
         if custom is not None:  # (the options sent name it in Chat's shape: not found again)
             return custom.from_chat(await self._respond(messages, custom.chat_options(options)))
-        emulation = ToolEmulation.of(options, self.capabilities, messages, self._repeats)  # tools the backend ignores
+        # tools the backend ignores (a call without tools has nothing to emulate)
+        emulation = ToolEmulation.of(options, self.capabilities, messages, self._repeats) if options.tools else None
         if emulation is not None:
             response = await self._respond(emulation.messages(messages), emulation.options)
             return emulation.response(response)
@@ -130,10 +132,11 @@ class OpenAIChatClient(SDKChatClient):
     async def _stream(
         self, messages: list[ChatMessage], options: ChatOptions
     ) -> AsyncIterator[ChatResponseUpdate[Any]]:
-        if CustomToolAnswer.of(options) is not None:  # Chat streams no documented custom call: asked whole
+        # Chat streams no documented custom call: asked whole
+        if options.extra_body and CustomToolAnswer.of(options) is not None:
             yield as_update(await self._respond(messages, options))
             return
-        emulation = ToolEmulation.of(options, self.capabilities, messages, self._repeats)  # tools the backend ignores
+        emulation = ToolEmulation.of(options, self.capabilities, messages, self._repeats) if options.tools else None
         if emulation is not None:
             updates = emulation.updates(self._stream(emulation.messages(messages), emulation.options))
             async with contextlib.aclosing(updates):
