@@ -283,3 +283,16 @@ def test_the_openai_sdk_websocket_client_runs_a_store_false_chain(gateway: Calla
     assert [end.type for end in ends] == ["response.completed"] * 2
     assert ends[1].response.output_text == "cobalt"
     assert [m["content"] for m in backend.bodies[-1]["messages"]] == ["turn 0", "OK", "turn 1"]
+
+
+def test_a_lone_surrogate_from_the_backend_reaches_the_socket_as_json(gateway: Callable[..., Any]) -> None:
+    """A backend's text may hold a lone surrogate (an escape JSON allows, UTF-8 cannot carry): each
+    event is still sent as one valid text frame, and the turn completes."""
+    backend, server = gateway()
+    backend.text = "broken \ud800 half"
+    with socket(server) as ws:
+        events = create(ws, input="Say it")
+        assert events[-1]["type"] == "response.completed"
+        text = events[-1]["response"]["output"][0]["content"][0]["text"]
+        assert text.startswith("broken ") and text.endswith(" half")
+        assert create(ws, input="Again")[-1]["type"] == "response.completed"  # the socket still serves
