@@ -9,7 +9,7 @@ from starlette.responses import JSONResponse
 
 from ..wire.common import dumps
 
-__all__ = ["JSONAnswer", "dumps"]
+__all__ = ["JSONAnswer"]
 
 
 class JSONAnswer(JSONResponse):

@@ -23,8 +23,8 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from ..wire.common import dumps
 from ._errors import BadRequest
-from ._json import dumps
 from ._runs import SHUTTING_DOWN, ResponseRun
 
 __all__ = ["FINISH_WINDOW", "SHUTDOWN_GRACE", "event_stream", "frames", "server_stopping", "unless_disconnected"]

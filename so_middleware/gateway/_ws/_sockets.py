@@ -19,10 +19,10 @@ import anyio
 from anyio.abc import ObjectReceiveStream
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from ...wire.common import dumps
 from ...wire.responses import SPEC_NAMES
 from ...wire.responses_items import items_to_messages
 from .._errors import BadRequest, error_response, to_error_response
-from .._json import dumps
 from .._logs import CLIENT_CLOSED, log_turn
 from .._request import is_reference, parse_request, read_json
 from .._response import is_response_id, new_id, response_skeleton
@@ -203,7 +203,7 @@ def _evicted(
 
 
 def _envelope(status: int, body: dict[str, Any]) -> str:
-    return json.dumps({"type": "error", "status": status, **body}, ensure_ascii=False)
+    return dumps({"type": "error", "status": status, **body}).decode()
 
 
 async def _send_error(websocket: WebSocket, status: int, message: str, code: str) -> None:
