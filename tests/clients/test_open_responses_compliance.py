@@ -223,3 +223,24 @@ def test_response_output_phase_schema() -> None:
     assert phases == {"commentary", "final_answer"}
     answer["output"][0]["phase"] = "thinking"  # a label outside the spec's two: the schema refuses it
     assert problems("ResponseResource", answer) != []
+
+
+# The runner's 17 templates at the 2026-04-24 line (bin/compliance-test.ts, src/lib/compliance-tests.ts).
+LINE_2026_04_24 = (
+    "basic-response", "assistant-phase", "response-output-phase-schema", "streaming-response",
+    "websocket-response", "websocket-sequential-responses", "websocket-continuation",
+    "websocket-reconnect-store-false-recovery", "websocket-previous-response-not-found",
+    "websocket-failed-continuation-evicts-cache", "websocket-compact-new-chain", "system-prompt",
+    "tool-calling", "image-input", "multi-turn", "compact-response", "compact-missing-model",
+)  # fmt: skip
+
+
+def test_every_template_of_the_2026_04_24_line_is_ported() -> None:
+    """What docs/tests-and-benchmarks.md says: each of the 17 runs in `make test`, either among the older
+    templates run all at once or as a test of its own name here or in the WebSocket port."""
+    import test_open_responses_websocket as websocket_port
+
+    own = {name for module in (globals(), vars(websocket_port)) for name in module if name.startswith("test_")}
+    assert len(LINE_2026_04_24) == 17
+    missing = [t for t in LINE_2026_04_24 if t not in TEMPLATES and f"test_{t.replace('-', '_')}" not in own]
+    assert missing == []

@@ -516,3 +516,21 @@ def test_a_repeat_count_that_is_no_positive_whole_number_is_refused(repeats: Any
     with pytest.raises(UserError, match="emulated_call_repeats"):
         OpenAIChatClient(openai.AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9/v1"), "m",
                          emulated_call_repeats=repeats)  # fmt: skip
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_call_with_no_extra_body_or_tools_skips_the_custom_tool_and_emulation_checks(
+    stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a backend whose tools are emulated, a call that offers none and has no `extra_body` (where
+    a custom tool would be named) has nothing for either check to find: neither runs."""
+    from so_middleware.providers.openai import _chat
+
+    def unexpected(*_: Any, **__: Any) -> Any:
+        raise AssertionError("checked a call with nothing to find")
+
+    monkeypatch.setattr(_chat.CustomToolAnswer, "of", unexpected)
+    monkeypatch.setattr(_chat.ToolEmulation, "of", unexpected)
+    response = await get(Backend("plain").client(), stream, "?")
+    assert response.text == "plain"
