@@ -28,7 +28,8 @@ class Watchdog:
 
     def arm(self) -> None:
         """A read starts: make sure the timer will look at it."""
-        self._task = asyncio.current_task()
+        # given the loop, `current_task` makes no `get_running_loop` call (a getpid system call on 3.11)
+        self._task = asyncio.current_task(self.loop)
         if self._timer is None:
             self._timer = self.loop.call_at(self.deadline, self._check)
 

@@ -229,6 +229,9 @@ class PartialParser:
     def key(self, key: str) -> None:
         self._stack[-1].key = key
 
+    def string(self, text: str) -> None:
+        self._complete(text)
+
     def string_start(self) -> None:
         parent, _, slot = self._child()
         self._string_parts = []
@@ -261,6 +264,17 @@ class PartialParser:
     # Internals.
 
     def _complete(self, raw: Any) -> None:
+        stack = self._stack
+        if stack and stack[-1].is_object:  # a property's value, most of all: `_attach`'s steps for it, in one call
+            frame = stack[-1]
+            key, plan = frame.key, frame.plan
+            child = plan.child(key) if plan is not None else None
+            typed = child.typed(raw, raw) if child is not None else raw
+            self._changed = True
+            frame.raw[key] = raw
+            if plan is not None and frame.display is not frame.raw:
+                plan.show(frame.display, key, typed)
+            return
         parent, plan, slot = self._child()
         self._attach(parent, slot, raw, plan, raw)
 

@@ -161,6 +161,7 @@ class _RecordPlan(PartialPlan):
         super().__init__(output_type)
         self.shape = shape
         self.fields = fields  # JSON key -> (attribute name, annotation)
+        self._is_model = isinstance(shape, type) and issubclass(shape, BaseModel)
         self._children: dict[str, PartialPlan] = {}
 
     def child(self, key: str | None) -> PartialPlan | None:
@@ -193,6 +194,13 @@ class _RecordPlan(PartialPlan):
         return {}
 
     def show(self, display: Any, key: Any, value: Any) -> None:
+        if type(display) is self.shape and self._is_model:  # the model made by `new_display`: most calls
+            field = self.fields.get(key)
+            if field is not None:
+                model: Any = display  # a model (`type(display) is self.shape` narrows it to `object`)
+                vars(model)[field[0]] = value
+                model.__pydantic_fields_set__.add(field[0])
+            return
         if isinstance(display, dict):
             display[key] = value
             return

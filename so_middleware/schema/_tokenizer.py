@@ -21,6 +21,12 @@ _STRING_RUN = re.compile(r'[^"\\\x00-\x1f]*')
 _NUMBER_RUN = re.compile(r"[0-9eE.+\-]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?\Z")
 _ROOT_START = re.compile(r"[\[{]")
+# Whole tokens inside one chunk, read with one regex call each (the common case of a stream): a key
+# with its colon, a string without escapes, a number followed by its delimiter.
+_WHOLE_KEY = re.compile(r'"([^"\\\x00-\x1f]*)"[ \t\n\r]*:')
+_WHOLE_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"')
+_WHOLE_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,15})(\.[0-9]+)?([eE][+-]?[0-9]+)?(?=[ \t\n\r,\]}])")
+_SPACE = frozenset(" \t\n\r")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -52,6 +58,7 @@ class JsonSink(Protocol):
 
     def open_container(self, is_object: bool) -> None: ...
     def key(self, key: str) -> None: ...
+    def string(self, text: str) -> None: ...
     def string_start(self) -> None: ...
     def string_chunk(self, text: str) -> None: ...
     def string_end(self) -> None: ...
@@ -116,7 +123,8 @@ class IncrementalJsonParser:
                     index = found.start()
                     self._state = _VALUE
             else:
-                index = _WS.match(chunk, index).end()  # type: ignore[union-attr]  # a run may be empty: always a match
+                if chunk[index] in _SPACE:
+                    index = _WS.match(chunk, index).end()  # type: ignore[union-attr]  # never None: a run of spaces
                 if index < size:
                     index = self._structural(chunk, index)
         self._offset += size
@@ -133,6 +141,11 @@ class IncrementalJsonParser:
             return self._value_start(chunk, index)
         if state in (_KEY_OR_END, _KEY):
             if char == '"':
+                whole = _WHOLE_KEY.match(chunk, index)
+                if whole is not None:
+                    self._sink.key(whole.group(1))
+                    self._state = _VALUE
+                    return whole.end()
                 self._state = _STRING
                 self._in_key = True
                 self._key_parts = []
@@ -160,6 +173,11 @@ class IncrementalJsonParser:
     def _value_start(self, chunk: str, index: int) -> int:
         char = chunk[index]
         if char == '"':
+            whole = _WHOLE_STRING.match(chunk, index)
+            if whole is not None:
+                self._sink.string(whole.group(1))
+                self._value_done()
+                return whole.end()
             self._state = _STRING
             self._in_key = False
             self._sink.string_start()
@@ -173,6 +191,12 @@ class IncrementalJsonParser:
             self._sink.open_container(is_object)
             return index + 1
         if char == "-" or "0" <= char <= "9":
+            whole = _WHOLE_NUMBER.match(chunk, index)
+            if whole is not None:
+                text = whole.group()
+                self._sink.scalar(float(text) if whole.group(1) or whole.group(2) else int(text))
+                self._value_done()
+                return whole.end()
             self._state = _NUMBER_STATE
             self._number_parts = []
             return self._number(chunk, index)

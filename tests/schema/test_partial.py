@@ -395,3 +395,66 @@ def test_a_long_string_read_after_every_piece_is_right_and_a_kept_one_never_chan
     assert kept == "a" * 600
     parser.feed('", "age": 1, "address": {"city": "c", "zip": "z"}}')
     assert parser.finish().name == expected
+
+
+class _Numbers(BaseModel):
+    whole: int
+    part: float
+    tiny: float
+    items: list[float]
+    flag: bool | None = None
+
+
+WHOLE_TOKEN_DOCUMENTS: list[tuple[Any, str]] = [
+    (Person, '{"name": "Ada Lovelace", "age": 36, "address": {"city": "London", "zip": "N1"}, "tags": ["a", "b"]}'),
+    (Person, '{"name":"","age":-0,"address":{"city":"c","zip":"9"},"tags":[],"note":null}'),
+    (Person, '{ "name" : "q\\"uote" , "age" : 7 ,\n "address" : { "city" : "c" , "zip" : "z" } , "tags" : [ "t" ] }'),
+    (_Numbers, '{"whole": 12, "part": 1.5e3, "tiny": -0.25E-2, "items": [0, 1.0, 2e1], "flag": true}'),
+    (list[int], '{"response": [1, 22, 333, -4444, 0]}'),
+    (dict[str, str], '{"k": "v", "k2": "v2"}'),
+]
+
+
+@pytest.mark.parametrize(
+    ("output_type", "text"), WHOLE_TOKEN_DOCUMENTS, ids=[str(i) for i in range(len(WHOLE_TOKEN_DOCUMENTS))]
+)
+def test_tokens_read_whole_give_the_values_of_tokens_read_a_character_at_a_time(output_type: Any, text: str) -> None:
+    """Keys, strings and numbers that arrive whole in one piece are read in one step; after every
+    piece the value, the items popped and the final value are those of the same text fed one
+    character at a time (which reads every token piece by piece)."""
+    schema = OutputSchema(output_type, strict=False)
+    by_character = schema.partial_parser()
+    after: list[str] = []
+    popped: list[Any] = []
+    for character in text:
+        by_character.feed(character)
+        popped.extend(by_character.pop_completed())
+        after.append(repr(by_character.value))
+    for size in range(2, len(text) + 1):
+        parser = schema.partial_parser()
+        whole_popped: list[Any] = []
+        for start in range(0, len(text), size):
+            parser.feed(text[start : start + size])
+            whole_popped.extend(parser.pop_completed())
+            end = min(start + size, len(text))
+            assert repr(parser.value) == after[end - 1], (size, text[:end])
+        assert whole_popped == popped
+        assert parser.finish() == by_character.finish() == schema.validate_json(text)
+
+
+@pytest.mark.parametrize("text", ['{"age": 0123, "name": "x"}', '{"age": 1-2, "name": "x"}', '{"age": 1e999, "name": "x"}',
+                                  '{"age": 12345678901234567890123, "name": "x"}'])  # fmt: skip
+def test_a_number_read_whole_fails_or_reads_as_one_read_piece_by_piece(text: str) -> None:
+    """A number in one piece with its delimiter is refused, or read, exactly as when it comes a digit at a time."""
+    schema = OutputSchema(dict[str, Any], strict=False)
+    outcomes = []
+    for size in (1, len(text)):
+        parser = schema.partial_parser()
+        try:
+            for start in range(0, len(text), size):
+                parser.feed(text[start : start + size])
+            outcomes.append(repr(parser.value))
+        except ModelBehaviorError as error:
+            # the position of a number too large and the output shown are those of the text fed so far
+            outcomes.append(f"error: {str(error).partition(chr(10))[0].partition(' at character')[0]}")
+    assert outcomes[0] == outcomes[1]

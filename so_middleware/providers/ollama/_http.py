@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import ollama
 
+from ...wire.common import loads
 from .._direct_post import DirectPost
 from .._openai_privates import ollama_connection_message
 
@@ -65,11 +66,8 @@ async def chunks_of(post: DirectPost, body: bytes) -> AsyncIterator[Any]:
         await response.aclose()
 
 
-_decode = json.JSONDecoder().decode  # `json.loads` without its type checks and encoding sniffing, per line
-
-
 def _part(line: bytes) -> Any:
-    part = _decode(line.decode("utf-8", "replace"))  # as the SDK's line reader decodes
+    part = loads(line)  # as the SDK's line reader decodes (invalid UTF-8 replaced)
     error = part.get("error")
     if error:
         raise ollama.ResponseError(error)
