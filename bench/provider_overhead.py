@@ -8,7 +8,12 @@ sends the schema in the provider's own spelling and validates the answer with
 contender, then run 2, ...) so that drift on a busy machine hits all of them alike; the figure is
 CPU time (`time.process_time`) per call, and the ratio is ours over the raw call of the same case.
 
-    .venv/bin/python bench/provider_overhead.py [--quick] [--only openai,gemini]
+    .venv/bin/python bench/provider_overhead.py [--quick] [--only openai,gemini] [--instructions]
+
+With `--instructions` (valgrind installed), each contender is counted instead: machine instructions
+per call by callgrind (both threads of a call that runs on a worker thread), collected around 50
+calls after 30 uncounted ones, each contender in a process of its own. The load of a shared
+machine moves CPU time, not these counts.
 
 Adding a provider is one function `def _<name>(stream: bool) -> Case` and one line in `CASES`.
 """
@@ -18,6 +23,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -407,15 +416,68 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+COUNTED_CALLS = 50
+
+
+def _counted_child(name: str, mode: str, side: str) -> None:
+    """Under callgrind started with instrumentation off: 30 calls, then `COUNTED_CALLS` counted."""
+    call = getattr(CASES[name](mode == "stream"), side)
+
+    def instrument(switch: str) -> None:
+        subprocess.run(["callgrind_control", "-i", switch, str(os.getpid())], check=True, capture_output=True)
+
+    async def calls() -> None:
+        for _ in range(30):
+            await call()
+        instrument("on")
+        for _ in range(COUNTED_CALLS):
+            await call()
+        instrument("off")
+
+    asyncio.run(calls())
+
+
+def _instructions(name: str, mode: str, side: str) -> float:
+    """Machine instructions per call of one contender, counted in a process of its own."""
+    command = [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
+        sys.executable, os.path.abspath(__file__), "--child-counted", f"{name},{mode},{side}",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or collected is None:
+        raise SystemExit(f"{name} {mode} {side}: {done.stderr.strip()[-800:]}")
+    return int(collected.group(1)) / COUNTED_CALLS
+
+
+def instruction_table(names: list[str]) -> str:
+    """The Markdown table of instructions per call of each side and the ratio, per provider and mode."""
+    lines = [f"machine instructions per call (callgrind, {COUNTED_CALLS} calls counted)", "",
+             "| provider | mode | raw SDK call + validation | so_middleware SO | ratio |", "|---|---|---:|---:|---:|"]  # fmt: skip
+    for mode in ("plain", "stream"):
+        for name in names:
+            raw, ours = _instructions(name, mode, "raw"), _instructions(name, mode, "ours")
+            lines.append(f"| {name} | {mode} | {raw:,.0f} | {ours:,.0f} | {ours / raw:.3f}× |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 runs of 40 calls (a smoke run)")
     parser.add_argument("--only", help="comma-separated providers, of: " + ", ".join(CASES))
+    parser.add_argument("--instructions", action="store_true", help="count instructions per call (valgrind)")
+    parser.add_argument("--child-counted", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_counted:
+        _counted_child(*args.child_counted.split(","))
+        return
     only = [name.strip() for name in args.only.split(",")] if args.only else None
     if only:
         by_name = {name.lower(): name for name in CASES}
         only = [by_name[name.lower()] for name in only]
+    if args.instructions:
+        print(instruction_table(only or list(CASES)))
+        return
     result = run(quick=args.quick, only=only)
     print(json.dumps(result, indent=2))
     print(table(result))
