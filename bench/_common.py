@@ -5,15 +5,17 @@ Every benchmark module imports from here; nothing here measures anything by itse
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -265,3 +267,36 @@ def log(message: str) -> None:
 def chunks(text: str, size: int) -> Iterator[str]:
     for start in range(0, len(text), size):
         yield text[start : start + size]
+
+
+COUNTED_CALLS = 50
+"""Calls counted by `count_under_callgrind`, after 30 uncounted ones."""
+
+
+def count_under_callgrind(call: Callable[[], Awaitable[Any]]) -> None:
+    """In a process valgrind started with callgrind's instrumentation off: 30 calls of `call`,
+    then `COUNTED_CALLS` counted."""
+
+    def instrument(switch: str) -> None:
+        subprocess.run(["callgrind_control", "-i", switch, str(os.getpid())], check=True, capture_output=True)
+
+    async def calls() -> None:
+        for _ in range(30):
+            await call()
+        instrument("on")
+        for _ in range(COUNTED_CALLS):
+            await call()
+        instrument("off")
+
+    asyncio.run(calls())
+
+
+def callgrind_count(command: list[str], *, env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Machine instructions per counted call of `command` (a Python process that runs
+    `count_under_callgrind`) under callgrind, and what it printed."""
+    full = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null", *command]
+    done = subprocess.run(full, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or collected is None:
+        raise SystemExit(f"{' '.join(command[1:])}: {done.stderr.strip()[-800:]}")
+    return int(collected.group(1)) / COUNTED_CALLS, done.stdout

@@ -30,7 +30,6 @@ import asyncio
 import gc
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -103,46 +102,28 @@ async def _measure(
     return timings
 
 
-INSTRUCTION_CALLS = 50
-
-
 def _counted_child(name: str) -> None:
-    """Under callgrind started with instrumentation off: 30 calls, then `INSTRUCTION_CALLS` counted."""
-    call = _contenders()[name]
+    from _common import count_under_callgrind
 
-    def instrument(switch: str) -> None:
-        subprocess.run(["callgrind_control", "-i", switch, str(os.getpid())], check=True, capture_output=True)
-
-    async def calls() -> None:
-        for _ in range(30):
-            await call()
-        instrument("on")
-        for _ in range(INSTRUCTION_CALLS):
-            await call()
-        instrument("off")
-
-    asyncio.run(calls())
+    count_under_callgrind(_contenders()[name])
 
 
 def _instructions(tree: Path, name: str) -> float:
     """Machine instructions per call of contender `name` over `tree`'s so_middleware."""
+    from _common import callgrind_count
+
     env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    command = [
-        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
-        sys.executable, str(Path(__file__).resolve()), "--child-counted", name,
-    ]  # fmt: skip
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800, check=False)
-    origin = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    collected = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or collected is None:
-        raise SystemExit(f"{tree}: {done.stderr.strip()[-800:]}")
+    count, printed = callgrind_count([sys.executable, str(Path(__file__).resolve()), "--child-counted", name], env=env)
+    origin = printed.strip().splitlines()[-1] if printed.strip() else ""
     if not origin.startswith(str(tree)):
         raise SystemExit(f"{tree}: so_middleware was imported from {origin}, not from the checkout")
-    return int(collected.group(1)) / INSTRUCTION_CALLS
+    return count
 
 
 def _count_instructions(trees: dict[str, Path]) -> None:
-    print(f"machine instructions per call (callgrind, {INSTRUCTION_CALLS} calls counted)\n")
+    from _common import COUNTED_CALLS
+
+    print(f"machine instructions per call (callgrind, {COUNTED_CALLS} calls counted)\n")
     print("| checkout | raw `create` | structured output alone ÷ raw | full chain ÷ raw |")
     print("|---|---|---|---|")
     for label, tree in trees.items():

@@ -24,8 +24,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -35,7 +33,19 @@ from typing import Any
 
 import httpx
 import httpx2
-from _common import CHAT_FIXTURE, MODEL_ALIAS, PROMPT, STREAM_FIXTURE, Fixture, Person, median, mock_transport
+from _common import (
+    CHAT_FIXTURE,
+    COUNTED_CALLS,
+    MODEL_ALIAS,
+    PROMPT,
+    STREAM_FIXTURE,
+    Fixture,
+    Person,
+    callgrind_count,
+    count_under_callgrind,
+    median,
+    mock_transport,
+)
 
 Call = Callable[[], Awaitable[Any]]
 
@@ -416,38 +426,14 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-COUNTED_CALLS = 50
-
-
 def _counted_child(name: str, mode: str, side: str) -> None:
-    """Under callgrind started with instrumentation off: 30 calls, then `COUNTED_CALLS` counted."""
-    call = getattr(CASES[name](mode == "stream"), side)
-
-    def instrument(switch: str) -> None:
-        subprocess.run(["callgrind_control", "-i", switch, str(os.getpid())], check=True, capture_output=True)
-
-    async def calls() -> None:
-        for _ in range(30):
-            await call()
-        instrument("on")
-        for _ in range(COUNTED_CALLS):
-            await call()
-        instrument("off")
-
-    asyncio.run(calls())
+    count_under_callgrind(getattr(CASES[name](mode == "stream"), side))
 
 
 def _instructions(name: str, mode: str, side: str) -> float:
     """Machine instructions per call of one contender, counted in a process of its own."""
-    command = [
-        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
-        sys.executable, os.path.abspath(__file__), "--child-counted", f"{name},{mode},{side}",
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
-    collected = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or collected is None:
-        raise SystemExit(f"{name} {mode} {side}: {done.stderr.strip()[-800:]}")
-    return int(collected.group(1)) / COUNTED_CALLS
+    command = [sys.executable, os.path.abspath(__file__), "--child-counted", f"{name},{mode},{side}"]
+    return callgrind_count(command)[0]
 
 
 def instruction_table(names: list[str]) -> str:
