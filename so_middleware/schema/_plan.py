@@ -174,10 +174,9 @@ class _RecordPlan(PartialPlan):
     def new_display(self, is_object: bool, raw: Any) -> Any:
         if not is_object:
             return raw
-        cls = self.shape
-        names = {name for name, _ in self.fields.values()}
+        cls: Any = self.shape
         try:
-            if isinstance(cls, type) and issubclass(cls, BaseModel):
+            if self._is_model:
                 # model_construct skips validation, which an incomplete object would fail.
                 instance: Any = cls.model_construct()
                 values = {name: instance.__dict__.get(name) for name in cls.model_fields}
@@ -186,7 +185,7 @@ class _RecordPlan(PartialPlan):
                 return instance
             if dataclasses.is_dataclass(cls) and isinstance(cls, type):
                 instance = object.__new__(cls)
-                for name in names:
+                for name in {name for name, _ in self.fields.values()}:
                     object.__setattr__(instance, name, None)
                 return instance
         except Exception:
