@@ -17,6 +17,7 @@ from ._client import (
     TypedChatStream,
     TypedSyncChatStream,
     as_chat_client,
+    streams_fresh_updates,
 )
 from ._contents import (
     Content,
@@ -186,6 +187,7 @@ __all__ = [
     "run_interruptibly",
     "run_sync",
     "seconds_left",
+    "streams_fresh_updates",
     "sync_stream",
     "warn_at_callers_line",
     "wait_for_response",

@@ -38,6 +38,7 @@ __all__ = [
     "TypedChatStream",
     "TypedSyncChatStream",
     "as_chat_client",
+    "streams_fresh_updates",
 ]
 
 K = TypeVar("K")
@@ -57,6 +58,9 @@ class BaseChatClient(ChatCalls, SyncCalls):
     base_url: str | None = None  # where requests go, for telemetry's server.address/port
     discovery_pending: bool = False  # the server is to be identified before the first request
     supports_background: ClassVar[bool] = False  # long-running runs: `background` and continuation tokens
+    # The `_stream` whose updates are new objects no one else keeps (set by an adapter to its own
+    # `_stream`): the layer right above may fill them in place. A subclass overriding `_stream` is not covered.
+    fresh_stream: ClassVar[Any] = None
 
     async def discover_capabilities(self) -> Capabilities:
         """The capability profile, once the server behind the adapter is identified.
@@ -130,6 +134,18 @@ class BaseChatClient(ChatCalls, SyncCalls):
 
     def __exit__(self, *exc_info: object) -> None:
         return None
+
+
+def streams_fresh_updates(client: object) -> bool:
+    """True when `client` is an adapter whose streamed updates are objects made for that stream
+    alone, that nothing else keeps (its class's `_stream` is the one it declares in `fresh_stream`):
+    the layer right above it may then fill in an update in place instead of copying it.
+
+    Example: `streams_fresh_updates(OllamaChatClient(ollama.AsyncClient()))` is True; a layer over it is not.
+    """
+    cls = type(client)
+    declared = getattr(cls, "fresh_stream", None)
+    return declared is not None and declared is getattr(cls, "_stream", None)
 
 
 def _reject_unhandled_features(options: ChatOptions) -> None:

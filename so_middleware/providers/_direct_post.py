@@ -96,7 +96,7 @@ class DirectPost:
         if _log.isEnabledFor(logging.INFO):
             _log.info('HTTP Request: %s %s "%s %d %s"', request.method, request.url, response.http_version,
                       response.status_code, response.reason_phrase)  # fmt: skip
-        if "set-cookie" in response.headers or "set-cookie2" in response.headers:
+        if any(name[:10].lower() == b"set-cookie" for name, _ in response.headers.raw):  # and Set-Cookie2
             http.cookies.extract_cookies(response)
         if response.has_redirect_location and http.follow_redirects:
             await response.aclose()  # the client follows it from here, as it would have from the start

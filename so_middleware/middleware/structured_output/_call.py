@@ -11,7 +11,7 @@ import functools
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from ...core import ChatClient, ChatResponse, ChatResponseUpdate, FinishReason, TextContent
+from ...core import ChatClient, ChatResponse, ChatResponseUpdate, FinishReason, TextContent, streams_fresh_updates
 from ...schema import LoopWatch
 from ...schema.text import text_format_of
 from ..retries import CallRetries
@@ -44,19 +44,18 @@ class Call:
         reader = PartialReader(
             self.target.schema, plan, self.attempt, text_so_far=text_format_of(self.target.text_type) is not None
         )
-        caps = self.target.capabilities
-        # only a backend prone to loops is watched: no call per update elsewhere
-        watch = (
-            LoopWatch(plan.options.max_tokens or caps.default_max_tokens, plan.prefill) if caps.prone_to_loops else None
-        )
+        caps = self.target.capabilities  # only a backend prone to loops is watched: no call per update elsewhere
+        budget = plan.options.max_tokens or caps.default_max_tokens
+        watch = LoopWatch(budget, plan.prefill) if caps.prone_to_loops else None
         text_delta = type(plan.strategy).delta is Strategy.delta  # the answer is the text
+        own = self.retries is None and streams_fresh_updates(self.inner)  # its updates are filled in, not copied
         inner = self._stream = self.retries.stream(call) if self.retries else call(stream=True)
         async with inner:  # leaving it closes the stream, a looping one too
             async for update in inner:
                 one = update.contents[0] if len(update.contents) == 1 else None  # most updates: one text piece
                 delta = one.text if text_delta and type(one) is TextContent else plan.strategy.delta(plan, update)
                 if delta or update.usage or update.finish_reason or reader.prefill_pending:
-                    yield reader.update(delta, update)
+                    yield reader.update(delta, update, own)
                 if watch is not None and watch.add(delta) is not None:
                     self.response = ChatResponse.from_updates(self.received)
                     self.response.finish_reason = FinishReason.LENGTH

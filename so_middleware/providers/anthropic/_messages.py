@@ -125,6 +125,8 @@ class AnthropicChatClient(SDKChatClient):
             async for update in events:
                 yield update
 
+    fresh_stream = _stream  # its reader makes a new update for every event
+
     def __repr__(self) -> str:
         kind = "AsyncAnthropic" if self.is_async else "Anthropic"
         return f"AnthropicChatClient({kind}(base_url={self.base_url!r}), model={self.model!r})"

@@ -154,5 +154,7 @@ class BedrockChatClient(BaseChatClient):
         except botocore.exceptions.ParamValidationError as error:
             raise UserError(f"Amazon Bedrock: boto3 refused the request before sending it: {error}") from error
 
+    fresh_stream = _stream  # its reader makes a new update for every chunk
+
     def __repr__(self) -> str:
         return f"BedrockChatClient(boto3 bedrock-runtime(endpoint={self.base_url!r}), model={self.model!r})"

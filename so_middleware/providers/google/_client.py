@@ -202,6 +202,8 @@ class GeminiChatClient(BaseChatClient):
             async for chunk in rest:
                 yield chunk
 
+    fresh_stream = _stream  # its reader makes a new update for every chunk
+
     def __repr__(self) -> str:
         return f"GeminiChatClient(genai.Client(base_url={self.base_url!r}), model={self.model!r})"
 

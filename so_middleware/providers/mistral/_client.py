@@ -142,6 +142,8 @@ class MistralChatClient(BaseChatClient):
                 async for update in updates:
                     yield update
 
+    fresh_stream = _stream  # its reader makes a new update for every chunk
+
     def __repr__(self) -> str:
         return f"MistralChatClient(Mistral(server_url={self.base_url!r}), model={self.model!r})"
 

@@ -16,7 +16,7 @@ it is, not validated into the SDK's `ChatResponse` first; the errors are the SDK
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import operator
 import os
 from collections.abc import AsyncIterator
@@ -132,18 +132,17 @@ class OllamaChatClient(BaseChatClient):
             answer = await self._send(request, stream=False)
         return response_from_wire(answer)
 
-    async def _stream(
-        self, messages: list[ChatMessage], options: ChatOptions
-    ) -> AsyncIterator[ChatResponseUpdate[Any]]:
-        request = self.request_for(messages, options)
-        reader = OllamaStreamReader()
+    def _stream(self, messages: list[ChatMessage], options: ChatOptions) -> AsyncIterator[ChatResponseUpdate[Any]]:
+        # the chunk reader's generator is the stream: the request is made and sent on its first read
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
-        with sdk_boundary(self.sdk_client, is_async=True):
-            chunks: Any = await self._send(request, stream=True)
-            updates = read_chunks(chunks, reader, idle=idle, source="Ollama")
-            async with contextlib.aclosing(updates):  # closing this stream closes the SDK's at once
-                async for update in updates:
-                    yield update
+        send = functools.partial(self._send_stream, messages, options)
+        boundary = functools.partial(sdk_boundary, self.sdk_client, is_async=True)
+        return read_chunks(send, OllamaStreamReader(), idle=idle, source="Ollama", boundary=boundary)
+
+    async def _send_stream(self, messages: list[ChatMessage], options: ChatOptions) -> Any:
+        return await self._send(self.request_for(messages, options), stream=True)
+
+    fresh_stream = _stream  # its reader makes a new update for every chunk
 
     def __repr__(self) -> str:
         return f"OllamaChatClient(ollama.AsyncClient(host={self.base_url!r}), model={self.model!r})"

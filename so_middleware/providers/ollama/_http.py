@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import ollama
 
-from ...wire.common import loads
+from ...wire.common import dumps, loads
 from .._direct_post import DirectPost
 from .._openai_privates import ollama_connection_message
 
@@ -28,8 +28,16 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=
 
 
 def encoded(body: dict[str, Any]) -> bytes:
-    """The body as httpx writes a `json=` argument (compact, UTF-8, no NaN): the bytes the SDK sends."""
-    return _encode(body).encode()
+    """The body as httpx writes a `json=` argument (compact, UTF-8, no NaN): the JSON the SDK sends.
+
+    Written by orjson (`wire.common.dumps`), several times cheaper than the standard library's
+    encoder: the same bytes, but for the spelling of a float under 1e-4 (`0.00001` for `1e-05`, the
+    same number). A body whose bytes hold a `null` or a `NaN` is written as httpx writes it
+    instead, so that a NaN or an infinity is refused (`ValueError`) as the SDK refuses it, where
+    orjson would write `null`.
+    """
+    data = dumps(body)
+    return _encode(body).encode() if b"null" in data or b"NaN" in data or b"Infinity" in data else data
 
 
 async def answer_of(post: DirectPost, body: bytes) -> Any:

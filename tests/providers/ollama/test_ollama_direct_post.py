@@ -34,6 +34,7 @@ from so_middleware import (
 from so_middleware.ollama import OllamaChatClient
 from so_middleware.providers import _direct_post
 from so_middleware.providers.ollama import _client as ollama_client_module
+from so_middleware.providers.ollama import _http as ollama_http
 
 pytestmark = pytest.mark.anyio
 
@@ -313,3 +314,33 @@ async def test_an_answer_is_closed_when_handling_it_fails() -> None:
         logger.removeFilter(failing)
         logger.setLevel(level)
     assert closed == [True]
+
+
+_SDKS_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode  # httpx's `json=`
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"model": "m", "messages": [{"role": "user", "content": "Ada é \u2028 \U0001f600"}], "options": {"top_p": 0.9}},
+        {"model": "m", "format": {"type": ["string", "null"]}, "messages": [{"role": "user", "content": "NaN"}]},
+        {"model": "m", "options": {"temperature": 1e-05, "seed": 2**70}, "messages": []},
+    ],
+    ids=["text", "null and NaN as text", "a small float and a big int"],
+)
+def test_the_body_is_the_json_the_sdk_sends(body: dict[str, Any]) -> None:
+    """The body is the SDK's JSON: the same bytes, but for the spelling of a float under 1e-4 (the same number)."""
+    theirs = _SDKS_JSON(body).encode()
+    ours = ollama_http.encoded(body)
+    assert json.loads(ours) == json.loads(theirs)
+    if "temperature" not in json.dumps(body):
+        assert ours == theirs
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_a_body_with_a_nan_or_an_infinity_is_refused_as_the_sdk_refuses_it(number: float) -> None:
+    body = {"model": "m", "messages": [{"role": "tool", "content": "x"}], "options": {"temperature": number}}
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        _SDKS_JSON(body)
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        ollama_http.encoded(body)
