@@ -52,6 +52,7 @@ async def test_a_cancelled_caller_stops_waiting_at_once_and_the_call_runs_on() -
 
 
 async def test_at_most_workers_calls_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _worker.WORKERS == 40  # docs/integrations/bedrock.md: as anyio's default limit
     monkeypatch.setattr(_worker, "WORKERS", 2)  # this test's loop is new: its pool is made with 2
     running, most, lock, release = 0, 0, threading.Lock(), threading.Event()
 
