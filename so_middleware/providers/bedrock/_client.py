@@ -39,6 +39,7 @@ from ...wire.common import warn_if_not_enforced
 from .._chunks import read_chunks
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, seconds_or_none
 from .._sdk_use import sdk_boundary
+from ._direct import DirectConverse
 from ._events import EventPump
 from ._profiles import profile_for
 
@@ -88,6 +89,8 @@ class BedrockChatClient(BaseChatClient):
         self.idle_timeout = seconds_or_none("idle_timeout", idle_timeout)
         self.capabilities = capabilities or profile_for(model)
         self._capabilities_given = capabilities is not None
+        direct = DirectConverse.for_client(sdk_client)
+        self._converse = direct.converse if direct is not None else sdk_client.converse
 
     def _checked_model(self, model: str) -> str:
         """`model` when botocore's service model admits it as a `modelId` (its pattern: a model id,
@@ -121,7 +124,7 @@ class BedrockChatClient(BaseChatClient):
         request = self.request_for(messages, options)
         with self._boundary():
             answer = await anyio.to_thread.run_sync(
-                functools.partial(self.sdk_client.converse, **request), abandon_on_cancel=True
+                functools.partial(self._converse, **request), abandon_on_cancel=True
             )
         return response_from_wire(answer, model=request["modelId"])
 

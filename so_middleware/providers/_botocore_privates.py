@@ -1,0 +1,79 @@
+"""Every use of botocore's private names, in one place.
+
+The Bedrock adapter's direct Converse path (`providers/bedrock/_direct.py`) writes the request
+itself and hands it to the client's own machinery: its endpoint ruleset, user agent, request
+signer, retries and error parsing. botocore publishes none of these on a client; they are read
+here and nowhere else, and `tests/providers/bedrock/test_botocore_privates.py` fails, naming what
+changed, when a botocore release moves one. Any of them missing: `client_machinery` is None and
+the adapter calls `client.converse(**request)`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from ._own import owns_attribute, package_dir
+
+__all__ = ["ClientMachinery", "client_machinery", "operation_without_output"]
+
+
+@dataclass(frozen=True)
+class ClientMachinery:
+    """What a botocore client's `_make_api_call` uses beside its serializer and validator.
+
+    `resolve_endpoint(operation_model, params, request_context)` is the client's ruleset
+    resolution (URL, headers, properties; it writes the signing context into `request_context`),
+    `user_agent()` its User-Agent header, `make_request(operation_model, request_dict,
+    request_context)` its send (signing, `before-send`, retries, parsing), `request_signer` the
+    signer `before-call` handlers receive, `inject_host_prefix` its config's flag.
+    """
+
+    resolve_endpoint: Any
+    user_agent: Any
+    make_request: Any
+    request_signer: Any
+    inject_host_prefix: bool
+
+
+def client_machinery(sdk_client: Any) -> ClientMachinery | None:
+    """The machinery of a plain botocore client whose `_make_api_call` is botocore's own (not a
+    wrapper an instrumentation put on it, not a test double); None otherwise or when botocore
+    moved a name."""
+    import botocore
+
+    if not owns_attribute(sdk_client, "_make_api_call", package_dir(botocore)):
+        return None
+    resolve = getattr(sdk_client, "_resolve_endpoint_ruleset", None)
+    user_agent = getattr(getattr(sdk_client, "_user_agent_creator", None), "to_string", None)
+    make_request = getattr(sdk_client, "_make_request", None)
+    signer = getattr(sdk_client, "_request_signer", None)
+    config = getattr(sdk_client, "_client_config", None)
+    if not all(callable(method) for method in (resolve, user_agent, make_request)) or signer is None:
+        return None
+    inject_host_prefix = getattr(config, "inject_host_prefix", None)
+    if not isinstance(inject_host_prefix, bool):
+        return None
+    return ClientMachinery(resolve, user_agent, make_request, signer, inject_host_prefix)
+
+
+def operation_without_output(operation_model: Any) -> Any:
+    """A copy of a botocore `OperationModel` whose `output_shape` is None: the client's parser
+    then reads a 2xx answer's metadata (request id, status, headers, retries) and leaves its
+    body to the caller, and still parses an error in full. botocore caches `output_shape` in the
+    instance's `__dict__` (its `CachedProperty` is a non-data descriptor): None when it no longer
+    does."""
+    from botocore.model import OperationModel
+    from botocore.utils import CachedProperty
+
+    shapes = ("output_shape", "has_streaming_output", "has_event_stream_output")
+    if type(operation_model) is not OperationModel or not all(
+        type(vars(OperationModel).get(name)) is CachedProperty for name in shapes
+    ):
+        return None
+    if operation_model.has_streaming_output or operation_model.has_event_stream_output:
+        return None  # its body is a stream: only botocore reads it
+    clone = copy.copy(operation_model)
+    vars(clone)["output_shape"] = None
+    return clone

@@ -1,0 +1,368 @@
+"""`DirectConverse`: a `converse` call that writes its request itself and reads a plain answer
+with `wire.common.loads`, and leaves the rest to the boto3 client's own machinery.
+
+A public `client.converse(**request)` validates the request against the service model, walks
+the model again to write it, resolves the endpoint ruleset, and walks the model a third time to
+read the answer. Here one walk over a plan compiled once per client both writes the JSON body
+(the bytes botocore's rest-json serializer writes) and checks what botocore's `ParamValidator`
+checks (types, required members, one member of a union) and the ranges of the service model
+(`min` and `max`; a value out of one is a `UserError` before any request). The endpoint is
+resolved once: Converse's ruleset takes only Region, UseFIPS, UseDualStack and Endpoint, all fixed
+by the client's region, config and `endpoint_url`, and the operation has no context parameters.
+Everything else is the client's: the events (`provide-client-params`, `before-parameter-build`,
+`before-call` with botocore's `Stubber`, `before-send`, `after-call`), its user agent, its
+signer and credentials, its retries, and its error parsing: a non-2xx answer raises the
+`ClientError` the public call raises.
+
+A request the plan does not cover (a member the model lacks, a value of the wrong type, a
+timestamp) goes through `client.converse` instead, so botocore reports it; so does every call of
+a client botocore's private names no longer fit (`providers/_botocore_privates.py`), or whose
+`converse`/`_make_api_call` is not botocore's own.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import decimal
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import botocore
+from botocore.auth import resolve_auth_scheme_preference
+from botocore.awsrequest import prepare_request_dict
+from botocore.compress import maybe_compress_request
+from botocore.context import get_context, start_as_current_context
+from botocore.endpoint import convert_to_response_dict
+from botocore.history import get_global_history_recorder
+from botocore.httpchecksum import apply_request_checksum, resolve_checksum_context
+from botocore.parsers import create_parser
+from botocore.utils import percent_encode
+
+from ...core import UserError
+from ...wire.common import loads
+from .._botocore_privates import ClientMachinery, client_machinery, operation_without_output
+from .._own import owns_attribute, package_dir
+
+__all__ = ["DirectConverse", "RequestNotCovered"]
+
+_BOTOCORE_DIR = package_dir(botocore)
+_OPERATION = "Converse"
+_SCALARS: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "long": (int,), "boolean": (bool,)}
+_NUMBERS = (int, float, decimal.Decimal)
+
+
+class RequestNotCovered(Exception):
+    """The request holds something the compiled plan does not write: botocore's call does."""
+
+
+class _Plan:
+    """One shape, compiled: its kind, its range (`min`, `max`: a length for strings, lists and
+    blobs), and its members (structure: name -> (serialized name, plan)) or element plan."""
+
+    __slots__ = ("element", "high", "kind", "low", "members", "path", "required", "union")
+
+    def __init__(self, shape: Any, path: str) -> None:
+        self.kind: str = shape.type_name
+        self.path = path
+        self.low = shape.metadata.get("min")
+        self.high = shape.metadata.get("max")
+        self.members: dict[str, tuple[str, _Plan]] = {}
+        self.required: tuple[str, ...] = tuple(shape.metadata.get("required", ()))
+        self.union = bool(getattr(shape, "is_tagged_union", False))
+        self.element: _Plan | None = None
+        if self.kind == "structure" and getattr(shape, "is_document_type", False):
+            self.kind = "document"
+
+
+def _compile(shape: Any, path: str, seen: dict[str, _Plan]) -> _Plan:
+    if shape.type_name == "structure" and shape.name in seen:
+        return seen[shape.name]  # a recursive shape: its plan is being built
+    plan = _Plan(shape, path)
+    if plan.kind == "structure":
+        seen[shape.name] = plan
+        for name, member in shape.members.items():
+            if member.serialization.get("location"):
+                continue  # not in the body: the writer refuses it
+            child = _compile(member, f"{path}.{name}" if path else name, seen)
+            plan.members[name] = (member.serialization.get("name", name), child)
+        del seen[shape.name]
+    elif plan.kind == "list":
+        plan.element = _compile(shape.member, f"{path}[]", seen)
+    elif plan.kind == "map":
+        plan.element = _compile(shape.value, f"{path}{{}}", seen)
+    return plan
+
+
+def _out_of_range(plan: _Plan, measure: Any) -> bool:
+    return (plan.low is not None and measure < plan.low) or (plan.high is not None and measure > plan.high)
+
+
+def _range_error(plan: _Plan, value: Any, measure: Any) -> UserError:
+    what = "a length" if plan.kind in ("string", "list", "blob", "map") else "a value"
+    bounds = f"from {plan.low if plan.low is not None else '-inf'} to {plan.high if plan.high is not None else 'inf'}"
+    shown = measure if what == "a length" else value
+    return UserError(
+        f"Amazon Bedrock: {plan.path} is {shown!r}, out of the service model's range ({what} {bounds}) "
+        f"(field: {plan.path}). Fix: send {what} in that range"
+    )
+
+
+def _write(plan: _Plan, value: Any, check: bool) -> Any:
+    """`value` as the JSON value botocore's rest-json serializer writes for `plan`'s shape,
+    checked as its `ParamValidator` and the model's ranges check it (`check`)."""
+    kind = plan.kind
+    if kind == "structure":
+        if not isinstance(value, Mapping):
+            raise RequestNotCovered(plan.path)
+        members = plan.members
+        written = {}
+        for name, item in value.items():
+            found = members.get(name)
+            if found is None or item is None:
+                raise RequestNotCovered(f"{plan.path}.{name}")
+            written[found[0]] = _write(found[1], item, check)
+        if (plan.union and len(value) != 1) or any(name not in value for name in plan.required):
+            raise RequestNotCovered(plan.path)
+        return written
+    if kind in _SCALARS:
+        if (type(value) is bool and kind != "boolean") or not isinstance(value, _SCALARS[kind]):
+            raise RequestNotCovered(plan.path)
+        if check and kind != "boolean":
+            measure: Any = len(value) if isinstance(value, str) else value
+            if _out_of_range(plan, measure):
+                raise _range_error(plan, value, measure)
+        return value
+    if kind == "list":
+        if not isinstance(value, (list, tuple)):
+            raise RequestNotCovered(plan.path)
+        if check and _out_of_range(plan, len(value)):
+            raise _range_error(plan, value, len(value))
+        element = plan.element
+        assert element is not None
+        return [_write(element, item, check) for item in value]
+    if kind == "document":
+        return value
+    if kind == "float" or kind == "double":
+        if type(value) is bool or not isinstance(value, _NUMBERS):
+            raise RequestNotCovered(plan.path)
+        if check and _out_of_range(plan, value):
+            raise _range_error(plan, value, value)
+        number = float(value) if isinstance(value, decimal.Decimal) else value
+        if math.isinf(number) or math.isnan(number):
+            return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
+        return number
+    if kind == "blob":
+        if not isinstance(value, (bytes, bytearray, str)):
+            raise RequestNotCovered(plan.path)  # a file object: botocore reads it
+        data = value.encode("utf-8") if isinstance(value, str) else value
+        if check and _out_of_range(plan, len(data)):
+            raise _range_error(plan, "...", len(data))
+        return base64.b64encode(data).strip().decode("utf-8")
+    if kind == "map":
+        if not isinstance(value, Mapping):
+            raise RequestNotCovered(plan.path)
+        element = plan.element
+        assert element is not None
+        return {key: _write(element, item, check) for key, item in value.items()}
+    raise RequestNotCovered(plan.path)  # a timestamp, or a kind new to botocore
+
+
+class DirectConverse:
+    """`converse` for one boto3 `bedrock-runtime` client, by the direct path when it can.
+
+    Example: `DirectConverse.for_client(boto3.client("bedrock-runtime")).converse(**request)`.
+    """
+
+    def __init__(self, sdk_client: Any, machinery: ClientMachinery, bare_operation: Any) -> None:
+        meta = sdk_client.meta
+        service_model = meta.service_model
+        operation = service_model.operation_model(_OPERATION)
+        self.sdk_client = sdk_client
+        self.machinery = machinery
+        self.operation = operation
+        self.bare_operation = bare_operation
+        self.service_id = service_model.service_id.hyphenize()
+        self.protocol = service_model.resolved_protocol
+        self.check_ranges = bool(meta.config.parameter_validation)
+        prefix, _, suffix = operation.http["requestUri"].partition("{modelId}")
+        self.uri = (prefix, suffix)
+        self.method = operation.http.get("method", "POST")
+        self.plan = _compile(operation.input_shape, "", {})
+        self.model_plan = _compile(operation.input_shape.members["modelId"], "modelId", {})  # in the URL
+        self.plan.required = tuple(name for name in self.plan.required if name != "modelId")
+        self.answer_blobs = tuple(f'"{name}"'.encode() for name in _blob_names(operation.output_shape))
+        config = meta.config
+        if operation.auth and config.auth_scheme_preference:
+            self.auth_type = resolve_auth_scheme_preference(config.auth_scheme_preference.split(","), operation.auth)
+        else:
+            self.auth_type = operation.resolved_auth_type
+        self.auth_options = service_model.metadata.get("auth")
+        self.endpoint: tuple[Any, ...] | None = None  # (url, headers, properties, context changes, features)
+        self.history = get_global_history_recorder()
+
+    @classmethod
+    def for_client(cls, sdk_client: Any) -> DirectConverse | None:
+        """The direct path for `sdk_client`, or None when it cannot take it (a client that is not
+        a plain botocore client, a botocore whose private names moved, a Converse model of
+        another form)."""
+        machinery = client_machinery(sdk_client)
+        if machinery is None:
+            return None
+        operation = sdk_client.meta.service_model.operation_model(_OPERATION)
+        bare = operation_without_output(operation)
+        if bare is None or (machinery.inject_host_prefix and operation.endpoint):
+            return None
+        uri = operation.http.get("requestUri", "")
+        members = operation.input_shape.members
+        located = {name for name, member in members.items() if member.serialization.get("location")}
+        if uri.count("{") != 1 or "{modelId}" not in uri or located != {"modelId"} or "authPath" in operation.http:
+            return None
+        if any(
+            getattr(operation, name, None)
+            for name in ("static_context_parameters", "context_parameters", "operation_context_parameters")
+        ):
+            return None  # the endpoint would depend on the call
+        if operation.output_shape is None or any(
+            m.serialization.get("location") for m in operation.output_shape.members.values()
+        ):
+            return None
+        return cls(sdk_client, machinery, bare)
+
+    def converse(self, **request: Any) -> dict[str, Any]:
+        """What `client.converse(**request)` returns (or raises)."""
+        client = self.sdk_client
+        if not (
+            owns_attribute(client, "converse", _BOTOCORE_DIR)
+            and owns_attribute(client, "_make_api_call", _BOTOCORE_DIR)
+        ):
+            return client.converse(**request)  # type: ignore[no-any-return]
+        try:
+            with start_as_current_context():
+                return self._call(request)
+        except RequestNotCovered:
+            return client.converse(**request)  # type: ignore[no-any-return]
+
+    def _call(self, api_params: dict[str, Any]) -> dict[str, Any]:
+        client = self.sdk_client
+        meta = client.meta
+        operation = self.operation
+        self.history.record("API_CALL", {"service": "bedrock-runtime", "operation": _OPERATION, "params": api_params})
+        context: dict[str, Any] = {
+            "client_region": meta.region_name,
+            "client_config": meta.config,
+            "has_streaming_input": operation.has_streaming_input,
+            "auth_type": self.auth_type,
+            "unsigned_payload": operation.unsigned_payload,
+            "auth_options": self.auth_options,
+        }
+        events = meta.events
+        event = f"{self.service_id}.{_OPERATION}"
+        answers = events.emit(f"provide-client-params.{event}", params=api_params, model=operation, context=context)
+        api_params = next((answer for _, answer in answers if answer is not None), api_params)
+        events.emit(f"before-parameter-build.{event}", params=api_params, model=operation, context=context)
+        request_dict = self._request_dict(api_params)
+        endpoint_url, headers, properties = self._endpoint(api_params, context)
+        if properties:
+            context["endpoint_properties"] = properties
+        if headers:
+            request_dict["headers"].update(headers)
+        prepare_request_dict(
+            request_dict, endpoint_url=endpoint_url, user_agent=self.machinery.user_agent(), context=context
+        )
+        resolve_checksum_context(request_dict, operation, api_params)
+        _, stubbed = events.emit_until_response(
+            f"before-call.{event}",
+            model=operation,
+            params=request_dict,
+            request_signer=self.machinery.request_signer,
+            context=context,
+        )
+        if stubbed is not None:
+            http, parsed = stubbed
+        else:
+            maybe_compress_request(meta.config, request_dict, operation)
+            apply_request_checksum(request_dict)
+            http, parsed = self.machinery.make_request(self.bare_operation, request_dict, context)
+            if http.status_code < 300:
+                parsed = self._answer(http, parsed)
+        events.emit(f"after-call.{event}", http_response=http, parsed=parsed, model=operation, context=context)
+        if http.status_code >= 300:
+            code = context.get("error_code_override") or parsed.get("Error", {}).get("Code")
+            raise client.exceptions.from_code(code)(parsed, _OPERATION)
+        return parsed  # type: ignore[no-any-return]
+
+    def _request_dict(self, api_params: Mapping[str, Any]) -> dict[str, Any]:
+        """The request dict botocore's serializer makes of `api_params` (Converse's: the model id
+        in the path, the rest a JSON body)."""
+        model_id = api_params.get("modelId")
+        if not isinstance(model_id, str):
+            raise RequestNotCovered("modelId")
+        _write(self.model_plan, model_id, self.check_ranges)
+        body = {key: value for key, value in api_params.items() if key != "modelId" and value is not None}
+        try:
+            text = json.dumps(_write(self.plan, body, self.check_ranges))
+        except (TypeError, ValueError) as error:  # a document botocore cannot write either
+            raise RequestNotCovered(str(error)) from None
+        prefix, suffix = self.uri
+        return {
+            "url_path": f"{prefix}{percent_encode(model_id)}{suffix}",
+            "query_string": {},
+            "method": self.method,
+            "headers": {"Content-Type": "application/json"},
+            "body": text.encode("utf-8"),
+        }
+
+    def _endpoint(self, api_params: Mapping[str, Any], context: dict[str, Any]) -> tuple[Any, Any, Any]:
+        """The client's ruleset answer, resolved on the first call and replayed after: what it
+        wrote into `context` (auth type, signing) and the user-agent features it registered."""
+        if self.endpoint is None:
+            before = dict(context)
+            features = set(get_context().features)
+            url, headers, properties = self.machinery.resolve_endpoint(self.operation, api_params, context)
+            changes = {key: value for key, value in context.items() if before.get(key, _ABSENT) is not value}
+            added = set(get_context().features) - features
+            self.endpoint = (url, dict(headers), properties, copy.deepcopy(changes), frozenset(added))
+            return url, headers, properties
+        url, headers, properties, changes, added = self.endpoint
+        context.update(copy.deepcopy(changes))
+        if added:
+            get_context().features.update(added)
+        return url, dict(headers), properties
+
+    def _answer(self, http: Any, parsed: dict[str, Any]) -> dict[str, Any]:
+        """A 2xx answer: its JSON body read by `loads`, with the metadata botocore read (request
+        id, status, headers, retries); botocore's parser when the body holds a blob (base64 in
+        JSON, bytes in botocore's answer) or is not an object."""
+        body = http.content
+        answer = loads(body) if body and not any(name in body for name in self.answer_blobs) else None
+        if not isinstance(answer, dict):
+            response = convert_to_response_dict(http, self.operation)
+            answer = create_parser(self.protocol).parse(response, self.operation.output_shape)
+        answer["ResponseMetadata"] = parsed["ResponseMetadata"]
+        return answer
+
+
+_ABSENT = object()
+
+
+def _blob_names(shape: Any, seen: set[str] | None = None) -> set[str]:
+    """The names of the members of `shape`, at any depth, that are blobs or timestamps (which
+    botocore's parser turns into bytes and datetimes)."""
+    seen = set() if seen is None else seen
+    if shape is None or shape.name in seen:
+        return set()
+    seen.add(shape.name)
+    names: set[str] = set()
+    if shape.type_name == "structure" and not getattr(shape, "is_document_type", False):
+        for name, member in shape.members.items():
+            if member.type_name in ("blob", "timestamp"):
+                names.add(member.serialization.get("name", name))
+            names |= _blob_names(member, seen)
+    elif shape.type_name == "list":
+        names |= _blob_names(shape.member, seen)
+    elif shape.type_name == "map":
+        names |= _blob_names(shape.value, seen)
+    return names
