@@ -35,6 +35,7 @@ class ClientMachinery:
     make_request: Any
     request_signer: Any
     inject_host_prefix: bool
+    validates: bool
 
 
 def client_machinery(sdk_client: Any) -> ClientMachinery | None:
@@ -42,6 +43,7 @@ def client_machinery(sdk_client: Any) -> ClientMachinery | None:
     wrapper an instrumentation put on it, not a test double); None otherwise or when botocore
     moved a name."""
     import botocore
+    from botocore.validate import ParamValidationDecorator
 
     if not owns_attribute(sdk_client, "_make_api_call", package_dir(botocore)):
         return None
@@ -55,7 +57,11 @@ def client_machinery(sdk_client: Any) -> ClientMachinery | None:
     inject_host_prefix = getattr(config, "inject_host_prefix", None)
     if not isinstance(inject_host_prefix, bool):
         return None
-    return ClientMachinery(resolve, user_agent, make_request, signer, inject_host_prefix)
+    serializer = getattr(sdk_client, "_serializer", None)
+    if serializer is None:
+        return None
+    validates = isinstance(serializer, ParamValidationDecorator)
+    return ClientMachinery(resolve, user_agent, make_request, signer, inject_host_prefix, validates)
 
 
 def operation_without_output(operation_model: Any) -> Any:

@@ -52,6 +52,7 @@ _BOTOCORE_DIR = package_dir(botocore)
 _OPERATION = "Converse"
 _SCALARS: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "long": (int,), "boolean": (bool,)}
 _NUMBERS = (int, float, decimal.Decimal)
+_PATHS_KEPT = 256  # model ids whose request path is kept, per client
 
 
 class RequestNotCovered(Exception):
@@ -60,17 +61,19 @@ class RequestNotCovered(Exception):
 
 class _Plan:
     """One shape, compiled: its kind, its range (`min`, `max`: a length for strings, lists and
-    blobs), and its members (structure: name -> (serialized name, plan)) or element plan."""
+    blobs; `ranged` when it has one), and its members (structure: name -> (serialized name,
+    plan)) or element plan."""
 
-    __slots__ = ("element", "high", "kind", "low", "members", "path", "required", "union")
+    __slots__ = ("element", "high", "kind", "low", "members", "path", "ranged", "required", "union")
 
     def __init__(self, shape: Any, path: str) -> None:
         self.kind: str = shape.type_name
         self.path = path
         self.low = shape.metadata.get("min")
         self.high = shape.metadata.get("max")
+        self.ranged = self.low is not None or self.high is not None
         self.members: dict[str, tuple[str, _Plan]] = {}
-        self.required: tuple[str, ...] = tuple(shape.metadata.get("required", ()))
+        self.required: frozenset[str] = frozenset(shape.metadata.get("required", ()))
         self.union = bool(getattr(shape, "is_tagged_union", False))
         self.element: _Plan | None = None
         if self.kind == "structure" and getattr(shape, "is_document_type", False):
@@ -96,18 +99,38 @@ def _compile(shape: Any, path: str, seen: dict[str, _Plan]) -> _Plan:
     return plan
 
 
-def _out_of_range(plan: _Plan, measure: Any) -> bool:
-    return (plan.low is not None and measure < plan.low) or (plan.high is not None and measure > plan.high)
-
-
-def _range_error(plan: _Plan, value: Any, measure: Any) -> UserError:
+def _check_range(plan: _Plan, value: Any, measure: Any) -> None:
+    low, high = plan.low, plan.high
+    if (low is None or measure >= low) and (high is None or measure <= high):
+        return
     what = "a length" if plan.kind in ("string", "list", "blob", "map") else "a value"
-    bounds = f"from {plan.low if plan.low is not None else '-inf'} to {plan.high if plan.high is not None else 'inf'}"
+    bounds = f"from {low if low is not None else '-inf'} to {high if high is not None else 'inf'}"
     shown = measure if what == "a length" else value
-    return UserError(
+    raise UserError(
         f"Amazon Bedrock: {plan.path} is {shown!r}, out of the service model's range ({what} {bounds}) "
         f"(field: {plan.path}). Fix: send {what} in that range"
     )
+
+
+def _write_structure(plan: _Plan, value: Any, check: bool) -> dict[str, Any]:
+    if type(value) is not dict and not isinstance(value, Mapping):
+        raise RequestNotCovered(plan.path)
+    if (plan.union and len(value) != 1) or not value.keys() >= plan.required:
+        raise RequestNotCovered(plan.path)
+    members = plan.members
+    written = {}
+    for name, item in value.items():
+        found = members.get(name)
+        if found is None or item is None:
+            raise RequestNotCovered(f"{plan.path}.{name}")
+        key, child = found
+        if child.kind == "string" and type(item) is str:  # the most common member, written in place
+            if check and child.ranged:
+                _check_range(child, item, len(item))
+            written[key] = item
+        else:
+            written[key] = _write(child, item, check)
+    return written
 
 
 def _write(plan: _Plan, value: Any, check: bool) -> Any:
@@ -115,41 +138,30 @@ def _write(plan: _Plan, value: Any, check: bool) -> Any:
     checked as its `ParamValidator` and the model's ranges check it (`check`)."""
     kind = plan.kind
     if kind == "structure":
-        if not isinstance(value, Mapping):
+        return _write_structure(plan, value, check)
+    if kind == "list":
+        if type(value) is not list and not isinstance(value, tuple):
             raise RequestNotCovered(plan.path)
-        members = plan.members
-        written = {}
-        for name, item in value.items():
-            found = members.get(name)
-            if found is None or item is None:
-                raise RequestNotCovered(f"{plan.path}.{name}")
-            written[found[0]] = _write(found[1], item, check)
-        if (plan.union and len(value) != 1) or any(name not in value for name in plan.required):
-            raise RequestNotCovered(plan.path)
-        return written
+        if check and plan.ranged:
+            _check_range(plan, value, len(value))
+        element = plan.element
+        assert element is not None
+        if element.kind == "structure":
+            return [_write_structure(element, item, check) for item in value]
+        return [_write(element, item, check) for item in value]
     if kind in _SCALARS:
         if (type(value) is bool and kind != "boolean") or not isinstance(value, _SCALARS[kind]):
             raise RequestNotCovered(plan.path)
-        if check and kind != "boolean":
-            measure: Any = len(value) if isinstance(value, str) else value
-            if _out_of_range(plan, measure):
-                raise _range_error(plan, value, measure)
+        if check and plan.ranged:
+            _check_range(plan, value, len(value) if isinstance(value, str) else value)
         return value
-    if kind == "list":
-        if not isinstance(value, (list, tuple)):
-            raise RequestNotCovered(plan.path)
-        if check and _out_of_range(plan, len(value)):
-            raise _range_error(plan, value, len(value))
-        element = plan.element
-        assert element is not None
-        return [_write(element, item, check) for item in value]
     if kind == "document":
         return value
     if kind == "float" or kind == "double":
         if type(value) is bool or not isinstance(value, _NUMBERS):
             raise RequestNotCovered(plan.path)
-        if check and _out_of_range(plan, value):
-            raise _range_error(plan, value, value)
+        if check and plan.ranged:
+            _check_range(plan, value, value)
         number = float(value) if isinstance(value, decimal.Decimal) else value
         if math.isinf(number) or math.isnan(number):
             return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
@@ -158,8 +170,8 @@ def _write(plan: _Plan, value: Any, check: bool) -> Any:
         if not isinstance(value, (bytes, bytearray, str)):
             raise RequestNotCovered(plan.path)  # a file object: botocore reads it
         data = value.encode("utf-8") if isinstance(value, str) else value
-        if check and _out_of_range(plan, len(data)):
-            raise _range_error(plan, "...", len(data))
+        if check and plan.ranged:
+            _check_range(plan, "...", len(data))
         return base64.b64encode(data).strip().decode("utf-8")
     if kind == "map":
         if not isinstance(value, Mapping):
@@ -186,13 +198,14 @@ class DirectConverse:
         self.bare_operation = bare_operation
         self.service_id = service_model.service_id.hyphenize()
         self.protocol = service_model.resolved_protocol
-        self.check_ranges = bool(meta.config.parameter_validation)
+        self.check_ranges = machinery.validates
         prefix, _, suffix = operation.http["requestUri"].partition("{modelId}")
         self.uri = (prefix, suffix)
         self.method = operation.http.get("method", "POST")
         self.plan = _compile(operation.input_shape, "", {})
+        self.paths: dict[str, str] = {}  # model id -> its percent-encoded request path
         self.model_plan = _compile(operation.input_shape.members["modelId"], "modelId", {})  # in the URL
-        self.plan.required = tuple(name for name in self.plan.required if name != "modelId")
+        self.plan.required -= {"modelId"}
         self.answer_blobs = tuple(f'"{name}"'.encode() for name in _blob_names(operation.output_shape))
         config = meta.config
         if operation.auth and config.auth_scheme_preference:
@@ -300,15 +313,21 @@ class DirectConverse:
         model_id = api_params.get("modelId")
         if not isinstance(model_id, str):
             raise RequestNotCovered("modelId")
-        _write(self.model_plan, model_id, self.check_ranges)
+        path = self.paths.get(model_id)
+        if path is None:
+            _write(self.model_plan, model_id, self.check_ranges)
+            prefix, suffix = self.uri
+            path = f"{prefix}{percent_encode(model_id)}{suffix}"
+            if len(self.paths) < _PATHS_KEPT:
+                self.paths[model_id] = path
         body = {key: value for key, value in api_params.items() if key != "modelId" and value is not None}
+        written = _write_structure(self.plan, body, self.check_ranges)
         try:
-            text = json.dumps(_write(self.plan, body, self.check_ranges))
+            text = json.dumps(written)
         except (TypeError, ValueError) as error:  # a document botocore cannot write either
             raise RequestNotCovered(str(error)) from None
-        prefix, suffix = self.uri
         return {
-            "url_path": f"{prefix}{percent_encode(model_id)}{suffix}",
+            "url_path": path,
             "query_string": {},
             "method": self.method,
             "headers": {"Content-Type": "application/json"},
@@ -327,7 +346,8 @@ class DirectConverse:
             self.endpoint = (url, dict(headers), properties, copy.deepcopy(changes), frozenset(added))
             return url, headers, properties
         url, headers, properties, changes, added = self.endpoint
-        context.update(copy.deepcopy(changes))
+        if changes:
+            context.update({key: dict(value) if isinstance(value, dict) else value for key, value in changes.items()})
         if added:
             get_context().features.update(added)
         return url, dict(headers), properties
