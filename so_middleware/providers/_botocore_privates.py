@@ -47,18 +47,18 @@ def client_machinery(sdk_client: Any) -> ClientMachinery | None:
 
     if not owns_attribute(sdk_client, "_make_api_call", package_dir(botocore)):
         return None
-    resolve = getattr(sdk_client, "_resolve_endpoint_ruleset", None)
-    user_agent = getattr(getattr(sdk_client, "_user_agent_creator", None), "to_string", None)
-    make_request = getattr(sdk_client, "_make_request", None)
-    signer = getattr(sdk_client, "_request_signer", None)
-    config = getattr(sdk_client, "_client_config", None)
+    try:
+        resolve = sdk_client._resolve_endpoint_ruleset
+        user_agent = sdk_client._user_agent_creator.to_string
+        make_request = sdk_client._make_request
+        signer = sdk_client._request_signer
+        inject_host_prefix = sdk_client._client_config.inject_host_prefix
+        serializer = sdk_client._serializer
+    except AttributeError:
+        return None
     if not all(callable(method) for method in (resolve, user_agent, make_request)) or signer is None:
         return None
-    inject_host_prefix = getattr(config, "inject_host_prefix", None)
-    if not isinstance(inject_host_prefix, bool):
-        return None
-    serializer = getattr(sdk_client, "_serializer", None)
-    if serializer is None:
+    if not isinstance(inject_host_prefix, bool) or serializer is None:
         return None
     validates = isinstance(serializer, ParamValidationDecorator)
     return ClientMachinery(resolve, user_agent, make_request, signer, inject_host_prefix, validates)

@@ -90,7 +90,9 @@ class BedrockChatClient(BaseChatClient):
         self.capabilities = capabilities or profile_for(model)
         self._capabilities_given = capabilities is not None
         direct = DirectConverse.for_client(sdk_client)
-        self._converse = direct.converse if direct is not None else sdk_client.converse
+        self._converse = direct.call if direct is not None else sdk_client.converse
+        direct = DirectConverse.for_client(sdk_client, "ConverseStream")
+        self._converse_stream = direct.call if direct is not None else sdk_client.converse_stream
 
     def _checked_model(self, model: str) -> str:
         """`model` when botocore's service model admits it as a `modelId` (its pattern: a model id,
@@ -135,7 +137,7 @@ class BedrockChatClient(BaseChatClient):
         reader = BedrockStreamReader(request["modelId"])
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
         with self._boundary():
-            pump = EventPump(lambda: self.sdk_client.converse_stream(**request)["stream"])
+            pump = EventPump(lambda: self._converse_stream(**request)["stream"])
             try:
                 await pump.opened()
             except BaseException:

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import botocore
+from botocore import xform_name
 from botocore.auth import resolve_auth_scheme_preference
 from botocore.awsrequest import prepare_request_dict
 from botocore.compress import maybe_compress_request
@@ -49,7 +50,6 @@ from .._own import owns_attribute, package_dir
 __all__ = ["DirectConverse", "RequestNotCovered"]
 
 _BOTOCORE_DIR = package_dir(botocore)
-_OPERATION = "Converse"
 _SCALARS: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "long": (int,), "boolean": (bool,)}
 _NUMBERS = (int, float, decimal.Decimal)
 _PATHS_KEPT = 256  # model ids whose request path is kept, per client
@@ -188,10 +188,13 @@ class DirectConverse:
     Example: `DirectConverse.for_client(boto3.client("bedrock-runtime")).converse(**request)`.
     """
 
-    def __init__(self, sdk_client: Any, machinery: ClientMachinery, bare_operation: Any) -> None:
+    def __init__(self, sdk_client: Any, machinery: ClientMachinery, operation: Any, bare_operation: Any) -> None:
         meta = sdk_client.meta
         service_model = meta.service_model
-        operation = service_model.operation_model(_OPERATION)
+        self.name: str = operation.name
+        self.method_name = xform_name(self.name)  # converse, converse_stream
+        self.public_method = getattr(type(sdk_client), self.method_name)
+        self.make_api_call = type(sdk_client)._make_api_call
         self.sdk_client = sdk_client
         self.machinery = machinery
         self.operation = operation
@@ -207,6 +210,7 @@ class DirectConverse:
         self.model_plan = _compile(operation.input_shape.members["modelId"], "modelId", {})  # in the URL
         self.plan.required -= {"modelId"}
         self.answer_blobs = tuple(f'"{name}"'.encode() for name in _blob_names(operation.output_shape))
+        self.event = f"{self.service_id}.{self.name}"
         config = meta.config
         if operation.auth and config.auth_scheme_preference:
             self.auth_type = resolve_auth_scheme_preference(config.auth_scheme_preference.split(","), operation.auth)
@@ -217,16 +221,17 @@ class DirectConverse:
         self.history = get_global_history_recorder()
 
     @classmethod
-    def for_client(cls, sdk_client: Any) -> DirectConverse | None:
-        """The direct path for `sdk_client`, or None when it cannot take it (a client that is not
-        a plain botocore client, a botocore whose private names moved, a Converse model of
-        another form)."""
+    def for_client(cls, sdk_client: Any, operation_name: str = "Converse") -> DirectConverse | None:
+        """The direct path of `operation_name` (Converse, ConverseStream) for `sdk_client`, or None
+        when it cannot take it (a client that is not a plain botocore client, a botocore whose
+        private names moved, an operation model of another form)."""
         machinery = client_machinery(sdk_client)
-        if machinery is None:
+        if machinery is None or not owns_attribute(sdk_client, xform_name(operation_name), _BOTOCORE_DIR):
             return None
-        operation = sdk_client.meta.service_model.operation_model(_OPERATION)
-        bare = operation_without_output(operation)
-        if bare is None or (machinery.inject_host_prefix and operation.endpoint):
+        operation = sdk_client.meta.service_model.operation_model(operation_name)
+        streamed = operation.has_event_stream_output
+        bare = None if streamed else operation_without_output(operation)  # a stream: botocore reads it all
+        if (bare is None and not streamed) or (machinery.inject_host_prefix and operation.endpoint):
             return None
         uri = operation.http.get("requestUri", "")
         members = operation.input_shape.members
@@ -238,31 +243,35 @@ class DirectConverse:
             for name in ("static_context_parameters", "context_parameters", "operation_context_parameters")
         ):
             return None  # the endpoint would depend on the call
-        if operation.output_shape is None or any(
-            m.serialization.get("location") for m in operation.output_shape.members.values()
+        if operation.output_shape is None or (
+            not streamed and any(m.serialization.get("location") for m in operation.output_shape.members.values())
         ):
             return None
-        return cls(sdk_client, machinery, bare)
+        return cls(sdk_client, machinery, operation, bare)
 
-    def converse(self, **request: Any) -> dict[str, Any]:
-        """What `client.converse(**request)` returns (or raises)."""
+    def call(self, **request: Any) -> dict[str, Any]:
+        """What `client.converse(**request)` (or `converse_stream`) returns, or raises."""
         client = self.sdk_client
-        if not (
-            owns_attribute(client, "converse", _BOTOCORE_DIR)
-            and owns_attribute(client, "_make_api_call", _BOTOCORE_DIR)
-        ):
-            return client.converse(**request)  # type: ignore[no-any-return]
+        klass = type(client)
+        own = client.__dict__
+        if (
+            self.method_name in own
+            or "_make_api_call" in own
+            or getattr(klass, self.method_name, None) is not self.public_method
+            or getattr(klass, "_make_api_call", None) is not self.make_api_call
+        ):  # a wrapper or a double put on it since: it sees every call
+            return getattr(client, self.method_name)(**request)  # type: ignore[no-any-return]
         try:
             with start_as_current_context():
                 return self._call(request)
         except RequestNotCovered:
-            return client.converse(**request)  # type: ignore[no-any-return]
+            return getattr(client, self.method_name)(**request)  # type: ignore[no-any-return]
 
     def _call(self, api_params: dict[str, Any]) -> dict[str, Any]:
         client = self.sdk_client
         meta = client.meta
         operation = self.operation
-        self.history.record("API_CALL", {"service": "bedrock-runtime", "operation": _OPERATION, "params": api_params})
+        self.history.record("API_CALL", {"service": "bedrock-runtime", "operation": self.name, "params": api_params})
         context: dict[str, Any] = {
             "client_region": meta.region_name,
             "client_config": meta.config,
@@ -272,7 +281,7 @@ class DirectConverse:
             "auth_options": self.auth_options,
         }
         events = meta.events
-        event = f"{self.service_id}.{_OPERATION}"
+        event = self.event
         answers = events.emit(f"provide-client-params.{event}", params=api_params, model=operation, context=context)
         api_params = next((answer for _, answer in answers if answer is not None), api_params)
         events.emit(f"before-parameter-build.{event}", params=api_params, model=operation, context=context)
@@ -298,13 +307,13 @@ class DirectConverse:
         else:
             maybe_compress_request(meta.config, request_dict, operation)
             apply_request_checksum(request_dict)
-            http, parsed = self.machinery.make_request(self.bare_operation, request_dict, context)
-            if http.status_code < 300:
+            http, parsed = self.machinery.make_request(self.bare_operation or operation, request_dict, context)
+            if http.status_code < 300 and self.bare_operation is not None:
                 parsed = self._answer(http, parsed)
         events.emit(f"after-call.{event}", http_response=http, parsed=parsed, model=operation, context=context)
         if http.status_code >= 300:
             code = context.get("error_code_override") or parsed.get("Error", {}).get("Code")
-            raise client.exceptions.from_code(code)(parsed, _OPERATION)
+            raise client.exceptions.from_code(code)(parsed, self.name)
         return parsed  # type: ignore[no-any-return]
 
     def _request_dict(self, api_params: Mapping[str, Any]) -> dict[str, Any]:

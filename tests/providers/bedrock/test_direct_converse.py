@@ -93,7 +93,7 @@ def both_ways(request: dict[str, Any], wire: Wire, **config: Any) -> tuple[Any, 
     direct = DirectConverse.for_client(direct_client)
     assert direct is not None
     direct._request_dict(request)  # covered: the direct path writes it (no fallback)
-    return public.converse(**request), direct.converse(**request)
+    return public.converse(**request), direct.call(**request)
 
 
 def _image() -> bytes:
@@ -181,6 +181,26 @@ def test_the_request_on_the_wire_is_the_public_calls_byte_for_byte(name: str, fr
     assert headers == public_headers  # User-Agent (its features), Authorization (the same signature), ...
 
 
+@pytest.mark.parametrize("name", REQUESTS)
+def test_a_stream_request_on_the_wire_is_the_public_calls_byte_for_byte(name: str, frozen_clock: None) -> None:
+    wire = Wire(b"", headers={"content-type": "application/vnd.amazon.eventstream"})
+    public, direct_client = sdk_client(), sdk_client()
+    for client in (public, direct_client):
+        client.meta.events.register("before-send.bedrock-runtime.ConverseStream", wire)
+    direct = DirectConverse.for_client(direct_client, "ConverseStream")
+    assert direct is not None
+    direct._request_dict(REQUESTS[name])  # covered: the direct path writes it (no fallback)
+    answers = public.converse_stream(**REQUESTS[name]), direct.call(**REQUESTS[name])
+    assert [list(answer["stream"]) for answer in answers] == [[], []]
+    assert answers[1]["ResponseMetadata"]["HTTPStatusCode"] == 200
+    (public_url, public_headers, public_body), (url, headers, body) = wire.sent
+    assert url == public_url
+    assert body == public_body
+    public_headers.pop("amz-sdk-invocation-id")  # a fresh uuid each call
+    headers.pop("amz-sdk-invocation-id")
+    assert headers == public_headers  # User-Agent (its features), Authorization (the same signature), ...
+
+
 def test_the_model_id_is_percent_encoded_as_botocore_encodes_it(frozen_clock: None) -> None:
     wire = Wire()
     both_ways(REQUESTS["an ARN model id"], wire)
@@ -224,7 +244,7 @@ def test_the_endpoint_resolved_once_is_the_one_each_public_call_gets(
     request = REQUESTS["text"]
     for _ in range(3):
         public.converse(**request)
-        direct.converse(**request)
+        direct.call(**request)
     for (public_url, public_headers, _), (url, headers, _) in zip(wire.sent[::2], wire.sent[1::2], strict=True):
         assert url == public_url
         assert {k: v for k, v in headers.items() if k != "amz-sdk-invocation-id"} == {
@@ -267,7 +287,7 @@ def test_each_answer_the_stand_in_serves_reads_as_botocore_reads_it(answer: dict
         other.script(Answer(answer))
         direct = DirectConverse.for_client(direct_client)
         assert direct is not None
-        expected, got = public.converse(**REQUESTS["text"]), direct.converse(**REQUESTS["text"])
+        expected, got = public.converse(**REQUESTS["text"]), direct.call(**REQUESTS["text"])
     for parsed in (expected, got):
         for volatile in ("RequestId", "HTTPHeaders"):
             parsed["ResponseMetadata"].pop(volatile, None)
@@ -309,7 +329,7 @@ def test_an_error_answer_raises_the_public_calls_client_error(
     for use_direct in (False, True):
         client = sdk_client()
         client.meta.events.register("before-send.bedrock-runtime.Converse", wire)
-        call = DirectConverse.for_client(client).converse if use_direct else client.converse  # type: ignore[union-attr]
+        call = DirectConverse.for_client(client).call if use_direct else client.converse  # type: ignore[union-attr]
         with pytest.raises(ClientError) as info:
             call(**REQUESTS["text"])
         raised.append(info.value)
@@ -338,7 +358,7 @@ def test_the_clients_own_retries_retry_a_direct_call(mode: str) -> None:
         )
         direct = DirectConverse.for_client(sdk)
         assert direct is not None
-        answer = direct.converse(**REQUESTS["text"])
+        answer = direct.call(**REQUESTS["text"])
     assert answer["output"]["message"]["content"] == [{"text": "third time"}]
     assert answer["ResponseMetadata"]["RetryAttempts"] == 2
     assert len(server.requests) == 3
@@ -351,9 +371,9 @@ def test_a_stubber_short_circuits_the_direct_path_at_before_call() -> None:
     with Stubber(client) as stubber:
         stubber.add_response("converse", ANSWER, {"modelId": MODEL, "messages": REQUESTS["text"]["messages"]})
         stubber.add_client_error("converse", "ThrottlingException", "stubbed", 429)
-        assert direct.converse(**REQUESTS["text"])["output"] == ANSWER["output"]
+        assert direct.call(**REQUESTS["text"])["output"] == ANSWER["output"]
         with pytest.raises(client.exceptions.ThrottlingException, match="stubbed"):
-            direct.converse(**REQUESTS["text"])
+            direct.call(**REQUESTS["text"])
         stubber.assert_no_pending_responses()
 
 
@@ -367,7 +387,7 @@ def test_the_events_a_user_registers_see_a_direct_call(frozen_clock: None) -> No
     client.meta.events.register("before-send.bedrock-runtime.Converse", Wire())
     direct = DirectConverse.for_client(client)
     assert direct is not None
-    direct.converse(**REQUESTS["text"])
+    direct.call(**REQUESTS["text"])
     assert [name.split(".")[0] for name in seen] == [
         "provide-client-params",
         "before-parameter-build",
@@ -416,7 +436,7 @@ def test_ranges_are_not_checked_when_the_client_turns_validation_off() -> None:
     client.meta.events.register("before-send.bedrock-runtime.Converse", wire)
     direct = DirectConverse.for_client(client)
     assert direct is not None
-    direct.converse(**{**REQUESTS["text"], "inferenceConfig": {"temperature": 1.5}})
+    direct.call(**{**REQUESTS["text"], "inferenceConfig": {"temperature": 1.5}})
     assert json.loads(wire.sent[0][2])["inferenceConfig"] == {"temperature": 1.5}
 
 
@@ -442,7 +462,7 @@ def test_a_request_the_plan_does_not_cover_goes_through_botocore_which_refuses_i
     with pytest.raises(RequestNotCovered):
         direct._request_dict(request)
     with pytest.raises(botocore.exceptions.ParamValidationError):
-        direct.converse(**request)
+        direct.call(**request)
     with pytest.raises(UserError, match="boto3 refused the request"):
         BedrockChatClient(sdk, MODEL).get_response_sync("x", options={"extra_body": extra})
     assert server.requests == []
@@ -463,7 +483,7 @@ def test_a_wrapped_make_api_call_or_converse_takes_the_public_call(monkeypatch: 
     direct = DirectConverse.for_client(client)
     assert direct is not None
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", traced)
-    direct.converse(**REQUESTS["text"])
+    direct.call(**REQUESTS["text"])
     assert calls == ["Converse"]
     monkeypatch.undo()
     doubled: list[dict[str, Any]] = []
@@ -473,7 +493,7 @@ def test_a_wrapped_make_api_call_or_converse_takes_the_public_call(monkeypatch: 
         return ANSWER
 
     client.converse = double
-    assert direct.converse(**REQUESTS["text"]) is ANSWER and doubled == [REQUESTS["text"]]
+    assert direct.call(**REQUESTS["text"]) is ANSWER and doubled == [REQUESTS["text"]]
 
 
 def test_a_client_whose_private_names_moved_is_served_by_the_public_call(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -493,6 +513,7 @@ async def test_the_adapter_answers_through_the_direct_path(bedrock: tuple[Bedroc
     server, sdk = bedrock
     adapter = BedrockChatClient(sdk, MODEL)
     assert getattr(adapter._converse, "__self__", None).__class__ is DirectConverse
+    assert getattr(adapter._converse_stream, "__self__", None).__class__ is DirectConverse
     server.script(Answer(text_answer("hello")))
     image = DataContent(b"\x89PNG", "image/png")
     response = await adapter.get_response([ChatMessage("user", [TextContent("look"), image])])
