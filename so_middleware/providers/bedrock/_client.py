@@ -45,6 +45,8 @@ from ._profiles import profile_for
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "BedrockChatClient"]
 
+_MODELS_KEPT = 64  # model ids a client remembers as checked
+
 _FIX_CREDENTIALS = (
     "Amazon Bedrock: the boto3 client found no AWS credentials (field: credentials). Fix: set "
     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or sign in with `aws sso login`; "
@@ -83,6 +85,7 @@ class BedrockChatClient(BaseChatClient):
             )
         self.sdk_client = sdk_client
         operation = sdk_client.meta.service_model.operation_model("Converse")
+        self._models_checked: set[str] = set()  # the model ids the pattern admitted (its match is slow)
         self._model_id = re.compile(operation.input_shape.members["modelId"].metadata["pattern"])
         self.model = self._checked_model(model) if model else None
         self.base_url = redact_url(sdk_client.meta.endpoint_url)
@@ -97,12 +100,16 @@ class BedrockChatClient(BaseChatClient):
     def _checked_model(self, model: str) -> str:
         """`model` when botocore's service model admits it as a `modelId` (its pattern: a model id,
         an inference profile, an ARN); boto3 checks only the length, and the server answers 400."""
+        if model in self._models_checked:
+            return model
         if not 1 <= len(model) <= 2048 or self._model_id.fullmatch(model) is None:
             raise UserError(
                 f"Amazon Bedrock: {model!r} is not a model id (field: model). Fix: use a model or inference "
                 "profile id such as 'anthropic.claude-haiku-4-5-20251001-v1:0' or "
                 "'us.anthropic.claude-haiku-4-5-20251001-v1:0', or its ARN"
             )
+        if len(self._models_checked) < _MODELS_KEPT:
+            self._models_checked.add(model)
         return model
 
     def capabilities_for(self, model: str, capabilities: Capabilities | None = None) -> Capabilities:

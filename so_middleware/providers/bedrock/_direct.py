@@ -27,6 +27,7 @@ import copy
 import decimal
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -115,19 +116,22 @@ def _check_range(plan: _Plan, value: Any, measure: Any) -> None:
 def _write_structure(plan: _Plan, value: Any, check: bool) -> dict[str, Any]:
     if type(value) is not dict and not isinstance(value, Mapping):
         raise RequestNotCovered(plan.path)
-    if (plan.union and len(value) != 1) or not value.keys() >= plan.required:
+    if (plan.union and len(value) != 1) or (plan.required and not value.keys() >= plan.required):
         raise RequestNotCovered(plan.path)
     members = plan.members
-    written = {}
+    written: dict[str, Any] = {}
     for name, item in value.items():
         found = members.get(name)
         if found is None or item is None:
             raise RequestNotCovered(f"{plan.path}.{name}")
         key, child = found
-        if child.kind == "string" and type(item) is str:  # the most common member, written in place
+        kind = child.kind
+        if kind == "string" and type(item) is str:  # the most common member, written in place
             if check and child.ranged:
                 _check_range(child, item, len(item))
             written[key] = item
+        elif kind == "structure":
+            written[key] = _write_structure(child, item, check)
         else:
             written[key] = _write(child, item, check)
     return written
@@ -209,7 +213,8 @@ class DirectConverse:
         self.paths: dict[str, str] = {}  # model id -> its percent-encoded request path
         self.model_plan = _compile(operation.input_shape.members["modelId"], "modelId", {})  # in the URL
         self.plan.required -= {"modelId"}
-        self.answer_blobs = tuple(f'"{name}"'.encode() for name in _blob_names(operation.output_shape))
+        blobs = "|".join(re.escape(name) for name in sorted(_blob_names(operation.output_shape)))
+        self.answer_blobs = re.compile(f'"(?:{blobs})"'.encode() if blobs else rb"(?!)")  # the body names a blob
         self.event = f"{self.service_id}.{self.name}"
         config = meta.config
         if operation.auth and config.auth_scheme_preference:
@@ -366,7 +371,9 @@ class DirectConverse:
         id, status, headers, retries); botocore's parser when the body holds a blob (base64 in
         JSON, bytes in botocore's answer) or is not an object."""
         body = http.content
-        answer = loads(body) if body and not any(name in body for name in self.answer_blobs) else None
+        answer = None
+        if body and self.answer_blobs.search(body) is None:
+            answer = loads(body)
         if not isinstance(answer, dict):
             response = convert_to_response_dict(http, self.operation)
             answer = create_parser(self.protocol).parse(response, self.operation.output_shape)

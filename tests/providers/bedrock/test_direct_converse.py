@@ -4,7 +4,9 @@ signature, body bytes), the same answers and errors, the same events, retries an
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -19,9 +21,11 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
+from botocore.useragent import register_feature_id
 
 from so_middleware import ChatMessage, DataContent, TextContent, UserError
 from so_middleware.bedrock import BedrockChatClient
+from so_middleware.providers.bedrock import _direct as direct_module
 from so_middleware.providers.bedrock._direct import DirectConverse, RequestNotCovered
 
 pytestmark = pytest.mark.anyio
@@ -252,8 +256,36 @@ def test_the_endpoint_resolved_once_is_the_one_each_public_call_gets(
         }
 
 
-def test_a_plain_answer_read_by_loads_is_botocores_parsed_answer() -> None:
+def test_the_ruleset_runs_once_and_the_features_it_registers_go_in_every_user_agent(frozen_clock: None) -> None:
+    """Converse's ruleset registers no user-agent feature today (only AccountId parameters do):
+    one that registers a feature on resolution gets it replayed on each call."""
+    wire = Wire()
+    client = sdk_client()
+    client.meta.events.register("before-send.bedrock-runtime.Converse", wire)
+    direct = DirectConverse.for_client(client)
+    assert direct is not None
+    real = direct.machinery.resolve_endpoint
+    resolved: list[str] = []
+
+    def resolving(*args: Any) -> Any:
+        resolved.append("once")
+        register_feature_id("RESOLVED_ACCOUNT_ID")  # user-agent code T
+        return real(*args)
+
+    direct.machinery = dataclasses.replace(direct.machinery, resolve_endpoint=resolving)
+    for _ in range(3):
+        direct.call(**REQUESTS["text"])
+    assert resolved == ["once"]
+    for _, headers, _ in wire.sent:
+        metadata = next(part for part in headers["User-Agent"].split() if part.startswith(b"m/"))
+        assert b"T" in metadata[2:].split(b","), headers["User-Agent"]
+
+
+def test_a_plain_answer_read_by_loads_is_botocores_parsed_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    read_by = direct_module.create_parser
+    monkeypatch.setattr(direct_module, "create_parser", None)  # the direct path reads the body itself
     public, direct = both_ways(REQUESTS["text"], Wire())
+    monkeypatch.setattr(direct_module, "create_parser", read_by)
     assert direct == public
     assert direct["ResponseMetadata"]["RequestId"] == "req-1" and direct["ResponseMetadata"]["RetryAttempts"] == 0
 
@@ -485,6 +517,10 @@ def test_a_wrapped_make_api_call_or_converse_takes_the_public_call(monkeypatch: 
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", traced)
     direct.call(**REQUESTS["text"])
     assert calls == ["Converse"]
+    monkeypatch.undo()
+    monkeypatch.setattr(client, "_make_api_call", functools.partial(traced, client), raising=False)
+    direct.call(**REQUESTS["text"])
+    assert calls == ["Converse", "Converse"]
     monkeypatch.undo()
     doubled: list[dict[str, Any]] = []
 
