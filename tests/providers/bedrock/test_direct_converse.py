@@ -25,7 +25,6 @@ from botocore.useragent import register_feature_id
 
 from so_middleware import ChatMessage, DataContent, TextContent, UserError
 from so_middleware.bedrock import BedrockChatClient
-from so_middleware.providers.bedrock import _direct as direct_module
 from so_middleware.providers.bedrock._direct import DirectConverse, RequestNotCovered
 
 pytestmark = pytest.mark.anyio
@@ -282,10 +281,8 @@ def test_the_ruleset_runs_once_and_the_features_it_registers_go_in_every_user_ag
 
 
 def test_a_plain_answer_read_by_loads_is_botocores_parsed_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    read_by = direct_module.create_parser
-    monkeypatch.setattr(direct_module, "create_parser", None)  # the direct path reads the body itself
+    monkeypatch.setattr(f"{DirectConverse.__module__}.create_parser", None)  # the direct path reads the body itself
     public, direct = both_ways(REQUESTS["text"], Wire())
-    monkeypatch.setattr(direct_module, "create_parser", read_by)
     assert direct == public
     assert direct["ResponseMetadata"]["RequestId"] == "req-1" and direct["ResponseMetadata"]["RetryAttempts"] == 0
 
