@@ -62,17 +62,18 @@ class RequestNotCovered(Exception):
 
 class _Plan:
     """One shape, compiled: its kind, its range (`min`, `max`: a length for strings, lists and
-    blobs; `ranged` when it has one), and its members (structure: name -> (serialized name,
+    blobs; `lowest` and `highest` the same, unbounded where the model sets none), and its members (structure: name -> (serialized name,
     plan)) or element plan."""
 
-    __slots__ = ("element", "high", "kind", "low", "members", "path", "ranged", "required", "union")
+    __slots__ = ("element", "high", "highest", "kind", "low", "lowest", "members", "path", "required", "union")
 
     def __init__(self, shape: Any, path: str) -> None:
         self.kind: str = shape.type_name
         self.path = path
         self.low = shape.metadata.get("min")
         self.high = shape.metadata.get("max")
-        self.ranged = self.low is not None or self.high is not None
+        self.lowest = -math.inf if self.low is None else self.low
+        self.highest = math.inf if self.high is None else self.high
         self.members: dict[str, tuple[str, _Plan]] = {}
         self.required: frozenset[str] = frozenset(shape.metadata.get("required", ()))
         self.union = bool(getattr(shape, "is_tagged_union", False))
@@ -127,7 +128,7 @@ def _write_structure(plan: _Plan, value: Any, check: bool) -> dict[str, Any]:
         key, child = found
         kind = child.kind
         if kind == "string" and type(item) is str:  # the most common member, written in place
-            if check and child.ranged:
+            if check and not child.lowest <= len(item) <= child.highest:
                 _check_range(child, item, len(item))
             written[key] = item
         elif kind == "structure":
@@ -146,7 +147,7 @@ def _write(plan: _Plan, value: Any, check: bool) -> Any:
     if kind == "list":
         if type(value) is not list and not isinstance(value, tuple):
             raise RequestNotCovered(plan.path)
-        if check and plan.ranged:
+        if check and not plan.lowest <= len(value) <= plan.highest:
             _check_range(plan, value, len(value))
         element = plan.element
         assert element is not None
@@ -156,15 +157,16 @@ def _write(plan: _Plan, value: Any, check: bool) -> Any:
     if kind in _SCALARS:
         if (type(value) is bool and kind != "boolean") or not isinstance(value, _SCALARS[kind]):
             raise RequestNotCovered(plan.path)
-        if check and plan.ranged:
-            _check_range(plan, value, len(value) if isinstance(value, str) else value)
+        measure: Any = len(value) if isinstance(value, str) else value
+        if check and kind != "boolean" and not plan.lowest <= measure <= plan.highest:
+            _check_range(plan, value, measure)
         return value
     if kind == "document":
         return value
     if kind == "float" or kind == "double":
         if type(value) is bool or not isinstance(value, _NUMBERS):
             raise RequestNotCovered(plan.path)
-        if check and plan.ranged:
+        if check and not plan.lowest <= value <= plan.highest:
             _check_range(plan, value, value)
         number = float(value) if isinstance(value, decimal.Decimal) else value
         if math.isinf(number) or math.isnan(number):
@@ -174,7 +176,7 @@ def _write(plan: _Plan, value: Any, check: bool) -> Any:
         if not isinstance(value, (bytes, bytearray, str)):
             raise RequestNotCovered(plan.path)  # a file object: botocore reads it
         data = value.encode("utf-8") if isinstance(value, str) else value
-        if check and plan.ranged:
+        if check and not plan.lowest <= len(data) <= plan.highest:
             _check_range(plan, "...", len(data))
         return base64.b64encode(data).strip().decode("utf-8")
     if kind == "map":

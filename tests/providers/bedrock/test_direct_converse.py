@@ -435,6 +435,10 @@ def test_the_events_a_user_registers_see_a_direct_call(frozen_clock: None) -> No
         ({"extra_body": {"inferenceConfig": {"maxTokens": 0}}}, "inferenceConfig.maxTokens"),
         ({"stop": [f"s{i}" for i in range(2501)]}, "inferenceConfig.stopSequences"),
         ({"extra_body": {"inferenceConfig": {"stopSequences": [""]}}}, "inferenceConfig.stopSequences[]"),
+        (
+            {"extra_body": {"toolConfig": {"tools": [{"toolSpec": {"name": "f" * 65, "inputSchema": {"json": {}}}}]}}},
+            "toolConfig.tools[].toolSpec.name",
+        ),
     ],
 )
 def test_a_value_out_of_the_service_models_range_is_a_user_error_before_any_request(
