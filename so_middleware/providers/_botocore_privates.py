@@ -16,7 +16,7 @@ from typing import Any
 
 from ._own import owns_attribute, package_dir
 
-__all__ = ["ClientMachinery", "client_machinery", "operation_without_output"]
+__all__ = ["ClientMachinery", "client_machinery", "operation_without_output", "still_botocores"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,10 @@ class ClientMachinery:
     resolution (URL, headers, properties; it writes the signing context into `request_context`),
     `user_agent()` its User-Agent header, `make_request(operation_model, request_dict,
     request_context)` its send (signing, `before-send`, retries, parsing), `request_signer` the
-    signer `before-call` handlers receive, `inject_host_prefix` its config's flag.
+    signer `before-call` handlers receive, `inject_host_prefix` its config's flag, `validates`
+    whether its serializer checks parameters (`Config(parameter_validation=False)` or a profile's
+    `parameter_validation = false` turn that off; the client's config keeps neither),
+    `make_api_call` the function its class runs for every operation.
     """
 
     resolve_endpoint: Any
@@ -36,6 +39,7 @@ class ClientMachinery:
     request_signer: Any
     inject_host_prefix: bool
     validates: bool
+    make_api_call: Any
 
 
 def client_machinery(sdk_client: Any) -> ClientMachinery | None:
@@ -54,6 +58,7 @@ def client_machinery(sdk_client: Any) -> ClientMachinery | None:
         signer = sdk_client._request_signer
         inject_host_prefix = sdk_client._client_config.inject_host_prefix
         serializer = sdk_client._serializer
+        make_api_call = type(sdk_client)._make_api_call
     except AttributeError:
         return None
     if not all(callable(method) for method in (resolve, user_agent, make_request)) or signer is None:
@@ -61,7 +66,21 @@ def client_machinery(sdk_client: Any) -> ClientMachinery | None:
     if not isinstance(inject_host_prefix, bool) or serializer is None:
         return None
     validates = isinstance(serializer, ParamValidationDecorator)
-    return ClientMachinery(resolve, user_agent, make_request, signer, inject_host_prefix, validates)
+    return ClientMachinery(resolve, user_agent, make_request, signer, inject_host_prefix, validates, make_api_call)
+
+
+def still_botocores(sdk_client: Any, method_name: str, method: Any, make_api_call: Any) -> bool:
+    """Whether `sdk_client.<method_name>` and its `_make_api_call` are still `method` and
+    `make_api_call` (botocore's own, found when the direct path was built): nothing patched on the
+    client or its classes since (an instrumentation, a test double), which would then see every call."""
+    own = sdk_client.__dict__
+    klass = type(sdk_client)
+    return (
+        method_name not in own
+        and "_make_api_call" not in own
+        and getattr(klass, method_name, None) is method
+        and klass._make_api_call is make_api_call
+    )
 
 
 def operation_without_output(operation_model: Any) -> Any:

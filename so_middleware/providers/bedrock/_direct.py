@@ -45,7 +45,7 @@ from botocore.utils import percent_encode
 
 from ...core import UserError
 from ...wire.common import loads
-from .._botocore_privates import ClientMachinery, client_machinery, operation_without_output
+from .._botocore_privates import ClientMachinery, client_machinery, operation_without_output, still_botocores
 from .._own import owns_attribute, package_dir
 
 __all__ = ["DirectConverse", "RequestNotCovered"]
@@ -200,7 +200,6 @@ class DirectConverse:
         self.name: str = operation.name
         self.method_name = xform_name(self.name)  # converse, converse_stream
         self.public_method = getattr(type(sdk_client), self.method_name)
-        self.make_api_call = type(sdk_client)._make_api_call
         self.sdk_client = sdk_client
         self.machinery = machinery
         self.operation = operation
@@ -259,14 +258,8 @@ class DirectConverse:
     def call(self, **request: Any) -> dict[str, Any]:
         """What `client.converse(**request)` (or `converse_stream`) returns, or raises."""
         client = self.sdk_client
-        klass = type(client)
-        own = client.__dict__
-        if (
-            self.method_name in own
-            or "_make_api_call" in own
-            or getattr(klass, self.method_name, None) is not self.public_method
-            or getattr(klass, "_make_api_call", None) is not self.make_api_call
-        ):  # a wrapper or a double put on it since: it sees every call
+        if not still_botocores(client, self.method_name, self.public_method, self.machinery.make_api_call):
+            # a wrapper or a double put on it since: it sees every call
             return getattr(client, self.method_name)(**request)  # type: ignore[no-any-return]
         try:
             with start_as_current_context():

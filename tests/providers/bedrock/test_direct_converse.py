@@ -523,6 +523,16 @@ def test_a_wrapped_make_api_call_or_converse_takes_the_public_call(monkeypatch: 
     direct.call(**REQUESTS["text"])
     assert calls == ["Converse", "Converse"]
     monkeypatch.undo()
+    public = type(client).converse
+
+    def wrapped(self: Any, **request: Any) -> Any:
+        calls.append("class")
+        return public(self, **request)
+
+    monkeypatch.setattr(type(client), "converse", wrapped)
+    direct.call(**REQUESTS["text"])
+    assert calls == ["Converse", "Converse", "class"]
+    monkeypatch.undo()
     doubled: list[dict[str, Any]] = []
 
     def double(**request: Any) -> dict[str, Any]:
