@@ -1,7 +1,8 @@
-"""`DirectConverse`: a `converse` call that writes its request itself and reads a plain answer
+"""`DirectConverse`: a Converse call that writes its request itself and reads a plain answer
 with `wire.common.loads`, and leaves the rest to the boto3 client's own machinery.
 
-A public `client.converse(**request)` validates the request against the service model, walks
+It serves `converse` and `converse_stream` (whose events botocore reads, as before). A public
+`client.converse(**request)` validates the request against the service model, walks
 the model again to write it, resolves the endpoint ruleset, and walks the model a third time to
 read the answer. Here one walk over a plan compiled once per client both writes the JSON body
 (the bytes botocore's rest-json serializer writes) and checks what botocore's `ParamValidator`
@@ -23,6 +24,7 @@ a client botocore's private names no longer fit (`providers/_botocore_privates.p
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import decimal
 import json
@@ -191,7 +193,7 @@ def _write(plan: _Plan, value: Any, check: bool) -> Any:
 class DirectConverse:
     """`converse` for one boto3 `bedrock-runtime` client, by the direct path when it can.
 
-    Example: `DirectConverse.for_client(boto3.client("bedrock-runtime")).converse(**request)`.
+    Example: `DirectConverse.for_client(boto3.client("bedrock-runtime")).call(**request)`.
     """
 
     def __init__(self, sdk_client: Any, machinery: ClientMachinery, operation: Any, bare_operation: Any) -> None:
@@ -205,6 +207,7 @@ class DirectConverse:
         self.operation = operation
         self.bare_operation = bare_operation
         self.service_id = service_model.service_id.hyphenize()
+        self.service_name = service_model.service_name
         self.protocol = service_model.resolved_protocol
         self.check_ranges = machinery.validates
         prefix, _, suffix = operation.http["requestUri"].partition("{modelId}")
@@ -271,7 +274,7 @@ class DirectConverse:
         client = self.sdk_client
         meta = client.meta
         operation = self.operation
-        self.history.record("API_CALL", {"service": "bedrock-runtime", "operation": self.name, "params": api_params})
+        self.history.record("API_CALL", {"service": self.service_name, "operation": self.name, "params": api_params})
         context: dict[str, Any] = {
             "client_region": meta.region_name,
             "client_config": meta.config,
@@ -368,7 +371,8 @@ class DirectConverse:
         body = http.content
         answer = None
         if body and self.answer_blobs.search(body) is None:
-            answer = loads(body)
+            with contextlib.suppress(ValueError):  # not JSON: botocore's parser says so its own way
+                answer = loads(body)
         if not isinstance(answer, dict):
             response = convert_to_response_dict(http, self.operation)
             answer = create_parser(self.protocol).parse(response, self.operation.output_shape)

@@ -323,6 +323,11 @@ def test_each_answer_the_stand_in_serves_reads_as_botocore_reads_it(answer: dict
     assert got == expected
 
 
+def test_a_2xx_answer_that_is_not_json_reads_as_botocores_parser_reads_it() -> None:
+    public, direct = both_ways(REQUESTS["text"], Wire(b"<html>oops</html>"))
+    assert direct == public
+
+
 def test_an_answer_holding_a_blob_is_read_by_botocores_parser() -> None:
     """Redacted reasoning is a blob: base64 in the JSON, bytes in botocore's answer."""
     redacted = {
