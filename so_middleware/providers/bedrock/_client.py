@@ -39,11 +39,14 @@ from ...wire.common import warn_if_not_enforced
 from .._chunks import read_chunks
 from .._sdk_client import DEFAULT_IDLE_TIMEOUT, seconds_or_none
 from .._sdk_use import sdk_boundary
+from ._direct import DirectConverse
 from ._events import EventPump
 from ._profiles import profile_for
 from ._worker import off_loop
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "BedrockChatClient"]
+
+_MODELS_KEPT = 64  # model ids a client remembers as checked
 
 _FIX_CREDENTIALS = (
     "Amazon Bedrock: the boto3 client found no AWS credentials (field: credentials). Fix: set "
@@ -83,22 +86,31 @@ class BedrockChatClient(BaseChatClient):
             )
         self.sdk_client = sdk_client
         operation = sdk_client.meta.service_model.operation_model("Converse")
+        self._models_checked: set[str] = set()  # the model ids the pattern admitted (its match is slow)
         self._model_id = re.compile(operation.input_shape.members["modelId"].metadata["pattern"])
         self.model = self._checked_model(model) if model else None
         self.base_url = redact_url(sdk_client.meta.endpoint_url)
         self.idle_timeout = seconds_or_none("idle_timeout", idle_timeout)
         self.capabilities = capabilities or profile_for(model)
         self._capabilities_given = capabilities is not None
+        direct = DirectConverse.for_client(sdk_client)
+        self._converse = direct.call if direct is not None else sdk_client.converse
+        direct = DirectConverse.for_client(sdk_client, "ConverseStream")
+        self._converse_stream = direct.call if direct is not None else sdk_client.converse_stream
 
     def _checked_model(self, model: str) -> str:
         """`model` when botocore's service model admits it as a `modelId` (its pattern: a model id,
         an inference profile, an ARN); boto3 checks only the length, and the server answers 400."""
+        if model in self._models_checked:
+            return model
         if not 1 <= len(model) <= 2048 or self._model_id.fullmatch(model) is None:
             raise UserError(
                 f"Amazon Bedrock: {model!r} is not a model id (field: model). Fix: use a model or inference "
                 "profile id such as 'anthropic.claude-haiku-4-5-20251001-v1:0' or "
                 "'us.anthropic.claude-haiku-4-5-20251001-v1:0', or its ARN"
             )
+        if len(self._models_checked) < _MODELS_KEPT:
+            self._models_checked.add(model)
         return model
 
     def capabilities_for(self, model: str, capabilities: Capabilities | None = None) -> Capabilities:
@@ -121,7 +133,7 @@ class BedrockChatClient(BaseChatClient):
     async def _respond(self, messages: list[ChatMessage], options: ChatOptions) -> ChatResponse[Any]:
         request = self.request_for(messages, options)
         with self._boundary():
-            answer = await off_loop(functools.partial(self.sdk_client.converse, **request))
+            answer = await off_loop(functools.partial(self._converse, **request))
         return response_from_wire(answer, model=request["modelId"])
 
     async def _stream(
@@ -131,7 +143,7 @@ class BedrockChatClient(BaseChatClient):
         reader = BedrockStreamReader(request["modelId"])
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
         with self._boundary():
-            pump = EventPump(lambda: self.sdk_client.converse_stream(**request)["stream"])
+            pump = EventPump(lambda: self._converse_stream(**request)["stream"])
             try:
                 await pump.opened()
             except BaseException:
