@@ -288,3 +288,22 @@ def test_a_timestamp_member_is_unsupported() -> None:
     timestamp = OUTPUT_SHAPE.members["messageStart"].members["role"]
     with pytest.raises(_frames._Unsupported):
         _frames._plan(type("Shape", (), {"type_name": "timestamp", "name": timestamp.name})())
+
+
+@pytest.mark.anyio
+async def test_the_adapters_stream_reads_the_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    from so_middleware.bedrock import BedrockChatClient
+
+    read: list[Any] = []
+    original = FrameEvents._event
+
+    def spy(self: FrameEvents, headers: dict[str, Any], payload: bytes) -> Any:
+        read.append(headers[":event-type"])
+        return original(self, headers, payload)
+
+    monkeypatch.setattr(FrameEvents, "_event", spy)
+    with serving() as (server, sdk):
+        server.script(Answer(events=text_events(["Hel", "lo"])))
+        client = BedrockChatClient(sdk, "us.anthropic.claude-haiku-4-5-20251001-v1:0")
+        texts = [update.text async for update in client.get_response("Hi", stream=True)]
+    assert "".join(texts) == "Hello" and read[0] == "messageStart" and len(read) == 6
