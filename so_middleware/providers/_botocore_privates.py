@@ -5,7 +5,9 @@ itself and hands it to the client's own machinery: its endpoint ruleset, user ag
 signer, retries and error parsing. botocore publishes none of these on a client; they are read
 here and nowhere else, and `tests/providers/bedrock/test_botocore_privates.py` fails, naming what
 changed, when a botocore release moves one. Any of them missing: `client_machinery` is None and
-the adapter calls `client.converse(**request)`.
+the adapter calls `client.converse(**request)`. Likewise a ConverseStream's `EventStream`: its
+body, parser and shapes are read here (`event_stream_parts`) so the adapter can read its frames
+itself; any of them missing, it iterates the `EventStream`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from typing import Any
 
 from ._own import owns_attribute, package_dir
 
-__all__ = ["ClientMachinery", "client_machinery", "operation_without_output", "still_botocores"]
+__all__ = [
+    "ClientMachinery",
+    "EventStreamParts",
+    "client_machinery",
+    "event_stream_parts",
+    "operation_without_output",
+    "still_botocores",
+]
 
 
 @dataclass(frozen=True)
@@ -102,3 +111,46 @@ def operation_without_output(operation_model: Any) -> Any:
     clone = copy.copy(operation_model)
     vars(clone)["output_shape"] = None
     return clone
+
+
+@dataclass(frozen=True)
+class EventStreamParts:
+    """What a botocore `EventStream` reads its events with: `body` (urllib3's `HTTPResponse`; its
+    `stream()` gives the bytes as they come, `shutdown()` cuts a read), `parser` (its
+    `EventStreamJSONParser`: `parse({"status_code", "headers", "body"}, output_shape)`),
+    `output_shape` (the event stream's union shape), `operation_name` (for `EventStreamError`)."""
+
+    body: Any
+    parser: Any
+    output_shape: Any
+    operation_name: str
+
+
+def event_stream_parts(stream: Any) -> EventStreamParts | None:
+    """The parts of a botocore `EventStream` no event has been read from yet, whose parser reads blobs
+    as base64 (botocore's default); None otherwise or when botocore moved a name."""
+    import inspect
+
+    from botocore.eventstream import EventStream
+    from botocore.parsers import ResponseParser
+
+    if type(stream) is not EventStream:
+        return None
+    try:
+        body = stream._raw_stream
+        parser = stream._parser
+        output_shape = stream._output_shape
+        operation_name = stream._operation_name
+        generator = stream._event_generator
+        blob_parser = parser._blob_parser
+    except AttributeError:
+        return None
+    if not inspect.isgenerator(generator) or inspect.getgeneratorstate(generator) != inspect.GEN_CREATED:
+        return None  # an event was read (an initial response): its buffer holds bytes we cannot see
+    if not callable(getattr(body, "stream", None)) or not callable(getattr(parser, "parse", None)):
+        return None
+    if getattr(blob_parser, "__func__", None) is not ResponseParser._default_blob_parser:
+        return None
+    if output_shape is None or not isinstance(operation_name, str):
+        return None
+    return EventStreamParts(body, parser, output_shape, operation_name)

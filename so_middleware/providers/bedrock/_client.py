@@ -41,6 +41,7 @@ from .._sdk_client import DEFAULT_IDLE_TIMEOUT, seconds_or_none
 from .._sdk_use import sdk_boundary
 from ._direct import DirectConverse
 from ._events import EventPump
+from ._frames import frame_events
 from ._profiles import profile_for
 from ._worker import off_loop
 
@@ -143,7 +144,7 @@ class BedrockChatClient(BaseChatClient):
         reader = BedrockStreamReader(request["modelId"])
         idle = options.idle_timeout if options.idle_timeout is not None else self.idle_timeout
         with self._boundary():
-            pump = EventPump(lambda: self._converse_stream(**request)["stream"])
+            pump = EventPump(lambda: frame_events(self._converse_stream(**request)["stream"]))
             try:
                 await pump.opened()
             except BaseException:

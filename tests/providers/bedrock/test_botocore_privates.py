@@ -103,3 +103,29 @@ def test_a_client_missing_a_name_has_no_machinery(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delattr(botocore.client.BaseClient, "_resolve_endpoint_ruleset")
     assert privates.client_machinery(sdk) is None
     assert DirectConverse.for_client(sdk) is None
+
+
+def test_an_event_stream_still_has_the_parts_its_frames_are_read_with() -> None:
+    """`event_stream_parts` reads `EventStream._raw_stream` (whose `stream()` botocore iterates),
+    `_parser`, `_output_shape`, `_operation_name`, `_event_generator`, and the parser's
+    `_blob_parser` (botocore's `_default_blob_parser`: base64)."""
+    from botocore.eventstream import EventStream
+    from botocore.parsers import EventStreamJSONParser, ResponseParser
+
+    found = list(inspect.signature(EventStream.__init__).parameters)
+    assert found == ["self", "raw_stream", "output_shape", "parser", "operation_name"], f"EventStream now takes {found}"
+    assert "self._raw_stream.stream()" in inspect.getsource(EventStream._create_raw_event_generator), (
+        "EventStream no longer reads its body with `_raw_stream.stream()`"
+    )
+    assert callable(getattr(ResponseParser, "_default_blob_parser", None)), "ResponseParser lost _default_blob_parser"
+    assert ResponseParser._default_blob_parser(None, "AAE=") == b"\x00\x01"  # type: ignore[arg-type]
+
+    class Body:
+        def stream(self) -> Any:
+            return iter(())
+
+    shape = client().meta.service_model.operation_model("ConverseStream").output_shape.members["stream"]
+    stream = EventStream(Body(), shape, EventStreamJSONParser(), "ConverseStream")
+    parts = privates.event_stream_parts(stream)
+    assert parts is not None, "a botocore EventStream lost a name event_stream_parts reads"
+    assert parts.output_shape is shape and parts.operation_name == "ConverseStream"
