@@ -172,16 +172,21 @@ REQUESTS: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("name", REQUESTS)
-def test_the_request_on_the_wire_is_the_public_calls_byte_for_byte(name: str, frozen_clock: None) -> None:
-    wire = Wire()
-    both_ways(REQUESTS[name], wire)
+def assert_sent_alike(wire: Wire) -> None:
+    """The two requests `wire` saw (the public call's, then the direct path's) are the same bytes."""
     (public_url, public_headers, public_body), (url, headers, body) = wire.sent
     assert url == public_url
     assert body == public_body
     public_headers.pop("amz-sdk-invocation-id")  # a fresh uuid each call
     headers.pop("amz-sdk-invocation-id")
     assert headers == public_headers  # User-Agent (its features), Authorization (the same signature), ...
+
+
+@pytest.mark.parametrize("name", REQUESTS)
+def test_the_request_on_the_wire_is_the_public_calls_byte_for_byte(name: str, frozen_clock: None) -> None:
+    wire = Wire()
+    both_ways(REQUESTS[name], wire)
+    assert_sent_alike(wire)
 
 
 @pytest.mark.parametrize("name", REQUESTS)
@@ -196,12 +201,7 @@ def test_a_stream_request_on_the_wire_is_the_public_calls_byte_for_byte(name: st
     answers = public.converse_stream(**REQUESTS[name]), direct.call(**REQUESTS[name])
     assert [list(answer["stream"]) for answer in answers] == [[], []]
     assert answers[1]["ResponseMetadata"]["HTTPStatusCode"] == 200
-    (public_url, public_headers, public_body), (url, headers, body) = wire.sent
-    assert url == public_url
-    assert body == public_body
-    public_headers.pop("amz-sdk-invocation-id")  # a fresh uuid each call
-    headers.pop("amz-sdk-invocation-id")
-    assert headers == public_headers  # User-Agent (its features), Authorization (the same signature), ...
+    assert_sent_alike(wire)
 
 
 def test_the_model_id_is_percent_encoded_as_botocore_encodes_it(frozen_clock: None) -> None:

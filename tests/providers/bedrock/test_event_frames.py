@@ -234,15 +234,21 @@ def test_the_event_stream_is_iterated_when_its_parts_are_missing(monkeypatch: py
     assert frame_events(started) is started
 
 
-def test_an_event_type_with_a_timestamp_is_left_to_botocores_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+def spied(monkeypatch: pytest.MonkeyPatch, method: str) -> list[Any]:
+    """The event types `FrameEvents.<method>` is called with, from now on."""
     read: list[Any] = []
-    original = FrameEvents._botocores
+    original = getattr(FrameEvents, method)
 
     def spy(self: FrameEvents, headers: dict[str, Any], payload: bytes) -> Any:
         read.append(headers[":event-type"])
         return original(self, headers, payload)
 
-    monkeypatch.setattr(FrameEvents, "_botocores", spy)
+    monkeypatch.setattr(FrameEvents, method, spy)
+    return read
+
+
+def test_an_event_type_with_a_timestamp_is_left_to_botocores_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    read = spied(monkeypatch, "_botocores")
     monkeypatch.setattr(_frames, "_PLANS", {})
     plan = _frames._plan
 
@@ -268,14 +274,7 @@ def test_closing_closes_the_event_stream_and_the_body_is_the_one_pump_cuts() -> 
 
 
 def test_a_stream_through_the_stand_in_is_read_from_its_frames(monkeypatch: pytest.MonkeyPatch) -> None:
-    read: list[Any] = []
-    original = FrameEvents._event
-
-    def spy(self: FrameEvents, headers: dict[str, Any], payload: bytes) -> Any:
-        read.append(headers[":event-type"])
-        return original(self, headers, payload)
-
-    monkeypatch.setattr(FrameEvents, "_event", spy)
+    read = spied(monkeypatch, "_event")
     with serving() as (server, sdk):
         server.script(Answer(events=EVENTS), Answer(events=EVENTS))
         request = {"modelId": "m", "messages": [{"role": "user", "content": [{"text": "hi"}]}]}
@@ -294,14 +293,7 @@ def test_a_timestamp_member_is_unsupported() -> None:
 async def test_the_adapters_stream_reads_the_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     from so_middleware.bedrock import BedrockChatClient
 
-    read: list[Any] = []
-    original = FrameEvents._event
-
-    def spy(self: FrameEvents, headers: dict[str, Any], payload: bytes) -> Any:
-        read.append(headers[":event-type"])
-        return original(self, headers, payload)
-
-    monkeypatch.setattr(FrameEvents, "_event", spy)
+    read = spied(monkeypatch, "_event")
     with serving() as (server, sdk):
         server.script(Answer(events=text_events(["Hel", "lo"])))
         client = BedrockChatClient(sdk, "us.anthropic.claude-haiku-4-5-20251001-v1:0")
